@@ -1,0 +1,63 @@
+# titanium-gateway developer entry points. `make demo` and `make test` work on a fresh machine.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+IMAGE ?= ghcr.io/justcoding121/titanium-gateway
+TAG ?= dev
+CHART := charts/titanium-gateway
+
+.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance fuzz clean
+
+install:  ## install the package and its test dependencies (editable)
+	$(PIP) install -q -e '.[test]'
+
+demo: install  ## render examples/ offline and show the result
+	@echo "== titanium-gateway render -f examples/quickstart (HTTP quick start) =="
+	titanium-gateway render -f examples/quickstart --assume-programmed
+	@echo
+	@echo "== titanium-gateway render -f examples/https --out out/https (HTTPS Gateway) =="
+	titanium-gateway render -f examples/https --assume-programmed --out out/https
+	@echo "-- out/https/twp.yaml"; cat out/https/twp.yaml
+	@echo "-- out/https/status.yaml"; cat out/https/status.yaml
+	@echo "-- out/https/certificates.yaml"; cat out/https/certificates.yaml
+
+test:  ## the whole test suite (unit, golden, property, integration, chart); e2e skips without Docker
+	$(PYTHON) -m pytest -q
+
+test-fast:
+	$(PYTHON) -m pytest -q -x tests/render
+
+lint:
+	$(PYTHON) -m ruff check .
+
+fmt:
+	$(PYTHON) -m ruff check --fix .
+
+golden:  ## regenerate tests/render/testdata/*/ expected files (review the diff by eye!)
+	UPDATE_GOLDEN=1 $(PYTHON) -m pytest -q tests/render/test_golden.py
+
+bench:  ## print the performance figures (see docs/performance.md)
+	$(PYTHON) benchmarks/run.py
+
+fuzz:  ## the long bad-input campaign (docs/reliability.md)
+	FUZZ_EXAMPLES=10000 $(PYTHON) -m pytest -q -m slow tests/reliability
+
+image:
+	docker build -t $(IMAGE):$(TAG) .
+
+chart:
+	hack/helm.sh lint $(CHART)
+
+manifests:  ## regenerate manifests/ from the chart
+	hack/generate-manifests.sh
+
+manifests-check:
+	$(PYTHON) -m pytest -q tests/chart/test_manifests.py
+
+e2e:  ## kind + pytest-kind; skips with a message without Docker/kind
+	hack/e2e.sh
+
+conformance:  ## upstream Gateway API v1.2.1 suite on kind; skips with a message without Docker/kind
+	conformance/run.sh
+
+clean:
+	rm -rf out artifacts .pytest_cache build dist *.egg-info

@@ -1,0 +1,3 @@
+from titanium_gateway.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""The output of the pure render: data, never side effects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+_EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
+
+
+@dataclass(frozen=True, order=True)
+class ListenerKey:
+    """One data-plane listener; the set of these is bound at pod start."""
+
+    port: int
+    decrypt_ssl: bool
+
+
+@dataclass(frozen=True)
+class CertificateEntry:
+    """One PFX file in the TLS Secret (never key material here)."""
+
+    file: str  # "<namespace>.<name>.pfx"
+    hosts: tuple[str, ...]
+    source: str  # "<namespace>/<name>" of the kubernetes.io/tls Secret
+    default: bool = False
+
+
+@dataclass(frozen=True)
+class ObjectStatus:
+    """The status this controller wants on one object it owns.
+
+    For HTTPRoute, ``status`` is ``{"parents": [...]}`` holding ONLY the entries whose
+    controllerName is ours; the writer keeps other controllers' entries and drops ours that
+    are not listed. For Ingress it is ``{"loadBalancer": {...}}``.
+    """
+
+    api_version: str
+    kind: str
+    namespace: str  # "" for cluster-scoped
+    name: str
+    status: Mapping[str, Any]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """An Event the controller should post (the dedupe/bump policy lives in the writer)."""
+
+    kind: str
+    namespace: str
+    name: str
+    type: str  # "Warning" | "Normal"
+    reason: str
+    message: str
+    uid: str = ""
+    api_version: str = ""
+
+    @property
+    def dedupe_key(self) -> tuple[str, str, str, str, str]:
+        return (self.kind, self.namespace, self.name, self.reason, self.message)
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    #: The root twp.yaml bytes (the ConfigMap key ``twp.yaml``).
+    config: bytes
+    #: SHA-256 (lowercase hex) of ``config``: what /version.config_hash must report.
+    config_hash: str
+    #: ``(filename, bytes)`` of each part, in include order (empty when not split).
+    parts: tuple[tuple[str, bytes], ...] = ()
+    #: Files of the generated TLS Secret: ``<ns>.<name>.pfx`` and upstream-TLS PEM files.
+    tls_files: Mapping[str, bytes] = field(default_factory=lambda: _EMPTY_BYTES)
+    certificates: tuple[CertificateEntry, ...] = ()
+    statuses: tuple[ObjectStatus, ...] = ()
+    events: tuple[EventRecord, ...] = ()
+    listeners: frozenset[ListenerKey] = frozenset()
+    #: Non-empty when the config cannot be delivered (e.g. more parts than the pods mount);
+    #: the controller must not write it and Gateways report Programmed False with this.
+    delivery_error: str = ""

@@ -1,0 +1,76 @@
+"""The immutable input of the pure render: every watched object, as raw JSON dicts.
+
+Objects are stored exactly as the API server (or a manifest file) gives them, minus
+``metadata.managedFields``. Each collection maps a key to the object:
+``"<namespace>/<name>"`` for namespaced kinds and ``"<name>"`` for cluster-scoped ones
+(GatewayClass, IngressClass, Namespace). The render must never mutate an object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+Obj = Mapping[str, Any]
+
+#: kind -> Snapshot attribute; the kinds the controller watches and the render reads.
+KIND_FIELDS: Mapping[str, str] = MappingProxyType(
+    {
+        "GatewayClass": "gateway_classes",
+        "Gateway": "gateways",
+        "HTTPRoute": "httproutes",
+        "ReferenceGrant": "reference_grants",
+        "Namespace": "namespaces",
+        "Service": "services",
+        "EndpointSlice": "endpoint_slices",
+        "Secret": "secrets",
+        "IngressClass": "ingress_classes",
+        "Ingress": "ingresses",
+    }
+)
+CLUSTER_SCOPED = frozenset({"GatewayClass", "IngressClass", "Namespace"})
+
+_EMPTY: Mapping[str, Obj] = MappingProxyType({})
+
+
+def object_key(obj: Obj) -> str:
+    """The cache key of an object: ``namespace/name``, or ``name`` when cluster-scoped."""
+    meta = obj.get("metadata") or {}
+    if obj.get("kind") in CLUSTER_SCOPED:
+        return str(meta.get("name", ""))
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    gateway_classes: Mapping[str, Obj] = _EMPTY
+    gateways: Mapping[str, Obj] = _EMPTY
+    httproutes: Mapping[str, Obj] = _EMPTY
+    reference_grants: Mapping[str, Obj] = _EMPTY
+    namespaces: Mapping[str, Obj] = _EMPTY
+    services: Mapping[str, Obj] = _EMPTY
+    endpoint_slices: Mapping[str, Obj] = _EMPTY
+    secrets: Mapping[str, Obj] = _EMPTY
+    ingress_classes: Mapping[str, Obj] = _EMPTY
+    ingresses: Mapping[str, Obj] = _EMPTY
+    #: SHA-256 of the config every ready data-plane pod has confirmed (from the prober),
+    #: or None. Programmed=True only when it equals the rendered config_hash.
+    confirmed_config_hash: str | None = None
+    #: A prober message explaining why the config is not confirmed yet (for Pending).
+    probe_message: str = ""
+    #: RFC 3339 time to stamp on conditions whose status/reason changed. The render has
+    #: no clock: the controller passes "now", the offline render a fixed stand-in.
+    now: str = "1970-01-01T00:00:00Z"
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Obj], **kwargs: Any) -> Snapshot:
+        """Builds a snapshot from a flat list of objects (unknown kinds are ignored)."""
+        buckets: dict[str, dict[str, Obj]] = {f: {} for f in KIND_FIELDS.values()}
+        for obj in objects:
+            fld = KIND_FIELDS.get(str(obj.get("kind", "")))
+            if fld is not None:
+                buckets[fld][object_key(obj)] = obj
+        return cls(**{k: MappingProxyType(v) for k, v in buckets.items()}, **kwargs)

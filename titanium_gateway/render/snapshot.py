@@ -45,16 +45,16 @@ def object_key(obj: Obj) -> str:
 
 @dataclass(frozen=True)
 class Snapshot:
-    gateway_classes: Mapping[str, Obj] = _EMPTY
-    gateways: Mapping[str, Obj] = _EMPTY
-    httproutes: Mapping[str, Obj] = _EMPTY
-    reference_grants: Mapping[str, Obj] = _EMPTY
-    namespaces: Mapping[str, Obj] = _EMPTY
-    services: Mapping[str, Obj] = _EMPTY
-    endpoint_slices: Mapping[str, Obj] = _EMPTY
-    secrets: Mapping[str, Obj] = _EMPTY
-    ingress_classes: Mapping[str, Obj] = _EMPTY
-    ingresses: Mapping[str, Obj] = _EMPTY
+    gateway_classes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    gateways: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    httproutes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    reference_grants: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    namespaces: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    services: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    endpoint_slices: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    secrets: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    ingress_classes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    ingresses: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     #: SHA-256 of the config every ready data-plane pod has confirmed (from the prober),
     #: or None. Programmed=True only when it equals the rendered config_hash.
     confirmed_config_hash: str | None = None

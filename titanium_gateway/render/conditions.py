@@ -1,0 +1,96 @@
+"""Status conditions: one builder so every kind stamps them the same way.
+
+A condition carries ``observedGeneration`` = the object's current ``metadata.generation``
+(1 when missing or malformed). ``lastTransitionTime`` is copied from the object's existing
+condition of the same type when its status AND reason are unchanged, otherwise it is
+``snapshot.now``. The caller passes the existing condition list (the one at the same place in
+the existing status: a Gateway's ``status.conditions``, a listener's, a route parent's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+Condition = dict[str, Any]
+
+
+def generation(obj: Mapping[str, Any]) -> int:
+    """``metadata.generation`` as a positive int; 1 when missing or malformed."""
+    meta = obj.get("metadata")
+    value = meta.get("generation") if isinstance(meta, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return 1
+    return value
+
+
+def existing_conditions(container: Any) -> list[Mapping[str, Any]]:
+    """The ``conditions`` list of a status-like mapping, tolerating garbage."""
+    if not isinstance(container, Mapping):
+        return []
+    conds = container.get("conditions")
+    if not isinstance(conds, list):
+        return []
+    return [c for c in conds if isinstance(c, Mapping)]
+
+
+def make_condition(
+    ctype: str,
+    status: bool,
+    reason: str,
+    message: str,
+    *,
+    observed_generation: int,
+    now: str,
+    previous: Iterable[Mapping[str, Any]] = (),
+) -> Condition:
+    """A metav1.Condition dict with a stable lastTransitionTime (see module doc)."""
+    status_text = "True" if status else "False"
+    ltt = now
+    for prev in previous:
+        if prev.get("type") == ctype:
+            old = prev.get("lastTransitionTime")
+            if prev.get("status") == status_text and prev.get("reason") == reason and isinstance(old, str) and old:
+                ltt = old
+            break
+    return {
+        "type": ctype,
+        "status": status_text,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": observed_generation,
+        "lastTransitionTime": ltt,
+    }
+
+
+class ConditionList:
+    """Accumulates conditions for one status block; later ``set`` of a type replaces it.
+
+    >>> cl = ConditionList(obj, previous=existing_conditions(obj.get("status")), now=now)
+    >>> cl.set("Accepted", True, "Accepted", "")
+    >>> cl.as_list()
+    """
+
+    def __init__(self, obj: Mapping[str, Any], *, previous: Iterable[Mapping[str, Any]], now: str) -> None:
+        self._gen = generation(obj)
+        self._previous = list(previous)
+        self._now = now
+        self._items: dict[str, Condition] = {}
+
+    def set(self, ctype: str, status: bool, reason: str, message: str = "") -> None:
+        self._items[ctype] = make_condition(
+            ctype,
+            status,
+            reason,
+            message,
+            observed_generation=self._gen,
+            now=self._now,
+            previous=self._previous,
+        )
+
+    def get(self, ctype: str) -> Condition | None:
+        return self._items.get(ctype)
+
+    def as_list(self) -> list[Condition]:
+        """Conditions in insertion order (callers insert in a fixed order)."""
+        return list(self._items.values())

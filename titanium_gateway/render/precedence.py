@@ -1,0 +1,118 @@
+"""Route precedence: ONE key function shared by HTTPRoute and Ingress.
+
+The data plane takes the first route (lowest ``order``) whose match accepts a request, so the
+render sorts every route by :func:`route_key` and numbers them. The order is the full Gateway
+API order (contract, "Decisions"):
+
+1. tier (0 for every normal route; 1 for an Ingress defaultBackend: after everything),
+2. the longest matching non-wildcard hostname (an exact host beats a wildcard beats none),
+3. the longest hostname (wildcards included, ``*`` counted),
+4. path type: Exact > RegularExpression > PathPrefix (no path counts as PathPrefix ``/``),
+5. the longest path value,
+6. a method match,
+7. the number of header matches, then 8. the number of query matches,
+9. the oldest object (creationTimestamp), 10. namespace, 11. name,
+12. rule index, 13. match index, and finally the route id (unique) as the last tie breaker.
+
+Keys are plain tuples: compare them with ``<`` or ``sorted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+PATH_TYPE_RANK = {"Exact": 0, "RegularExpression": 1, "PathPrefix": 2}
+#: Tier of an Ingress defaultBackend route: after every other route of every source.
+TIER_DEFAULT_BACKEND = 1
+TIER_NORMAL = 0
+#: Sorts after every RFC 3339 timestamp: an object without creationTimestamp is "newest".
+_MISSING_TIME = "~"
+
+PrecedenceKey = tuple[Any, ...]
+
+
+def creation_timestamp(obj: Any) -> str:
+    """``metadata.creationTimestamp`` as a sortable string (missing sorts last)."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    value = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) and value else _MISSING_TIME
+
+
+def route_key(
+    *,
+    hostname: str | None,
+    path_type: str | None,
+    path: str | None,
+    method: bool,
+    headers: int,
+    query: int,
+    created: str,
+    namespace: str,
+    name: str,
+    rule: int,
+    match: int,
+    route_id: str,
+    tier: int = TIER_NORMAL,
+) -> PrecedenceKey:
+    """The precedence key of one data-plane route (smaller sorts first = wins).
+
+    ``hostname`` is the match host (``None`` = any host; ``*.example.com`` a wildcard),
+    ``path_type`` one of ``Exact``, ``RegularExpression``, ``PathPrefix`` (``None`` = any
+    path, ranked as PathPrefix ``/``), ``created`` the object's creationTimestamp (see
+    :func:`creation_timestamp`).
+    """
+    host = hostname or ""
+    exact_len = len(host) if host and not host.startswith("*") else 0
+    if path_type is None or path is None:
+        rank, plen = PATH_TYPE_RANK["PathPrefix"], 1
+    else:
+        rank, plen = PATH_TYPE_RANK.get(path_type, 2), len(path)
+    return (
+        tier,
+        -exact_len,
+        -len(host),
+        rank,
+        -plen,
+        0 if method else 1,
+        -headers,
+        -query,
+        created,
+        namespace,
+        name,
+        rule,
+        match,
+        route_id,
+    )
+
+
+def key_from_match(
+    match: dict[str, Any],
+    *,
+    created: str,
+    namespace: str,
+    name: str,
+    rule: int,
+    match_index: int,
+    route_id: str,
+    tier: int = TIER_NORMAL,
+) -> PrecedenceKey:
+    """:func:`route_key` computed from a data-plane ``match`` dict (host/path/pathKind/...)."""
+    kind = match.get("pathKind")
+    path_type = {"Exact": "Exact", "Regex": "RegularExpression", "Prefix": "PathPrefix"}.get(str(kind))
+    query = len(match.get("query") or {}) + len(match.get("queryRegex") or {})
+    return route_key(
+        hostname=match.get("host"),
+        path_type=path_type if "path" in match else None,
+        path=match.get("path"),
+        method="method" in match,
+        headers=len(match.get("headers") or {}),
+        query=query,
+        created=created,
+        namespace=namespace,
+        name=name,
+        rule=rule,
+        match=match_index,
+        route_id=route_id,
+        tier=tier,
+    )

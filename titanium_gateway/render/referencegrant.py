@@ -1,0 +1,67 @@
+"""ReferenceGrant (gateway.networking.k8s.io/v1beta1): may an object reference another namespace?
+
+:class:`ReferenceGrantIndex` is built once per render; :meth:`ReferenceGrantIndex.allows` answers
+one reference. A reference inside one namespace is always allowed. A grant lives in the
+namespace of the TARGET; ``spec.from`` lists (group, kind, namespace) of referrers and
+``spec.to`` lists (group, kind, optional name) of targets. The core group is ``""``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from titanium_gateway.render.snapshot import Snapshot
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+
+def _s(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class ReferenceGrantIndex:
+    def __init__(self, snapshot: Snapshot) -> None:
+        # target namespace -> list of (from set, to list)
+        self._by_ns: dict[str, list[tuple[set[tuple[str, str, str]], list[tuple[str, str, str]]]]] = {}
+        for key in sorted(snapshot.reference_grants):
+            grant = snapshot.reference_grants[key]
+            if not isinstance(grant, Mapping):
+                continue
+            meta = grant.get("metadata")
+            ns = _s(meta.get("namespace")) if isinstance(meta, Mapping) else ""
+            ns = ns or "default"
+            spec = grant.get("spec")
+            if not isinstance(spec, Mapping):
+                continue
+            froms: set[tuple[str, str, str]] = set()
+            for item in spec.get("from") or []:
+                if isinstance(item, Mapping):
+                    froms.add((_s(item.get("group")), _s(item.get("kind")), _s(item.get("namespace"))))
+            tos: list[tuple[str, str, str]] = []
+            for item in spec.get("to") or []:
+                if isinstance(item, Mapping):
+                    tos.append((_s(item.get("group")), _s(item.get("kind")), _s(item.get("name"))))
+            if froms and tos:
+                self._by_ns.setdefault(ns, []).append((froms, tos))
+
+    def allows(
+        self,
+        *,
+        from_group: str,
+        from_kind: str,
+        from_namespace: str,
+        to_group: str,
+        to_kind: str,
+        to_namespace: str,
+        to_name: str,
+    ) -> bool:
+        if from_namespace == to_namespace:
+            return True
+        for froms, tos in self._by_ns.get(to_namespace, ()):
+            if (from_group, from_kind, from_namespace) not in froms:
+                continue
+            for group, kind, name in tos:
+                if group == to_group and kind == to_kind and (not name or name == to_name):
+                    return True
+        return False

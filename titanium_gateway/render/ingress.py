@@ -1,19 +1,685 @@
 """Ingress (networking.k8s.io/v1) translation into the shared render.
 
-``translate(ctx)`` is called by :func:`titanium_gateway.render.render` after the
-Gateway listeners are known. It selects the Ingresses this controller owns,
-validates their annotations and adds routes, clusters, listeners, TLS files,
-events and statuses to the shared render context.
+:func:`translate` is called by :func:`titanium_gateway.render.render` after the Gateway
+listeners and HTTPRoutes are in the :class:`~titanium_gateway.render.builder.RenderContext`.
+It:
+
+1. selects the Ingresses this controller owns (:func:`select_ingresses`: ingressClassName,
+   the default IngressClass, the legacy ``kubernetes.io/ingress.class`` annotation);
+2. parses their ``titanium.io/`` annotations (:mod:`.ingress_annotations`);
+3. turns every rule path into one route ``ingress/<ns>/<name>/r<rule>p<path>`` and the
+   ``defaultBackend`` into ``ingress/<ns>/<name>/default`` (any host, any path, ordered after
+   every other route), with the annotation features as policies, transforms and cluster
+   settings; a rule that cannot be honoured answers 500 (``directResponse``);
+4. merges canary Ingresses into their primary's route (weights, header route);
+5. binds ``tls`` Secrets as certificates, opens the HTTP and HTTPS data-plane listeners;
+6. reports Warning events and ``status.loadBalancer`` for every owned Ingress.
+
+Everything is indexed once (dicts keyed by host/path/type), so the work is linear in the
+number of Ingress paths. Never raises on malformed input; deterministic.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from cryptography import x509
+
+from titanium_gateway.render import ingress_annotations as ia
+from titanium_gateway.render.backends import ClusterSettings, resolve_backend
+from titanium_gateway.render.certificates import convert_tls_secret
+from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
+from titanium_gateway.render.precedence import (
+    TIER_DEFAULT_BACKEND,
+    TIER_NORMAL,
+    creation_timestamp,
+    route_key,
+)
+from titanium_gateway.render.result import EventRecord, ObjectStatus
+
+INGRESS_API_VERSION = "networking.k8s.io/v1"
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+#: The legacy annotation value that always means this controller (with --watch-legacy-annotation).
+LEGACY_CLASS_NAME = "titanium"
+#: Timeout of the ExtAuth subrequest (the seed gives none; see docs/ingress.md).
+EXT_AUTH_TIMEOUT = "00:00:05"
+#: Value of the canary-by-header header that forces the canary.
+CANARY_HEADER_VALUE = "always"
+
+PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
+_PATH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f?#]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*")
+_REGEX_SPECIAL = frozenset("\\*+?|{}[]()^$.#")
+
+
+# -- small safe accessors -------------------------------------------------------------------
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _meta(obj: Any) -> Mapping[str, Any]:
+    return _map(_map(obj).get("metadata"))
+
+
+# -- class selection ------------------------------------------------------------------------
+def owned_classes(ingress_classes: Mapping[str, Any], controller_name: str) -> tuple[set[str], bool]:
+    """Names of the IngressClasses whose ``spec.controller`` is ours, and whether one of them
+    is the default class (annotation ``ingressclass.kubernetes.io/is-default-class: "true"``)."""
+    names: set[str] = set()
+    has_default = False
+    for key, cls in ingress_classes.items():
+        if _str(_map(_map(cls).get("spec")).get("controller")) != controller_name:
+            continue
+        name = _str(_meta(cls).get("name")) or str(key)
+        names.add(name)
+        if _str(_map(_meta(cls).get("annotations")).get(DEFAULT_CLASS_ANNOTATION)) == "true":
+            has_default = True
+    return names, has_default
+
+
+def is_owned(
+    ingress: Any, owned: set[str], has_default: bool, watch_legacy_annotation: bool
+) -> bool:
+    """Whether this controller serves ``ingress`` (see the Ingress page, "Choosing")."""
+    class_name = _map(_map(ingress).get("spec")).get("ingressClassName")
+    if isinstance(class_name, str) and class_name:
+        return class_name in owned  # ingressClassName always wins
+    legacy = _map(_meta(ingress).get("annotations")).get(LEGACY_CLASS_ANNOTATION)
+    if legacy is not None:
+        ours = isinstance(legacy, str) and (legacy in owned or legacy == LEGACY_CLASS_NAME)
+        if not ours:
+            return False  # a legacy class we do not own: never ours
+        if watch_legacy_annotation:
+            return True
+    return has_default
+
+
+def select_ingresses(snapshot: Any, options: Any) -> list[Mapping[str, Any]]:
+    """The Ingresses we own, oldest first (creationTimestamp, namespace, name)."""
+    owned, has_default = owned_classes(snapshot.ingress_classes, options.ingress_controller_name)
+    selected = [
+        ing
+        for ing in snapshot.ingresses.values()
+        if isinstance(ing, Mapping)
+        and _str(_meta(ing).get("name"))
+        and is_owned(ing, owned, has_default, options.watch_legacy_annotation)
+    ]
+    selected.sort(key=_age_key)
+    return selected
+
+
+def _namespace(ing: Any) -> str:
+    return _str(_meta(ing).get("namespace")) or "default"
+
+
+def _age_key(ing: Any) -> tuple[str, str, str]:
+    return (creation_timestamp(ing), _namespace(ing), _str(_meta(ing).get("name")))
+
+
+# -- host / path helpers --------------------------------------------------------------------
+def normalize_host(raw: Any) -> tuple[str | None, str]:
+    """``rules[].host`` -> (match host or None for any host, error message or "")."""
+    if raw is None or raw == "":
+        return None, ""
+    if not isinstance(raw, str):
+        return None, "host is not a string"
+    host = raw.lower()
+    if host.endswith("."):
+        host = host[:-1]
+    name = host[2:] if host.startswith("*.") else host
+    if len(host) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        return None, f"host {raw!r} is not a DNS name or a *. wildcard"
+    return host, ""
+
+
+def normalize_path(raw_path: Any, path_type: Any) -> tuple[str | None, str | None, str]:
+    """(path, data-plane pathKind, error) for one Ingress path.
+
+    ``Exact`` keeps the path; ``Prefix`` and ``ImplementationSpecific`` are a segment prefix with
+    a trailing ``/`` stripped (except ``/`` itself). A path that is not absolute, or that holds
+    whitespace, a control character, ``?`` or ``#``, is an error, as is another pathType.
+    """
+    if not isinstance(raw_path, str) or not raw_path.startswith("/") or _PATH_FORBIDDEN.search(raw_path):
+        return None, None, f"path {raw_path!r} is not an absolute path"
+    if path_type not in PATH_TYPES:
+        return raw_path, None, f"pathType {path_type!r} is not Exact, Prefix or ImplementationSpecific"
+    if path_type == "Exact":
+        return raw_path, "Exact", ""
+    path = raw_path.rstrip("/") or "/"
+    return path, "Prefix", ""
+
+
+def regex_escape(text: str) -> str:
+    """Escapes a literal for a .NET regular expression."""
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
+
+
+def rewrite_transform(path: str | None, kind: str | None, target: str) -> dict[str, Any] | None:
+    """The PathRegexReplace transform of ``titanium.io/rewrite-target`` for one route.
+
+    Exact: the whole path becomes ``target``. Prefix (and the defaultBackend, a prefix ``/``):
+    the matched prefix is replaced on a segment boundary, ``/foo`` -> ``/bar`` turns
+    ``/foo/x`` into ``/bar/x`` and ``/foo`` into ``/bar``; a target of ``/`` turns ``/foo/x``
+    into ``/x`` (never ``//x``). Returns None when the rewrite changes nothing.
+    """
+    if kind == "Exact" and path is not None:
+        if path == target:
+            return None
+        pattern, replacement = f"^{regex_escape(path)}$", target
+    else:
+        prefix = path or "/"
+        tgt = target.rstrip("/") or "/"
+        if prefix == "/":
+            if tgt == "/":
+                return None
+            pattern, replacement = "^(?:/$|(?=/))", tgt
+        else:
+            pattern = f"^{regex_escape(prefix)}(?=/|$)"
+            replacement = "" if tgt == "/" else tgt
+    return {"kind": "PathRegexReplace", "parameters": {"pattern": pattern, "replacement": replacement}}
+
+
+def timespan(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+# -- per-Ingress state ----------------------------------------------------------------------
+@dataclass
+class _Ingress:
+    obj: Mapping[str, Any]
+    namespace: str
+    name: str
+    uid: str
+    created: str
+    ann: IngressAnnotations
+    is_canary: bool
+    settings: ClusterSettings | None = None  # None: upstream TLS Secret unusable
+    settings_error: str = ""
+    id_suffix: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class _Path:
+    ing: _Ingress
+    route_id: str
+    rule: int  # -1 for the defaultBackend
+    index: int
+    host: str | None
+    path: str | None
+    kind: str | None  # Exact | Prefix | None (any path)
+    path_type: str  # as written (Exact, Prefix, ImplementationSpecific; "" for defaultBackend)
+    backend: Any
+    error_reason: str = ""
+    error_message: str = ""
+    canaries: list[tuple[_Ingress, str, str]] = field(default_factory=list)  # (canary, cluster id, route id)
+
+    @property
+    def is_default(self) -> bool:
+        return self.rule < 0
+
+    @property
+    def conflict_key(self) -> tuple[str, str, str]:
+        if self.is_default:
+            return ("", "", "defaultBackend")
+        return (self.host or "", self.path or "", self.path_type)
+
+    def describe(self) -> str:
+        if self.is_default:
+            return "the default backend"
+        host = self.host or "any host"
+        return f"host {host} path {self.path} ({self.path_type})"
+
+
+class _Translator:
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.options = ctx.options
+        self.http_port = self.options.data_plane_port(80)
+        self.https_port = self.options.data_plane_port(443)
+        self.lb_ingress = load_balancer_ingress(ctx.snapshot, self.options.data_plane_service)
+        self.http_ok, self.http_why = self._port_usable(self.http_port, "HTTP")
+        self.https_ok, self.https_why = self._port_usable(self.https_port, "HTTPS")
+        self.https_needed = False
+
+    # -- helpers --------------------------------------------------------------------------
+    def event(self, ing: _Ingress, reason: str, message: str) -> None:
+        self.ctx.add_event(
+            EventRecord(
+                kind="Ingress",
+                namespace=ing.namespace,
+                name=ing.name,
+                type="Warning",
+                reason=reason,
+                message=message,
+                uid=ing.uid,
+                api_version=INGRESS_API_VERSION,
+            )
+        )
+
+    def _port_usable(self, port: int, protocol: str) -> tuple[bool, str]:
+        if port not in self.options.data_plane_ports:
+            return False, f"{protocol} port {port} is not in the data-plane ports"
+        used = self.ctx.gateway_ports.get(port)
+        if used is not None and used != protocol:
+            return False, f"{protocol} port {port} is used by a Gateway listener with protocol {used}"
+        return True, ""
+
+    # -- main -----------------------------------------------------------------------------
+    def run(self) -> None:
+        ingresses = [self.prepare(obj) for obj in select_ingresses(self.ctx.snapshot, self.options)]
+        if not ingresses:
+            return
+        owners: dict[tuple[str, str, str], _Path] = {}
+        primaries: list[_Path] = []
+        canaries: list[_Ingress] = []
+        for ing in ingresses:
+            self.status(ing)
+            if not self.http_ok:
+                self.event(ing, "PortUnavailable", self.http_why)
+            if ing.is_canary:
+                canaries.append(ing)
+                continue
+            for p in self.paths(ing):
+                primaries.append(p)
+                owner = owners.get(p.conflict_key)
+                if owner is None:
+                    owners[p.conflict_key] = p
+                elif owner.ing is not ing:
+                    self.event(
+                        ing,
+                        "RouteConflict",
+                        f"{p.describe()} is owned by the older Ingress {owner.ing.ref}",
+                    )
+            self.tls(ing)
+        for ing in canaries:
+            self.canary(ing, owners)
+        for p in primaries:
+            self.emit(p)
+        if self.http_ok and not self.ctx.add_listener(self.http_port, False):
+            for ing in ingresses:
+                self.event(ing, "PortUnavailable", f"HTTP port {self.http_port} is bound with TLS")
+        if self.https_needed:
+            self.ctx.add_listener(self.https_port, True)
+
+    def prepare(self, obj: Mapping[str, Any]) -> _Ingress:
+        meta = _meta(obj)
+        namespace = _namespace(obj)
+        ann = parse_annotations(_map(meta.get("annotations")), namespace)
+        ing = _Ingress(
+            obj=obj,
+            namespace=namespace,
+            name=_str(meta.get("name")),
+            uid=_str(meta.get("uid")),
+            created=creation_timestamp(obj),
+            ann=ann,
+            is_canary=ann.canary,
+        )
+        for name in ann.unknown:
+            self.event(ing, "UnknownAnnotation", f"{name} is not a known annotation; it is ignored")
+        for err in ann.errors:
+            self.event(ing, "InvalidAnnotation", err.message)
+        if ann.valid and not ing.is_canary:
+            self.cluster_settings(ing)
+        return ing
+
+    def status(self, ing: _Ingress) -> None:
+        self.ctx.add_status(
+            ObjectStatus(
+                api_version=INGRESS_API_VERSION,
+                kind="Ingress",
+                namespace=ing.namespace,
+                name=ing.name,
+                status={"loadBalancer": {"ingress": [dict(x) for x in self.lb_ingress]}},
+            )
+        )
+
+    # -- cluster settings -----------------------------------------------------------------
+    def cluster_settings(self, ing: _Ingress) -> None:
+        ann = ing.ann
+        tls: tuple[tuple[str, str], ...] = ()
+        if ann.upstream_tls_secret is not None:
+            files, error = self.upstream_tls(ann.upstream_tls_secret)
+            if error:
+                ing.settings_error = error
+                self.event(ing, "InvalidAnnotation", error)
+                return
+            tls = files
+        ing.settings = ClusterSettings(
+            request_timeout=timespan(ann.proxy_read_timeout) if ann.proxy_read_timeout else None,
+            algorithm=ann.load_balance,
+            affinity_cookie=ia.AFFINITY_COOKIE_NAME if ann.affinity == "cookie" else None,
+            use_https=ann.backend_protocol == "HTTPS",
+            tls=tls,
+        )
+        # H2C and GRPC change nothing in the cluster (the data plane follows the client's
+        # HTTP version), yet the table says the backend gets its own cluster: mark the id.
+        if ann.backend_protocol in ("H2C", "GRPC"):
+            ing.id_suffix = "-" + ann.backend_protocol.lower()
+
+    def upstream_tls(self, ref: ia.UpstreamTLSRef) -> tuple[tuple[tuple[str, str], ...], str]:
+        """Validates the upstream TLS Secret and adds its PEM files to the TLS Secret."""
+        label = f"{ia.UPSTREAM_TLS_SECRET}: Secret {ref.namespace}/{ref.name}"
+        secret = self.ctx.snapshot.secrets.get(f"{ref.namespace}/{ref.name}")
+        if not isinstance(secret, Mapping):
+            return (), f"{label} not found"
+        conversion = convert_tls_secret(secret)
+        if not conversion.ok:
+            return (), f"{label}: {conversion.error}"
+        crt = _secret_bytes(secret, "tls.crt")
+        key = _secret_bytes(secret, "tls.key")
+        ca = _secret_bytes(secret, "ca.crt")
+        if crt is None or key is None:  # convert_tls_secret accepted it, so unreachable
+            return (), f"{label} lacks tls.crt or tls.key"
+        base = f"upstream.{ref.namespace}.{ref.name}"
+        files = [("certFile", f"{base}.tls.crt"), ("keyFile", f"{base}.tls.key")]
+        self.ctx.add_tls_file(f"{base}.tls.crt", crt)
+        self.ctx.add_tls_file(f"{base}.tls.key", key)
+        if ca is not None:
+            try:
+                anchors = x509.load_pem_x509_certificates(ca)
+            except ValueError:
+                anchors = []
+            if not anchors:
+                return (), f"{label}: ca.crt is not a PEM certificate"
+            files.append(("caFile", f"{base}.ca.crt"))
+            self.ctx.add_tls_file(f"{base}.ca.crt", ca)
+        return tuple(sorted(files)), ""
+
+    # -- paths ----------------------------------------------------------------------------
+    def paths(self, ing: _Ingress) -> list[_Path]:
+        """Every route candidate of one Ingress, InvalidPath reported here."""
+        spec = _map(ing.obj.get("spec"))
+        out: list[_Path] = []
+        for r, rule in enumerate(_list(spec.get("rules"))):
+            rule = _map(rule)
+            host, host_error = normalize_host(rule.get("host"))
+            for p, item in enumerate(_list(_map(rule.get("http")).get("paths"))):
+                item = _map(item)
+                route_id = f"ingress/{ing.namespace}/{ing.name}/r{r}p{p}"
+                if host_error:
+                    self.event(ing, "InvalidPath", f"rule {r}: {host_error}")
+                    continue
+                path, kind, error = normalize_path(item.get("path"), item.get("pathType"))
+                if error:
+                    self.event(ing, "InvalidPath", f"rule {r} path {p}: {error}")
+                    if path is None:
+                        continue  # nothing to match: no route
+                    kind = "Exact"  # an unknown pathType answers 500 on that exact path only
+                path_type = _str(item.get("pathType"))
+                entry = _Path(ing, route_id, r, p, host, path, kind, path_type, item.get("backend"))
+                if error:
+                    entry.error_reason, entry.error_message = "InvalidPath", error
+                out.append(entry)
+        if "defaultBackend" in spec and spec.get("defaultBackend") is not None:
+            out.append(
+                _Path(
+                    ing, f"ingress/{ing.namespace}/{ing.name}/default", -1, 0, None, None, None, "",
+                    spec.get("defaultBackend"),
+                )
+            )
+        return out
+
+    # -- TLS ------------------------------------------------------------------------------
+    def tls(self, ing: _Ingress) -> None:
+        for t, entry in enumerate(_list(_map(ing.obj.get("spec")).get("tls"))):
+            entry = _map(entry)
+            secret = entry.get("secretName")
+            if not isinstance(secret, str) or not secret:
+                self.event(ing, "InvalidTLS", f"tls {t}: no secretName")
+                continue
+            if not self.https_ok:
+                self.event(ing, "InvalidTLS", f"tls {t} (Secret {secret}): {self.https_why}")
+                self.event(ing, "PortUnavailable", self.https_why)
+                continue
+            hosts: list[str] = []
+            bad = False
+            for raw in _list(entry.get("hosts")):
+                host, error = normalize_host(raw)
+                if error or host is None:
+                    self.event(ing, "InvalidTLS", f"tls {t} (Secret {secret}): {error or 'empty host'}")
+                    bad = True
+                    break
+                hosts.append(host)
+            if bad:
+                continue
+            rank = None if hosts else (ing.created, ing.namespace, ing.name, t)
+            conversion = self.ctx.bind_certificate(ing.namespace, secret, sorted(set(hosts)), rank)
+            if not conversion.ok:
+                self.event(ing, "InvalidTLS", f"tls {t}: {conversion.error}")
+                continue
+            self.https_needed = True
+
+    # -- backends -------------------------------------------------------------------------
+    def backend_cluster(
+        self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str
+    ) -> tuple[str, str, str]:
+        """(cluster id, reason, message): resolves an Ingress backend and adds its cluster."""
+        backend = _map(backend)
+        if backend.get("resource") is not None:
+            return "", "UnsupportedBackend", "backend.resource is not supported"
+        service = backend.get("service")
+        if not isinstance(service, Mapping):
+            return "", "InvalidBackend", "the backend names no Service"
+        name = _str(service.get("name"))
+        if not name:
+            return "", "InvalidBackend", "the backend Service has no name"
+        port = _map(service.get("port"))
+        number, port_name = port.get("number"), port.get("name")
+        ref: int | str
+        if number is not None and port_name is not None:
+            return "", "InvalidBackend", f"the backend Service {name} gives both a port number and name"
+        if number is not None:
+            if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 65535:
+                return "", "InvalidBackend", f"the backend Service {name} port {number!r} is not 1-65535"
+            ref = number
+        elif isinstance(port_name, str) and port_name:
+            # A named port resolves to its number, so the cluster is shared with every other
+            # reference to the same Service port (HTTPRoute backendRefs use numbers).
+            entry = self.ctx.backends.service_port(ing.namespace, name, port_name)
+            number = entry.get("port") if entry is not None else None
+            if isinstance(number, int) and not isinstance(number, bool):
+                ref = number
+            else:
+                ref = port_name  # resolve_backend reports the missing Service or port
+        else:
+            return "", "InvalidBackend", f"the backend Service {name} has no port"
+        resolution = resolve_backend(self.ctx.backends, ing.namespace, name, ref, settings)
+        if not resolution.ok or resolution.cluster is None:
+            return "", resolution.reason or "BackendNotFound", resolution.message
+        cluster = resolution.cluster
+        if id_suffix:
+            cluster = dict(cluster)
+            cluster["id"] = f"{cluster['id']}{id_suffix}"
+        return self.ctx.add_cluster(cluster), "", ""
+
+    # -- canary ---------------------------------------------------------------------------
+    def canary(self, ing: _Ingress, owners: Mapping[tuple[str, str, str], _Path]) -> None:
+        if not ing.ann.valid:
+            return  # InvalidAnnotation already reported; the canary does nothing
+        for p in self.paths(ing):
+            if p.error_reason:
+                continue
+            primary = owners.get(p.conflict_key)
+            if primary is None:
+                self.event(ing, "CanaryWithoutPrimary", f"no Ingress serves {p.describe()}")
+                continue
+            if primary.canaries:
+                self.event(
+                    ing,
+                    "CanaryConflict",
+                    f"{p.describe()} of Ingress {primary.ing.ref} already has the canary "
+                    f"{primary.canaries[0][0].ref}",
+                )
+                continue
+            if primary.ing.settings is None:
+                continue  # the primary answers 500 (its own events say why)
+            cid, reason, message = self.backend_cluster(
+                ing, p.backend, primary.ing.settings, primary.ing.id_suffix
+            )
+            if reason:
+                self.event(ing, reason, f"{p.describe()}: {message}")
+                continue
+            primary.canaries.append((ing, cid, p.route_id))
+
+    # -- routes ---------------------------------------------------------------------------
+    def emit(self, p: _Path) -> None:
+        ing = p.ing
+        match: dict[str, Any] = {}
+        if p.host is not None:
+            match["host"] = p.host
+        if p.path is not None and p.kind is not None:
+            match["path"] = p.path
+            match["pathKind"] = p.kind
+        reason, message = p.error_reason, p.error_message
+        cid = ""
+        if not reason:
+            settings = ing.settings or ClusterSettings()
+            cid, reason, message = self.backend_cluster(ing, p.backend, settings, ing.id_suffix)
+            if reason:
+                self.event(ing, reason, f"{p.describe()}: {message}")
+        if not reason and not ing.ann.valid:
+            reason, message = "InvalidAnnotation", "; ".join(e.message for e in ing.ann.errors)
+        if not reason and ing.settings is None:
+            reason, message = "InvalidAnnotation", ing.settings_error
+        route: dict[str, Any] = {"id": p.route_id, "match": match}
+        if reason:
+            route["directResponse"] = {"status": 500, "body": f"{reason}: {message}"}
+            self.add_route(p, route, ing, 0)
+            return
+        canary = p.canaries[0] if p.canaries else None
+        if canary is None:
+            route["clusterId"] = cid
+        else:
+            weight = canary[0].ann.canary_weight
+            route["clusters"] = [
+                {"clusterId": cid, "weight": 100 - weight},
+                {"clusterId": canary[1], "weight": weight},
+            ]
+        self.decorate(route, p)
+        self.add_route(p, route, ing, 0)
+        if canary is not None and canary[0].ann.canary_by_header:
+            header_match = dict(match)
+            header_match["headers"] = {canary[0].ann.canary_by_header: CANARY_HEADER_VALUE}
+            header_route: dict[str, Any] = {"id": canary[2], "match": header_match, "clusterId": canary[1]}
+            self.decorate(header_route, p)
+            self.add_route(p, header_route, ing, 1)
+
+    def decorate(self, route: dict[str, Any], p: _Path) -> None:
+        """Transforms and policies of the primary's annotations."""
+        ann = p.ing.ann
+        if ann.rewrite_target is not None:
+            transform = rewrite_transform(p.path, p.kind, ann.rewrite_target)
+            if transform is not None:
+                route["transforms"] = [transform]
+        policies: list[dict[str, Any]] = []
+        if ann.whitelist_source_range is not None:
+            policies.append({"kind": "IpAllowDeny", "parameters": {"allow": list(ann.whitelist_source_range)}})
+        if ann.limit_rps is not None:
+            policies.append(
+                {
+                    "kind": "RateLimit",
+                    "parameters": {
+                        "requestsPerSecond": str(ann.limit_rps),
+                        "window": "00:00:01",
+                        "partition": f"ingress/{p.ing.namespace}/{p.ing.name}",
+                    },
+                }
+            )
+        if ann.cors_allow_origin is not None:
+            policies.append({"kind": "Cors", "parameters": {"allowOrigins": list(ann.cors_allow_origin)}})
+        if ann.proxy_body_size is not None:
+            policies.append({"kind": "MaxRequestBodySize", "parameters": {"bytes": str(ann.proxy_body_size)}})
+        if ann.auth_url is not None:
+            policies.append({"kind": "ExtAuth", "parameters": {"url": ann.auth_url, "timeout": EXT_AUTH_TIMEOUT}})
+        if policies:
+            route["policies"] = policies
+
+    def add_route(self, p: _Path, route: dict[str, Any], ing: _Ingress, headers: int) -> None:
+        key = route_key(
+            hostname=p.host,
+            path_type=None if p.kind is None else ("Exact" if p.kind == "Exact" else "PathPrefix"),
+            path=p.path if p.kind is not None else None,
+            method=False,
+            headers=headers,
+            query=0,
+            created=ing.created,
+            namespace=ing.namespace,
+            name=ing.name,
+            rule=max(p.rule, 0),
+            match=p.index,
+            route_id=str(route["id"]),
+            tier=TIER_DEFAULT_BACKEND if p.is_default else TIER_NORMAL,
+        )
+        self.ctx.add_route(route, key)
+
+
+def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes | None:
+    data = _map(secret.get("data"))
+    if isinstance(data.get(key), str):
+        try:
+            return base64.b64decode(data[key], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    string_data = _map(secret.get("stringData"))
+    if isinstance(string_data.get(key), str):
+        return str(string_data[key]).encode()
+    return None
+
+
+def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[dict[str, str]]:
+    """``status.loadBalancer.ingress`` entries of the data-plane Service (ip / hostname), else
+    its ``spec.clusterIP``; [] when the Service is absent or has no address."""
+    namespace, name = service_ref
+    svc = snapshot.services.get(f"{namespace}/{name}")
+    if not isinstance(svc, Mapping):
+        return []
+    out: list[dict[str, str]] = []
+    for entry in _list(_map(_map(svc.get("status")).get("loadBalancer")).get("ingress")):
+        entry = _map(entry)
+        item = {k: entry[k] for k in ("ip", "hostname") if isinstance(entry.get(k), str) and entry[k]}
+        if item and item not in out:
+            out.append(item)
+    if out:
+        return out
+    cluster_ip = _map(svc.get("spec")).get("clusterIP")
+    if isinstance(cluster_ip, str) and cluster_ip and cluster_ip != "None":
+        return [{"ip": cluster_ip}]
+    return []
 
 
 def translate(ctx: Any) -> None:
-    """Translate every owned Ingress of ``ctx.snapshot`` into ``ctx``.
+    """Translate every owned Ingress of ``ctx.snapshot`` into ``ctx`` (routes, clusters,
+    listeners, certificates, TLS files, events, statuses). See the module docstring."""
+    _Translator(ctx).run()
 
-    Placeholder so the core's import works; the real body follows.
-    """
-    return None
+
+__all__: Iterable[str] = (
+    "translate",
+    "select_ingresses",
+    "is_owned",
+    "owned_classes",
+    "normalize_host",
+    "normalize_path",
+    "rewrite_transform",
+    "load_balancer_ingress",
+)

@@ -3,9 +3,10 @@ the wiring between the controller's options and the objects the chart creates.""
 
 from __future__ import annotations
 
+import base64
 import copy
 import re
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 import kubernetes_validate
@@ -18,7 +19,7 @@ KUBE_VERSION = "1.31"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schemas() -> dict[tuple[str, str], dict]:
     """(apiVersion, kind) -> openAPIV3Schema of the CRDs the chart ships."""
     out = {}
@@ -320,7 +321,6 @@ def test_bad_values_fail_the_render(helm):
 def test_admin_token_secret_is_generated_and_shared(helm):
     docs = helm.template()
     secret = one(docs, "Secret", "titanium-gateway-admin-token")
-    import base64
 
     token = base64.b64decode(secret["data"]["token"]).decode()
     assert re.fullmatch(r"[A-Za-z0-9]{48}", token)

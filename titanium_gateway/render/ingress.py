@@ -31,6 +31,7 @@ from typing import Any
 from cryptography import x509
 
 from titanium_gateway.render import ingress_annotations as ia
+from titanium_gateway.render import precedence
 from titanium_gateway.render.backends import ClusterSettings, resolve_backend
 from titanium_gateway.render.certificates import convert_tls_secret
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
@@ -49,6 +50,9 @@ LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 LEGACY_CLASS_NAME = "titanium"
 #: Timeout of the ExtAuth subrequest (the seed gives none; see docs/ingress.md).
 EXT_AUTH_TIMEOUT = "00:00:05"
+#: Tier of the 500 route of a path whose pathType is unknown: its match (that exact path) is
+#: only an approximation, so it is ordered after every normal route and never shadows one.
+TIER_DEGRADED: int = getattr(precedence, "TIER_DEGRADED", TIER_NORMAL)
 #: Value of the canary-by-header header that forces the canary.
 CANARY_HEADER_VALUE = "always"
 
@@ -615,6 +619,12 @@ class _Translator:
         if policies:
             route["policies"] = policies
 
+    @staticmethod
+    def tier(p: _Path) -> int:
+        if p.is_default:
+            return TIER_DEFAULT_BACKEND
+        return TIER_DEGRADED if p.error_reason == "InvalidPath" else TIER_NORMAL
+
     def add_route(self, p: _Path, route: dict[str, Any], ing: _Ingress, headers: int) -> None:
         key = route_key(
             hostname=p.host,
@@ -629,7 +639,7 @@ class _Translator:
             rule=max(p.rule, 0),
             match=p.index,
             route_id=str(route["id"]),
-            tier=TIER_DEFAULT_BACKEND if p.is_default else TIER_NORMAL,
+            tier=self.tier(p),
         )
         self.ctx.add_route(route, key)
 

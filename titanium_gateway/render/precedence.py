@@ -4,7 +4,8 @@ The data plane takes the first route (lowest ``order``) whose match accepts a re
 render sorts every route by :func:`route_key` and numbers them. The order is the full Gateway
 API order (contract, "Decisions"):
 
-1. tier (0 for every normal route; 1 for an Ingress defaultBackend: after everything),
+1. tier (0 for every normal route; 1 for a degraded 500 route; 2 for an Ingress
+   defaultBackend: after everything),
 2. the longest matching non-wildcard hostname (an exact host beats a wildcard beats none),
 3. the longest hostname (wildcards included, ``*`` counted),
 4. path type: Exact > RegularExpression > PathPrefix (no path counts as PathPrefix ``/``),
@@ -23,9 +24,13 @@ from collections.abc import Mapping
 from typing import Any
 
 PATH_TYPE_RANK = {"Exact": 0, "RegularExpression": 1, "PathPrefix": 2}
-#: Tier of an Ingress defaultBackend route: after every other route of every source.
-TIER_DEFAULT_BACKEND = 1
 TIER_NORMAL = 0
+#: A 500 route of a rule whose match cannot be expressed exactly (e.g. a header
+#: RegularExpression): it carries only the expressible part of the match, so it is ordered
+#: after every normal route and can never shadow another rule.
+TIER_DEGRADED = 1
+#: Tier of an Ingress defaultBackend route: after every other route of every source.
+TIER_DEFAULT_BACKEND = 2
 #: Sorts after every RFC 3339 timestamp: an object without creationTimestamp is "newest".
 _MISSING_TIME = "~"
 

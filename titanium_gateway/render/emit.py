@@ -1,0 +1,147 @@
+"""Deterministic twp.yaml bytes, config hash and parts.
+
+Key order is fixed (see the ``*_KEYS`` tuples) so the file reads top-down like the contract.
+The document is assembled from per-item YAML fragments (each list item dumped on its own),
+which gives exact sizes for splitting into parts in one pass; the result is byte-identical to
+dumping the whole list at once (block style, sequences not indented under their key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+try:
+    _Dumper: type = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Dumper = yaml.SafeDumper
+
+SCHEMA_VERSION = "7.1"
+ROUTE_KEYS = ("id", "order", "match", "clusterId", "clusters", "redirect", "directResponse",
+              "mirror", "transforms", "policies", "limits")
+MATCH_KEYS = ("host", "path", "pathKind", "method", "headers", "query", "queryRegex")
+REDIRECT_KEYS = ("statusCode", "scheme", "host", "port", "path")
+CLUSTER_KEYS = ("id", "algorithm", "destinations", "sessionAffinity", "httpClient")
+DEST_KEYS = ("id", "address", "port", "weight", "useHttps")
+HTTP_CLIENT_KEYS = ("requestTimeout", "tls")
+TLS_KEYS = ("caFile", "certFile", "keyFile")
+#: Bytes of the two list headers in a part, an upper bound ("routes: []\n" + "clusters: []\n").
+_PART_OVERHEAD = len("routes: []\n") + len("clusters: []\n")
+
+
+def _ordered(d: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    out = {k: d[k] for k in keys if k in d}
+    for k in sorted(k for k in d if k not in out):
+        out[k] = d[k]
+    return out
+
+
+def canonical_route(route: Mapping[str, Any]) -> dict[str, Any]:
+    out = _ordered(route, ROUTE_KEYS)
+    if isinstance(out.get("match"), Mapping):
+        out["match"] = _ordered(out["match"], MATCH_KEYS)
+    if isinstance(out.get("redirect"), Mapping):
+        out["redirect"] = _ordered(out["redirect"], REDIRECT_KEYS)
+    if isinstance(out.get("clusters"), list):
+        out["clusters"] = [_ordered(c, ("clusterId", "weight")) for c in out["clusters"]]
+    if isinstance(out.get("mirror"), Mapping):
+        out["mirror"] = _ordered(out["mirror"], ("clusterId", "percent"))
+    for k in ("transforms", "policies"):
+        if isinstance(out.get(k), list):
+            out[k] = [_ordered(t, ("kind", "parameters")) for t in out[k]]
+    return out
+
+
+def canonical_cluster(cluster: Mapping[str, Any]) -> dict[str, Any]:
+    out = _ordered(cluster, CLUSTER_KEYS)
+    if isinstance(out.get("destinations"), list):
+        out["destinations"] = [_ordered(d, DEST_KEYS) for d in out["destinations"]]
+    if isinstance(out.get("sessionAffinity"), Mapping):
+        out["sessionAffinity"] = _ordered(out["sessionAffinity"], ("policy", "name"))
+    client = out.get("httpClient")
+    if isinstance(client, Mapping):
+        client = _ordered(client, HTTP_CLIENT_KEYS)
+        if isinstance(client.get("tls"), Mapping):
+            client["tls"] = _ordered(client["tls"], TLS_KEYS)
+        out["httpClient"] = client
+    return out
+
+
+def dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=1 << 20)
+
+
+def _fragment(item: Any) -> str:
+    return dump([item])
+
+
+def _list_block(key: str, fragments: Sequence[str]) -> str:
+    if not fragments:
+        return f"{key}: []\n"
+    return f"{key}:\n" + "".join(fragments)
+
+
+@dataclass(frozen=True)
+class Emitted:
+    config: bytes
+    config_hash: str
+    parts: tuple[tuple[str, bytes], ...] = ()
+    delivery_error: str = ""
+
+
+def emit(
+    listeners: Sequence[Mapping[str, Any]],
+    certificates: Sequence[Mapping[str, Any]],
+    routes: Sequence[Mapping[str, Any]],
+    clusters: Sequence[Mapping[str, Any]],
+    *,
+    part_limit: int,
+    max_parts: int,
+) -> Emitted:
+    """Assemble the root document (and parts past ``part_limit`` bytes)."""
+    head = dump({
+        "schemaVersion": SCHEMA_VERSION,
+        "listeners": [dict(x) for x in listeners],
+        "certificates": {"items": [dict(c) for c in certificates]},
+    })
+    route_frags = [_fragment(canonical_route(r)) for r in routes]
+    cluster_frags = [_fragment(canonical_cluster(c)) for c in clusters]
+    whole = head + _list_block("routes", route_frags) + _list_block("clusters", cluster_frags)
+    data = whole.encode()
+    if len(data) <= part_limit:
+        return Emitted(data, hashlib.sha256(data).hexdigest())
+    # split: routes then clusters, in order, greedily into parts of at most part_limit bytes
+    items = [("routes", f) for f in route_frags] + [("clusters", f) for f in cluster_frags]
+    parts: list[dict[str, list[str]]] = []
+    current: dict[str, list[str]] = {"routes": [], "clusters": []}
+    size = _PART_OVERHEAD
+    error = ""
+    for kind, frag in items:
+        n = len(frag.encode())
+        if n + _PART_OVERHEAD > part_limit:
+            error = f"one {kind[:-1]} is {n} bytes, more than the part limit of {part_limit} bytes"
+            break
+        if size + n > part_limit:
+            parts.append(current)
+            current, size = {"routes": [], "clusters": []}, _PART_OVERHEAD
+        current[kind].append(frag)
+        size += n
+    if current["routes"] or current["clusters"]:
+        parts.append(current)
+    part_files: list[tuple[str, bytes]] = []
+    for n, part in enumerate(parts, start=1):
+        text = _list_block("routes", part["routes"]) + _list_block("clusters", part["clusters"])
+        part_files.append((f"twp.part-{n}.yaml", text.encode()))
+    include = [{"file": name, "sha256": hashlib.sha256(body).hexdigest()} for name, body in part_files]
+    root = (head + dump({"include": include})).encode()
+    if not error and len(part_files) > max_parts:
+        error = (f"the config is {len(data)} bytes: it needs {len(part_files)} parts of at most {part_limit} bytes, "
+                 f"but the data-plane pods mount only {max_parts}")
+    if not error and len(root) > part_limit:
+        error = f"the root config alone is {len(root)} bytes, more than {part_limit} bytes"
+    return Emitted(root, hashlib.sha256(root).hexdigest(), tuple(part_files), error)

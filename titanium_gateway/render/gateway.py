@@ -1,0 +1,374 @@
+"""Gateway: listeners, certificates, merging across Gateways, status.
+
+Gateways of our classes are processed oldest first (creationTimestamp, namespace, name), so
+"the newer listener" of a cross-Gateway ProtocolConflict is the one seen later. Per listener:
+
+* protocol HTTP, or HTTPS with TLS mode Terminate; else Accepted False UnsupportedProtocol;
+* data-plane port = port map (missing -> same port); not in ``options.data_plane_ports`` ->
+  Accepted False PortUnavailable;
+* inside one Gateway: same port with another protocol -> Conflicted ProtocolConflict, same port
+  + protocol + hostname -> Conflicted HostnameConflict (the later listener); across Gateways
+  only a protocol clash on one data-plane port conflicts (the newer listener);
+* ``allowedRoutes.kinds``: HTTPRoute is supported, others give ResolvedRefs False
+  InvalidRouteKinds (supportedKinds lists what is served);
+* HTTPS ``certificateRefs``: core Secret (else InvalidCertificateRef), ReferenceGrant across
+  namespaces (else RefNotPermitted), a valid kubernetes.io/tls pair (else InvalidCertificateRef).
+
+A listener is *usable* (routes attach, it is programmed) when it is accepted, not conflicted,
+serves HTTPRoute and, for HTTPS, has at least one valid certificate. ``Programmed`` is filled in
+by :func:`finalize` once the config hash is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.conditions import ConditionList, existing_conditions
+from titanium_gateway.render.precedence import creation_timestamp
+from titanium_gateway.render.referencegrant import GATEWAY_GROUP
+from titanium_gateway.render.result import ObjectStatus
+
+API_VERSION = "gateway.networking.k8s.io/v1"
+HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": "HTTPRoute"}
+
+
+def _s(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _port(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        return None
+    return value
+
+
+# -- hostnames ------------------------------------------------------------------------------
+def host_matches(pattern: str, host: str) -> bool:
+    """Does ``pattern`` (exact or ``*.suffix``: one or more labels) cover ``host``?"""
+    pattern, host = pattern.lower(), host.lower()
+    if pattern.startswith("*."):
+        suffix = pattern[1:]
+        return host.endswith(suffix) and len(host) > len(suffix) and not host.startswith("*")
+    return pattern == host
+
+
+def intersect_hostname(listener: str | None, route: str) -> str | None:
+    """The hostname both a listener hostname and a route hostname accept, or None."""
+    if listener is None:
+        return route
+    if host_matches(listener, route):
+        return route
+    if host_matches(route, listener):
+        return listener
+    if listener.startswith("*.") and route.startswith("*."):
+        if route.endswith(listener[1:]):
+            return route
+        if listener.endswith(route[1:]):
+            return listener
+    if listener.lower() == route.lower():
+        return route
+    return None
+
+
+# -- selectors ------------------------------------------------------------------------------
+def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector semantics; a malformed selector matches nothing."""
+    if not isinstance(selector, Mapping):
+        return False
+    match_labels = selector.get("matchLabels") or {}
+    if not isinstance(match_labels, Mapping):
+        return False
+    for k, v in match_labels.items():
+        if labels.get(k) != v:
+            return False
+    exprs = selector.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        return False
+    for expr in exprs:
+        if not isinstance(expr, Mapping):
+            return False
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if not isinstance(key, str) or not isinstance(values, list):
+            return False
+        if op == "In":
+            if not values or labels.get(key) not in values:
+                return False
+        elif op == "NotIn":
+            if key in labels and labels[key] in values:
+                return False
+        elif op == "Exists":
+            if key not in labels:
+                return False
+        elif op == "DoesNotExist":
+            if key in labels:
+                return False
+        else:
+            return False
+    return True
+
+
+@dataclass
+class ListenerInfo:
+    gateway_ns: str
+    gateway_name: str
+    index: int
+    name: str
+    port: int
+    dp_port: int
+    protocol: str
+    hostname: str | None
+    allowed_from: str = "Same"
+    allowed_selector: Any = None
+    serves_httproute: bool = True
+    usable: bool = False
+    attached: int = 0
+    supported_kinds: list[dict[str, str]] = field(default_factory=list)
+    conditions: ConditionList | None = None
+
+    def allows_namespace(self, ctx: RenderContext, namespace: str) -> bool:
+        if self.allowed_from == "All":
+            return True
+        if self.allowed_from == "Selector":
+            return selector_matches(self.allowed_selector, ctx.namespace_labels(namespace))
+        return namespace == self.gateway_ns
+
+
+@dataclass
+class GatewayInfo:
+    namespace: str
+    name: str
+    obj: Mapping[str, Any]
+    accepted: bool
+    listeners: list[ListenerInfo]
+    conditions: ConditionList
+    addresses: list[dict[str, str]]
+
+
+def _addresses(ctx: RenderContext) -> list[dict[str, str]]:
+    ns, name = ctx.options.data_plane_service
+    svc = ctx.snapshot.services.get(f"{ns}/{name}")
+    if not isinstance(svc, Mapping):
+        return []
+    out: list[dict[str, str]] = []
+    status = svc.get("status")
+    lb = status.get("loadBalancer") if isinstance(status, Mapping) else None
+    ingress = lb.get("ingress") if isinstance(lb, Mapping) else None
+    if isinstance(ingress, list):
+        for item in ingress:
+            if not isinstance(item, Mapping):
+                continue
+            if _s(item.get("ip")):
+                out.append({"type": "IPAddress", "value": item["ip"]})
+            elif _s(item.get("hostname")):
+                out.append({"type": "Hostname", "value": item["hostname"]})
+    if not out:
+        spec = svc.get("spec")
+        cluster_ip = _s(spec.get("clusterIP")) if isinstance(spec, Mapping) else ""
+        if cluster_ip and cluster_ip != "None":
+            out.append({"type": "IPAddress", "value": cluster_ip})
+    return out
+
+
+def _gateway_sort_key(gw: Mapping[str, Any]) -> tuple[str, str, str]:
+    meta = gw.get("metadata") if isinstance(gw.get("metadata"), Mapping) else {}
+    return (creation_timestamp(gw), _s(meta.get("namespace")) or "default", _s(meta.get("name")))
+
+
+def _certificates(
+    ctx: RenderContext, gw_ns: str, gw_created: str, gw_name: str, li: ListenerInfo, tls: Mapping[str, Any]
+) -> tuple[bool, str, str]:
+    """Bind the listener's certificates; returns (any valid, error reason, error message)."""
+    refs = tls.get("certificateRefs")
+    if not isinstance(refs, list) or not refs:
+        return False, "InvalidCertificateRef", "an HTTPS listener needs certificateRefs"
+    any_ok = False
+    reason = message = ""
+    hosts = [li.hostname] if li.hostname else []
+    rank = None if li.hostname else (gw_created, gw_ns, gw_name, li.index)
+    for ref in refs:
+        if not isinstance(ref, Mapping):
+            reason, message = reason or "InvalidCertificateRef", message or "malformed certificateRef"
+            continue
+        group, kind = _s(ref.get("group")), _s(ref.get("kind")) or "Secret"
+        name = _s(ref.get("name"))
+        ns = _s(ref.get("namespace")) or gw_ns
+        if group != "" or kind != "Secret":
+            reason = reason or "InvalidCertificateRef"
+            message = message or f"certificateRef {group}/{kind} {name} is not a core Secret"
+            continue
+        if not ctx.grants.allows(
+            from_group=GATEWAY_GROUP, from_kind="Gateway", from_namespace=gw_ns,
+            to_group="", to_kind="Secret", to_namespace=ns, to_name=name,
+        ):
+            reason = reason or "RefNotPermitted"
+            message = message or f"Secret {ns}/{name} is in another namespace and no ReferenceGrant allows it"
+            continue
+        conv = ctx.bind_certificate(ns, name, hosts, rank)
+        if not conv.ok:
+            reason = reason or "InvalidCertificateRef"
+            message = message or conv.error
+            continue
+        any_ok = True
+    return any_ok, reason, message
+
+
+def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], GatewayInfo]:
+    """Process every Gateway of our classes; returns them by (namespace, name)."""
+    gateways = [
+        gw for gw in ctx.snapshot.gateways.values()
+        if isinstance(gw, Mapping) and isinstance(gw.get("spec"), Mapping)
+        and gw["spec"].get("gatewayClassName") in classes
+    ]
+    gateways.sort(key=_gateway_sort_key)
+    addresses = _addresses(ctx)
+    port_protocol: dict[int, str] = {}
+    result: dict[tuple[str, str], GatewayInfo] = {}
+    for gw in gateways:
+        created, ns, name = _gateway_sort_key(gw)
+        if not name:
+            continue
+        spec = gw["spec"]
+        status = gw.get("status") if isinstance(gw.get("status"), Mapping) else {}
+        old_listeners = {
+            _s(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
+        } if isinstance(status.get("listeners"), list) else {}
+        gconds = ctx.conditions(gw, existing_conditions(status))
+        unsupported_address = bool(spec.get("addresses"))
+        infos: list[ListenerInfo] = []
+        seen_names: set[str] = set()
+        local: dict[int, list[ListenerInfo]] = {}
+        raw_listeners = spec.get("listeners") if isinstance(spec.get("listeners"), list) else []
+        for index, raw in enumerate(raw_listeners):
+            if not isinstance(raw, Mapping):
+                continue
+            lname = _s(raw.get("name")) or f"listener-{index}"
+            if lname in seen_names:
+                continue
+            seen_names.add(lname)
+            port = _port(raw.get("port")) or 0
+            protocol = _s(raw.get("protocol"))
+            hostname = _s(raw.get("hostname")) or None
+            li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0,
+                              protocol, hostname)
+            lc = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
+            li.conditions = lc
+            infos.append(li)
+            accepted_reason = ""
+            tls = raw.get("tls") if isinstance(raw.get("tls"), Mapping) else {}
+            if protocol not in ("HTTP", "HTTPS"):
+                accepted_reason, accepted_msg = "UnsupportedProtocol", f"protocol {protocol!r} is not supported"
+            elif protocol == "HTTPS" and _s(tls.get("mode") or "Terminate") != "Terminate":
+                accepted_reason, accepted_msg = "UnsupportedProtocol", "TLS mode Passthrough is not supported"
+            elif not port:
+                accepted_reason, accepted_msg = "PortUnavailable", "the listener has no valid port"
+            elif li.dp_port not in ctx.options.data_plane_ports:
+                accepted_reason = "PortUnavailable"
+                accepted_msg = f"port {port} maps to data-plane port {li.dp_port}, which the data plane does not expose"
+            # allowed routes
+            allowed = raw.get("allowedRoutes") if isinstance(raw.get("allowedRoutes"), Mapping) else {}
+            namespaces = allowed.get("namespaces") if isinstance(allowed.get("namespaces"), Mapping) else {}
+            li.allowed_from = _s(namespaces.get("from")) or "Same"
+            li.allowed_selector = namespaces.get("selector")
+            kinds_ok = True
+            kinds = allowed.get("kinds")
+            if accepted_reason == "UnsupportedProtocol":
+                li.serves_httproute = False
+            elif isinstance(kinds, list) and kinds:
+                li.serves_httproute = False
+                for k in kinds:
+                    if isinstance(k, Mapping) and (_s(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
+                            and k.get("kind") == "HTTPRoute":
+                        li.serves_httproute = True
+                    else:
+                        kinds_ok = False
+            li.supported_kinds = [dict(HTTPROUTE_KIND)] if li.serves_httproute else []
+            # conflicts
+            conflict = ""
+            if not accepted_reason:
+                for other in local.get(li.dp_port, []):
+                    if other.protocol != protocol:
+                        conflict = "ProtocolConflict"
+                        break
+                    if other.port == port and (other.hostname or "") == (hostname or ""):
+                        conflict = "HostnameConflict"
+                        break
+                if not conflict and port_protocol.get(li.dp_port, protocol) != protocol:
+                    conflict = "ProtocolConflict"
+                local.setdefault(li.dp_port, []).append(li)
+            # certificates
+            refs_reason = refs_msg = ""
+            cert_ok = True
+            if not accepted_reason and not conflict and protocol == "HTTPS" and li.serves_httproute:
+                cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls)
+            if not kinds_ok and not refs_reason:
+                refs_reason, refs_msg = "InvalidRouteKinds", "only HTTPRoute is supported in allowedRoutes.kinds"
+            li.usable = (not accepted_reason and not conflict and cert_ok and li.serves_httproute
+                         and not unsupported_address)
+            if accepted_reason:
+                lc.set("Accepted", False, accepted_reason, accepted_msg)
+            else:
+                lc.set("Accepted", True, "Accepted", "listener is accepted")
+            lc.set("Programmed", False, "Invalid", "placeholder")
+            if refs_reason:
+                lc.set("ResolvedRefs", False, refs_reason, refs_msg)
+            else:
+                lc.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
+            if conflict:
+                msg = ("another listener uses this data-plane port with another protocol"
+                       if conflict == "ProtocolConflict" else "another listener uses this port and hostname")
+                lc.set("Conflicted", True, conflict, msg)
+            else:
+                lc.set("Conflicted", False, "NoConflicts", "no conflicts")
+            if li.usable:
+                port_protocol.setdefault(li.dp_port, protocol)
+                ctx.add_listener(li.dp_port, protocol == "HTTPS")
+                ctx.gateway_ports.setdefault(li.dp_port, protocol)
+        valid = sum(1 for li in infos if li.usable)
+        if unsupported_address:
+            gconds.set("Accepted", False, "UnsupportedAddress",
+                       "spec.addresses is not supported; the address comes from the data-plane Service")
+        elif infos and valid == len(infos):
+            gconds.set("Accepted", True, "Accepted", "Gateway is accepted")
+        elif valid:
+            gconds.set("Accepted", True, "ListenersNotValid", f"{len(infos) - valid} of {len(infos)} listeners are not valid")
+        else:
+            gconds.set("Accepted", False, "ListenersNotValid", "no listener is valid")
+        gconds.set("Programmed", False, "Invalid", "placeholder")
+        result[(ns, name)] = GatewayInfo(ns, name, gw, not unsupported_address and valid > 0, infos, gconds,
+                                         addresses)
+    return result
+
+
+def finalize(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], programmed: bool,
+             pending_reason: str, pending_message: str) -> None:
+    """Set Programmed and emit Gateway statuses (after the config hash is known)."""
+    for key in sorted(gateways):
+        info = gateways[key]
+        for li in info.listeners:
+            assert li.conditions is not None
+            if not li.usable:
+                li.conditions.set("Programmed", False, "Invalid", "the listener is not valid")
+            elif programmed:
+                li.conditions.set("Programmed", True, "Programmed", "the data plane serves this listener")
+            else:
+                li.conditions.set("Programmed", False, pending_reason, pending_message)
+        if not info.accepted:
+            info.conditions.set("Programmed", False, "Invalid", "the Gateway is not accepted")
+        elif programmed:
+            info.conditions.set("Programmed", True, "Programmed", "the data plane has loaded the configuration")
+        else:
+            info.conditions.set("Programmed", False, pending_reason, pending_message)
+        listeners = [
+            {
+                "name": li.name,
+                "supportedKinds": li.supported_kinds,
+                "attachedRoutes": li.attached,
+                "conditions": li.conditions.as_list() if li.conditions else [],
+            }
+            for li in info.listeners
+        ]
+        status = {"addresses": info.addresses, "conditions": info.conditions.as_list(), "listeners": listeners}
+        ctx.add_status(ObjectStatus(API_VERSION, "Gateway", info.namespace, info.name, status))

@@ -1,0 +1,640 @@
+"""HTTPRoute -> data-plane routes + per-parent status.
+
+Attachment (per parentRef to one of our Gateways): listeners selected by ``sectionName`` and
+``port`` (none -> Accepted False NoMatchingParent); of those, the usable listeners that allow
+the route's namespace and kind (none -> NotAllowedByListeners); of those, the listeners whose
+hostname intersects the route's hostnames (none -> NoMatchingListenerHostname). Routes are
+global in the data plane, so the emitted hosts are the union of the intersections over every
+attached listener.
+
+Each rule x match x host gives one data-plane route ``httproute/<ns>/<name>/r<i>m<j>`` (plus
+``/<host>`` when the match emits more than one route). A rule that cannot be honoured answers
+``directResponse 500`` for its own matches only; a match that cannot be expressed exactly
+(header RegularExpression, a bad regex) is emitted with its expressible part in the degraded
+tier, after every normal route, so it never shadows another rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from titanium_gateway.render import backends as be
+from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.conditions import existing_conditions
+from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname
+from titanium_gateway.render.precedence import TIER_DEGRADED, TIER_NORMAL, creation_timestamp, key_from_match
+from titanium_gateway.render.referencegrant import GATEWAY_GROUP
+from titanium_gateway.render.result import ObjectStatus
+
+API_VERSION = "gateway.networking.k8s.io/v1"
+MAX_REGEX_LENGTH = 1024
+INVALID_BACKEND_CLUSTER = "invalid-backend"
+
+_DURATION = re.compile(r"^(?:[0-9]{1,5}(?:h|ms|m|s)){1,4}$")
+_DURATION_PART = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
+_UNIT_MS = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+# A group that contains a quantifier and is itself quantified: catastrophic backtracking.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:\?)?\)\s*(?:[+*]|\{[0-9,]+\})")
+_BACKREFERENCE = re.compile(r"\\[1-9]|\\k<")
+_REGEX_SPECIAL = set("\\.^$|?*+()[]{}#- \t\n\r\f\v")
+
+
+def _s(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# -- small validated conversions ------------------------------------------------------------
+def parse_duration_ms(text: Any) -> int | None:
+    """GEP-2257 duration (``10s``, ``500ms``, ``1h30m``) -> milliseconds; None when invalid."""
+    if not isinstance(text, str) or not _DURATION.match(text):
+        return None
+    units = [u for _, u in _DURATION_PART.findall(text)]
+    if len(set(units)) != len(units):
+        return None
+    return sum(int(n) * _UNIT_MS[u] for n, u in _DURATION_PART.findall(text))
+
+
+def timespan(ms: int) -> str:
+    """Milliseconds -> TimeSpan ``[d.]hh:mm:ss[.fff]``."""
+    seconds, millis = divmod(ms, 1000)
+    minutes, sec = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    days, hour = divmod(hours, 24)
+    text = f"{hour:02d}:{minute:02d}:{sec:02d}"
+    if days:
+        text = f"{days}.{text}"
+    if millis:
+        text += f".{millis:03d}"
+    return text
+
+
+def check_regex(pattern: Any) -> str:
+    """'' when the regex is acceptable, else why not (length, syntax, unsafe constructs)."""
+    if not isinstance(pattern, str) or not pattern:
+        return "the regular expression is empty"
+    if len(pattern) > MAX_REGEX_LENGTH:
+        return f"the regular expression is longer than {MAX_REGEX_LENGTH} characters"
+    if _NESTED_QUANTIFIER.search(pattern):
+        return "the regular expression has nested quantifiers (catastrophic backtracking)"
+    if _BACKREFERENCE.search(pattern):
+        return "the regular expression uses a backreference"
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"the regular expression does not compile: {exc}"
+    return ""
+
+
+def regex_escape(text: str) -> str:
+    """Escape for .NET/ECMAScript regexes (the data plane's dialect)."""
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
+
+
+def normalize_prefix(value: str) -> str:
+    return value.rstrip("/") or "/"
+
+
+def prefix_rewrite_transforms(prefix: str, replacement: str) -> list[dict[str, Any]]:
+    """PathRegexReplace transforms for URLRewrite ReplacePrefixMatch (contract Decisions).
+
+    ``/foo`` + ``/bar``: ``/foo/x`` -> ``/bar/x``, ``/foo`` -> ``/bar``; ``/foo`` + ``/``:
+    ``/foo/bar`` -> ``/bar``, ``/foo`` -> ``/`` (never ``//bar``).
+    """
+    p = normalize_prefix(prefix)
+
+    def t(pattern: str, repl: str) -> dict[str, Any]:
+        return {"kind": "PathRegexReplace", "parameters": {"pattern": pattern, "replacement": repl}}
+
+    if p == "/":
+        if replacement.endswith("/"):
+            return [t("^/", replacement)]
+        return [t("^(?=/.)", replacement), t("^/$", replacement)]
+    esc = regex_escape(p)
+    if replacement.endswith("/"):
+        return [t(f"^{esc}/?", replacement)]
+    return [t(f"^{esc}", replacement)]
+
+
+# -- parent refs ----------------------------------------------------------------------------
+def parent_ref_echo(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """The parentRef as given, with group/kind defaults filled (as conformance expects)."""
+    out: dict[str, Any] = {
+        "group": ref["group"] if isinstance(ref.get("group"), str) else GATEWAY_GROUP,
+        "kind": _s(ref.get("kind")) or "Gateway",
+    }
+    if _s(ref.get("namespace")):
+        out["namespace"] = ref["namespace"]
+    out["name"] = _s(ref.get("name"))
+    if _s(ref.get("sectionName")):
+        out["sectionName"] = ref["sectionName"]
+    if isinstance(ref.get("port"), int) and not isinstance(ref.get("port"), bool):
+        out["port"] = ref["port"]
+    return out
+
+
+def _ref_identity(ref: Mapping[str, Any], route_ns: str) -> tuple[Any, ...]:
+    group = ref.get("group")
+    return (
+        group if isinstance(group, str) else GATEWAY_GROUP,
+        _s(ref.get("kind")) or "Gateway",
+        _s(ref.get("namespace")) or route_ns,
+        _s(ref.get("name")),
+        _s(ref.get("sectionName")),
+        ref.get("port") if isinstance(ref.get("port"), int) else None,
+    )
+
+
+# -- rules ----------------------------------------------------------------------------------
+@dataclass
+class MatchOut:
+    match: dict[str, Any]
+    degraded: bool = False
+
+
+@dataclass
+class RuleOut:
+    matches: list[MatchOut] = field(default_factory=list)
+    action: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    unsupported: list[str] = field(default_factory=list)
+    refs: list[tuple[str, str]] = field(default_factory=list)
+    redirect: dict[str, Any] | None = None  # redirect needing a host per route hostname
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
+    match: dict[str, Any] = {}
+    degraded = False
+    path = _dict(raw.get("path"))
+    if path or "path" not in raw:
+        ptype = _s(path.get("type")) or "PathPrefix"
+        value = path.get("value") if "value" in path else "/"
+        if ptype in ("Exact", "PathPrefix"):
+            if not isinstance(value, str) or not value.startswith("/"):
+                out.unsupported.append(f"path {value!r} does not start with /")
+                degraded = True
+            else:
+                match["path"] = normalize_prefix(value) if ptype == "PathPrefix" else value
+                match["pathKind"] = "Prefix" if ptype == "PathPrefix" else "Exact"
+        elif ptype == "RegularExpression":
+            why = check_regex(value)
+            if why:
+                out.unsupported.append(f"path RegularExpression: {why}")
+                degraded = True
+            else:
+                match["path"] = value
+                match["pathKind"] = "Regex"
+        else:
+            out.unsupported.append(f"path match type {ptype!r} is not supported")
+            degraded = True
+    method = raw.get("method")
+    if method is not None:
+        if isinstance(method, str) and method:
+            match["method"] = method.upper()
+        else:
+            out.unsupported.append("method is malformed")
+            degraded = True
+    headers: dict[str, str] = {}
+    for h in _list(raw.get("headers")):
+        h = _dict(h)
+        name, value, htype = _s(h.get("name")).lower(), h.get("value"), _s(h.get("type")) or "Exact"
+        if not name or not isinstance(value, str):
+            out.unsupported.append("a header match is malformed")
+            degraded = True
+            continue
+        if htype != "Exact":
+            out.unsupported.append(f"header match type {htype} ({name}) is not supported")
+            degraded = True
+            continue
+        headers.setdefault(name, value)
+    if headers:
+        match["headers"] = dict(sorted(headers.items()))
+    query: dict[str, str] = {}
+    query_regex: dict[str, str] = {}
+    for q in _list(raw.get("queryParams")):
+        q = _dict(q)
+        name, value, qtype = _s(q.get("name")), q.get("value"), _s(q.get("type")) or "Exact"
+        if not name or not isinstance(value, str):
+            out.unsupported.append("a query parameter match is malformed")
+            degraded = True
+            continue
+        if name in query or name in query_regex:
+            continue
+        if qtype == "Exact":
+            query[name] = value
+        elif qtype == "RegularExpression":
+            why = check_regex(value)
+            if why:
+                out.unsupported.append(f"query {name} RegularExpression: {why}")
+                degraded = True
+                continue
+            query_regex[name] = value
+        else:
+            out.unsupported.append(f"query match type {qtype} is not supported")
+            degraded = True
+    if query:
+        match["query"] = dict(sorted(query.items()))
+    if query_regex:
+        match["queryRegex"] = dict(sorted(query_regex.items()))
+    return MatchOut(match, degraded)
+
+
+def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = []
+    for verb, kind in (("set", "Set"), ("add", "Append")):
+        for item in _list(spec.get(verb)):
+            item = _dict(item)
+            name, value = _s(item.get("name")), item.get("value")
+            if not name or not isinstance(value, str):
+                out.unsupported.append(f"{prefix}HeaderModifier.{verb} entry is malformed")
+                continue
+            result.append({"kind": f"{prefix}Header{kind}", "parameters": {"name": name, "value": value}})
+    for name in _list(spec.get("remove")):
+        if not isinstance(name, str) or not name:
+            out.unsupported.append(f"{prefix}HeaderModifier.remove entry is malformed")
+            continue
+        result.append({"kind": f"{prefix}HeaderRemove", "parameters": {"name": name}})
+    return result
+
+
+def _resolve_ref(
+    ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, settings: be.ClusterSettings
+) -> tuple[dict[str, Any] | None, str, str]:
+    """A Service backendRef -> (cluster, reason, message)."""
+    group = ref.get("group") if isinstance(ref.get("group"), str) else ""
+    kind = _s(ref.get("kind")) or "Service"
+    name = _s(ref.get("name"))
+    ns = _s(ref.get("namespace")) or route_ns
+    if group != "" or kind != "Service":
+        return None, "InvalidKind", f"backendRef {group}/{kind} {name} is not a core Service"
+    if not ctx.grants.allows(
+        from_group=GATEWAY_GROUP, from_kind="HTTPRoute", from_namespace=route_ns,
+        to_group="", to_kind="Service", to_namespace=ns, to_name=name,
+    ):
+        return None, "RefNotPermitted", f"Service {ns}/{name} is in another namespace and no ReferenceGrant allows it"
+    port = ref.get("port")
+    if isinstance(port, bool) or not isinstance(port, int):
+        return None, "BackendNotFound", f"backendRef to Service {ns}/{name} has no port"
+    res = be.resolve_backend(ctx.backends, ns, name, port, settings)
+    if not res.ok:
+        return None, res.reason, res.message
+    return res.cluster, "", ""
+
+
+def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None) -> RuleOut:
+    out = RuleOut()
+    raw_matches = _list(rule.get("matches")) or [{}]
+    for raw in raw_matches:
+        out.matches.append(_build_match(_dict(raw), out))
+    # timeouts
+    timeouts = _dict(rule.get("timeouts"))
+    backend_ms: int | None = None
+    request_ms: int | None = None
+    if "request" in timeouts:
+        request_ms = parse_duration_ms(timeouts.get("request"))
+        if request_ms is None:
+            out.unsupported.append(f"timeouts.request {timeouts.get('request')!r} is not a valid duration")
+    if "backendRequest" in timeouts:
+        backend_ms = parse_duration_ms(timeouts.get("backendRequest"))
+        if backend_ms is None:
+            out.unsupported.append(f"timeouts.backendRequest {timeouts.get('backendRequest')!r} is not a valid duration")
+    if request_ms and backend_ms and backend_ms > request_ms:
+        out.unsupported.append("timeouts.backendRequest is longer than timeouts.request")
+    if request_ms:
+        out.extras["limits"] = {"requestTimeout": timespan(request_ms)}
+    settings = be.ClusterSettings(request_timeout=timespan(backend_ms) if backend_ms else None)
+    # filters
+    transforms: list[dict[str, Any]] = []
+    redirect: dict[str, Any] | None = None
+    mirrors: list[Mapping[str, Any]] = []
+    rewrite_seen = False
+    for f in _list(rule.get("filters")):
+        f = _dict(f)
+        ftype = _s(f.get("type"))
+        if ftype == "RequestHeaderModifier":
+            transforms += _header_transforms("Request", _dict(f.get("requestHeaderModifier")), out)
+        elif ftype == "ResponseHeaderModifier":
+            transforms += _header_transforms("Response", _dict(f.get("responseHeaderModifier")), out)
+        elif ftype == "URLRewrite":
+            rewrite_seen = True
+            spec = _dict(f.get("urlRewrite"))
+            if _s(spec.get("hostname")):
+                transforms.append({"kind": "HostSet", "parameters": {"host": spec["hostname"]}})
+            path = _dict(spec.get("path"))
+            ptype = _s(path.get("type"))
+            if ptype == "ReplaceFullPath" and _s(path.get("replaceFullPath")).startswith("/"):
+                transforms.append({"kind": "PathSet", "parameters": {"path": path["replaceFullPath"]}})
+            elif ptype == "ReplacePrefixMatch" and _s(path.get("replacePrefixMatch")).startswith("/"):
+                prefixes = {m.match.get("path") for m in out.matches}
+                kinds = {m.match.get("pathKind") for m in out.matches}
+                if kinds != {"Prefix"} or len(prefixes) != 1:
+                    out.unsupported.append("URLRewrite ReplacePrefixMatch needs one PathPrefix match for all matches")
+                else:
+                    transforms += prefix_rewrite_transforms(str(prefixes.pop()), path["replacePrefixMatch"])
+            elif path:
+                out.unsupported.append(f"URLRewrite path {ptype or 'malformed'} is not supported")
+        elif ftype == "RequestRedirect":
+            spec = _dict(f.get("requestRedirect"))
+            redirect = _redirect(spec, out, one_port)
+        elif ftype == "RequestMirror":
+            mirrors.append(_dict(f.get("requestMirror")))
+        else:
+            out.unsupported.append(f"filter type {ftype or 'missing'} is not supported")
+    if redirect is not None and rewrite_seen:
+        out.unsupported.append("RequestRedirect and URLRewrite cannot be combined")
+    if len(mirrors) > 1:
+        out.unsupported.append("more than one RequestMirror in a rule is not supported")
+    elif mirrors:
+        _mirror(ctx, mirrors[0], route_ns, out)
+    if transforms:
+        out.extras["transforms"] = transforms
+    # backends
+    refs = _list(rule.get("backendRefs"))
+    if redirect is not None:
+        if redirect.get("host"):
+            out.action = {"redirect": redirect}
+        else:
+            out.redirect = redirect
+        return out
+    shares: list[tuple[str, int]] = []
+    invalid_weight = 0
+    first_error = ("", "")
+    for ref in refs:
+        ref = _dict(ref)
+        weight = ref.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+            out.unsupported.append(f"backendRef weight {weight!r} is invalid")
+            continue
+        if _list(ref.get("filters")):
+            out.unsupported.append("filters on a backendRef are not supported")
+            continue
+        cluster, reason, message = _resolve_ref(ctx, ref, route_ns, settings)
+        if cluster is None:
+            out.refs.append((reason, message))
+            first_error = first_error if first_error[0] else (reason, message)
+            invalid_weight += weight
+            continue
+        out.clusters.append(cluster)
+        if weight > 0:
+            shares.append((cluster["id"], weight))
+    if not shares:
+        if first_error[0]:
+            out.action = {"directResponse": {"status": 500, "body": f"{first_error[0]}: {first_error[1]}"}}
+        elif refs:
+            out.action = {"directResponse": {"status": 500, "body": "NoBackends: every backendRef has weight 0"}}
+        else:
+            out.action = {"directResponse": {"status": 500, "body": "NoBackends: the rule has no backendRefs"}}
+        return out
+    if invalid_weight:
+        out.clusters.append({"id": INVALID_BACKEND_CLUSTER, "destinations": []})
+        shares.append((INVALID_BACKEND_CLUSTER, invalid_weight))
+    merged: dict[str, int] = {}
+    for cid, w in shares:
+        merged[cid] = merged.get(cid, 0) + w
+    if len(merged) == 1:
+        out.action = {"clusterId": next(iter(merged))}
+    else:
+        out.action = {"clusters": [{"clusterId": cid, "weight": w} for cid, w in merged.items()]}
+    return out
+
+
+def _redirect(spec: Mapping[str, Any], out: RuleOut, one_port: tuple[int, str] | None) -> dict[str, Any]:
+    status = spec.get("statusCode", 302)
+    if status not in (301, 302) or isinstance(status, bool):
+        out.unsupported.append(f"RequestRedirect statusCode {status!r} is not supported (301 or 302 only)")
+    redirect: dict[str, Any] = {"statusCode": status if status in (301, 302) else 302}
+    scheme = _s(spec.get("scheme"))
+    if scheme:
+        if scheme not in ("http", "https"):
+            out.unsupported.append(f"RequestRedirect scheme {scheme!r} is not supported")
+        redirect["scheme"] = scheme
+    if _s(spec.get("hostname")):
+        redirect["host"] = spec["hostname"]
+    port = spec.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+        out.unsupported.append(f"RequestRedirect port {port!r} is invalid")
+        port = None
+    effective_scheme = scheme or (one_port[1].lower() if one_port else "")
+    if port is None and not scheme and one_port is not None:
+        port = one_port[0]
+    if port is not None and not (
+        (effective_scheme == "http" and port == 80) or (effective_scheme == "https" and port == 443)
+    ):
+        redirect["port"] = port
+    path = _dict(spec.get("path"))
+    ptype = _s(path.get("type"))
+    if ptype == "ReplaceFullPath" and _s(path.get("replaceFullPath")).startswith("/"):
+        redirect["path"] = path["replaceFullPath"]
+    elif ptype == "ReplacePrefixMatch":
+        out.unsupported.append("RequestRedirect with ReplacePrefixMatch is not supported")
+    elif path:
+        out.unsupported.append("RequestRedirect path is malformed")
+    return redirect
+
+
+def _mirror(ctx: RenderContext, spec: Mapping[str, Any], route_ns: str, out: RuleOut) -> None:
+    percent = 100.0
+    if "percent" in spec:
+        p = spec.get("percent")
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 100:
+            out.unsupported.append(f"RequestMirror percent {p!r} is invalid")
+            return
+        percent = float(p)
+    elif "fraction" in spec:
+        frac = _dict(spec.get("fraction"))
+        num, den = frac.get("numerator"), frac.get("denominator", 100)
+        if (not isinstance(num, int) or not isinstance(den, int) or isinstance(num, bool) or isinstance(den, bool)
+                or den <= 0 or not 0 <= num <= den):
+            out.unsupported.append("RequestMirror fraction is invalid")
+            return
+        percent = round(num * 100.0 / den, 4)
+    cluster, reason, message = _resolve_ref(ctx, _dict(spec.get("backendRef")), route_ns, be.ClusterSettings())
+    if cluster is None:
+        out.refs.append((reason, f"RequestMirror: {message}"))
+        return
+    out.clusters.append(cluster)
+    if percent > 0:
+        out.extras["mirror"] = {"clusterId": cluster["id"], "percent": percent}
+
+
+# -- route ----------------------------------------------------------------------------------
+@dataclass
+class _Parent:
+    ref: Mapping[str, Any]
+    identity: tuple[Any, ...]
+    accepted: bool
+    reason: str
+    message: str
+    listeners: list[ListenerInfo]
+
+
+def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_ns: str,
+            route_hosts: list[str]) -> tuple[bool, str, str, list[ListenerInfo]]:
+    section = _s(ref.get("sectionName"))
+    port = ref.get("port") if isinstance(ref.get("port"), int) else None
+    selected = [li for li in gw.listeners if (not section or li.name == section) and (port is None or li.port == port)]
+    if not selected:
+        what = f"sectionName {section!r}" if section else ""
+        what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
+        return False, "NoMatchingParent", f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", []
+    allowed = [li for li in selected if li.usable and li.allows_namespace(ctx, route_ns)]
+    if not allowed:
+        if not gw.accepted:
+            return False, "NotAllowedByListeners", "the Gateway is not accepted", []
+        return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", []
+    matched = [li for li in allowed
+               if not route_hosts or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
+    if not matched:
+        return False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames", []
+    return True, "Accepted", "the route is accepted", matched
+
+
+def _effective_hosts(listeners: list[ListenerInfo], route_hosts: list[str]) -> list[str | None]:
+    hosts: set[str] = set()
+    for li in listeners:
+        if not route_hosts:
+            if li.hostname is None:
+                return [None]
+            hosts.add(li.hostname.lower())
+        else:
+            for h in route_hosts:
+                got = intersect_hostname(li.hostname, h)
+                if got:
+                    hosts.add(got.lower())
+    # a wildcard that covers an exact host already emitted is kept: exact ranks first anyway
+    return sorted(hosts)
+
+
+def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
+    controller = ctx.options.controller_name
+    for key in sorted(ctx.snapshot.httproutes):
+        route = ctx.snapshot.httproutes[key]
+        if not isinstance(route, Mapping):
+            continue
+        meta = _dict(route.get("metadata"))
+        name = _s(meta.get("name"))
+        ns = _s(meta.get("namespace")) or "default"
+        if not name:
+            continue
+        spec = _dict(route.get("spec"))
+        status = _dict(route.get("status"))
+        old_parents = [p for p in _list(status.get("parents"))
+                       if isinstance(p, Mapping) and p.get("controllerName") == controller]
+        route_hosts = [h for h in _list(spec.get("hostnames")) if isinstance(h, str) and h]
+        parents: list[_Parent] = []
+        for ref in _list(spec.get("parentRefs")):
+            if not isinstance(ref, Mapping):
+                continue
+            ident = _ref_identity(ref, ns)
+            if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
+                continue
+            gw = gateways.get((ident[2], ident[3]))
+            if gw is None:
+                continue  # not ours (other class) or absent: never reported
+            if any(p.identity == ident for p in parents):
+                continue
+            ok, reason, message, listeners = _attach(ctx, gw, ref, ns, route_hosts)
+            parents.append(_Parent(ref, ident, ok, reason, message, listeners))
+        if not parents:
+            if old_parents:
+                ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
+            continue
+        attached = [li for p in parents if p.accepted for li in p.listeners]
+        unique_listeners = {id(li): li for li in attached}
+        for li in unique_listeners.values():
+            li.attached += 1
+        unsupported: list[str] = []
+        refs: list[tuple[str, str]] = []
+        if unique_listeners:
+            ports = {(li.port, li.protocol) for li in unique_listeners.values()}
+            one_port = next(iter(ports)) if len({p for p, _ in ports}) == 1 and len(ports) == 1 else None
+            hosts = _effective_hosts(list(unique_listeners.values()), route_hosts)
+            _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs)
+        _status(ctx, route, ns, name, parents, old_parents, unsupported, refs)
+
+
+def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
+                hosts: list[str | None], one_port: tuple[int, str] | None,
+                unsupported: list[str], refs: list[tuple[str, str]]) -> None:
+    created = creation_timestamp(route)
+    for ri, rule in enumerate(_list(spec.get("rules"))):
+        out = _rule(ctx, _dict(rule), ns, one_port)
+        refs.extend(out.refs)
+        rule_unsupported = list(out.unsupported)
+        for cluster in out.clusters:
+            ctx.add_cluster(cluster)
+        for mi, m in enumerate(out.matches):
+            multi = len(hosts) > 1
+            for host in hosts:
+                rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
+                match = dict(m.match)
+                if host:
+                    match = {"host": host, **match}
+                body: dict[str, Any] = {"id": rid, "match": match}
+                if rule_unsupported:
+                    body["directResponse"] = {"status": 500, "body": "UnsupportedValue: " + "; ".join(rule_unsupported)}
+                elif out.redirect is not None:
+                    if host and not host.startswith("*"):
+                        body["redirect"] = {**out.redirect, "host": host}
+                        body["redirect"] = {k: body["redirect"][k] for k in ("statusCode", "scheme", "host", "port", "path")
+                                            if k in body["redirect"]}
+                    else:
+                        why = "RequestRedirect without hostname needs a concrete route hostname"
+                        if why not in unsupported:
+                            unsupported.append(why)
+                        body["directResponse"] = {"status": 500, "body": f"UnsupportedValue: {why}"}
+                else:
+                    body.update(out.action)
+                    if "clusterId" in out.action or "clusters" in out.action:
+                        for k in ("mirror", "transforms", "limits"):
+                            if k in out.extras:
+                                body[k] = out.extras[k]
+                if "redirect" in body:
+                    # only response header changes apply to a redirect answer
+                    response = [t for t in out.extras.get("transforms", []) if t["kind"].startswith("Response")]
+                    if response:
+                        body["transforms"] = response
+                tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
+                key = key_from_match(match, created=created, namespace=ns, name=name, rule=ri,
+                                     match_index=mi, route_id=rid, tier=tier)
+                ctx.add_route(body, key)
+        unsupported.extend(rule_unsupported)
+
+
+def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, parents: list[_Parent],
+            old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[tuple[str, str]]) -> None:
+    entries: list[dict[str, Any]] = []
+    for p in parents:
+        previous: list[Mapping[str, Any]] = []
+        for old in old_parents:
+            if isinstance(old.get("parentRef"), Mapping) and _ref_identity(old["parentRef"], ns) == p.identity:
+                previous = existing_conditions(old)
+                break
+        conds = ctx.conditions(route, previous)
+        if not p.accepted:
+            conds.set("Accepted", False, p.reason, p.message)
+        elif unsupported:
+            conds.set("Accepted", False, "UnsupportedValue", "; ".join(dict.fromkeys(unsupported)))
+        else:
+            conds.set("Accepted", True, "Accepted", p.message)
+        if refs:
+            conds.set("ResolvedRefs", False, refs[0][0], "; ".join(dict.fromkeys(m for _, m in refs)))
+        else:
+            conds.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
+        entries.append({
+            "parentRef": parent_ref_echo(p.ref),
+            "controllerName": ctx.options.controller_name,
+            "conditions": conds.as_list(),
+        })
+    ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": entries}))

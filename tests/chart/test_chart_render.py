@@ -309,11 +309,15 @@ def test_data_plane_service(helm, variant, service_type):
 
 
 def test_bad_values_fail_the_render(helm):
-    assert "privileged" in helm.template_fails(
+    """values.schema.json and the template checks stop a render that could not work."""
+    assert "containerPort: Must be greater than or equal to 1024" in helm.template_fails(
         {"dataPlane": {"ports": [{"name": "http", "port": 80, "containerPort": 80}]}})
-    assert "admin port" in helm.template_fails(
+    assert "is the admin port" in helm.template_fails(
         {"dataPlane": {"ports": [{"name": "http", "port": 80, "containerPort": 9901}]}})
     assert "dataPlane.service.type" in helm.template_fails({"dataPlane": {"service": {"type": "Ingress"}}})
+    # a misspelt key is an error, not a silently ignored option
+    assert "secretNamespace is not allowed" in helm.template_fails({"controller": {"secretNamespace": ["a"]}})
+    assert "secretNamespaces.0" in helm.template_fails({"controller": {"secretNamespaces": ["Not_A_Namespace"]}})
 
 
 # -- admin token ------------------------------------------------------------------------------

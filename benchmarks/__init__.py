@@ -1,0 +1,1 @@
+"""Benchmark scripts (not tests): ``python3 benchmarks/run.py`` prints the performance table."""

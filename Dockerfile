@@ -16,10 +16,8 @@ RUN python -m venv /opt/titanium-gateway
 ENV PATH=/opt/titanium-gateway/bin:$PATH
 # Dependencies first (cached while only the source changes): binary wheels only, no compiler.
 COPY pyproject.toml setup.cfg README.md ./
-RUN python - <<'PY' > /tmp/requirements.txt
-import tomllib
-print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
-PY
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+      > /tmp/requirements.txt
 RUN pip install --only-binary=:all: -r /tmp/requirements.txt
 COPY titanium_gateway ./titanium_gateway
 RUN pip install --no-deps . \

@@ -14,8 +14,9 @@ Gateways of our classes are processed oldest first (creationTimestamp, namespace
 * HTTPS ``certificateRefs``: core Secret (else InvalidCertificateRef), ReferenceGrant across
   namespaces (else RefNotPermitted), a valid kubernetes.io/tls pair (else InvalidCertificateRef).
 
-A listener is *usable* (routes attach, it is programmed) when it is accepted, not conflicted,
-serves HTTPRoute and, for HTTPS, has at least one valid certificate. ``Programmed`` is filled in
+Routes may attach to a listener (and are counted in attachedRoutes) when it is accepted, not
+conflicted and serves HTTPRoute; it is *usable* (programmed, its routes emitted) when, for
+HTTPS, it also has at least one valid certificate. ``Programmed`` is filled in
 by :func:`finalize` once the config hash is known.
 """
 
@@ -123,6 +124,9 @@ class ListenerInfo:
     allowed_from: str = "Same"
     allowed_selector: Any = None
     serves_httproute: bool = True
+    #: routes may attach (and are counted): accepted, not conflicted, serves HTTPRoute
+    attachable: bool = False
+    #: attachable and its references resolve (HTTPS: a valid certificate): programmed
     usable: bool = False
     attached: int = 0
     supported_kinds: list[dict[str, str]] = field(default_factory=list)
@@ -305,8 +309,8 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
                 cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls)
             if not kinds_ok and not refs_reason:
                 refs_reason, refs_msg = "InvalidRouteKinds", "only HTTPRoute is supported in allowedRoutes.kinds"
-            li.usable = (not accepted_reason and not conflict and cert_ok and li.serves_httproute
-                         and not unsupported_address)
+            li.attachable = not accepted_reason and not conflict and li.serves_httproute and not unsupported_address
+            li.usable = li.attachable and cert_ok
             if accepted_reason:
                 lc.set("Accepted", False, accepted_reason, accepted_msg)
             else:

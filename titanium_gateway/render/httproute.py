@@ -488,7 +488,7 @@ def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_n
         what = f"sectionName {section!r}" if section else ""
         what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
         return False, "NoMatchingParent", f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", []
-    allowed = [li for li in selected if li.usable and li.allows_namespace(ctx, route_ns)]
+    allowed = [li for li in selected if li.attachable and li.allows_namespace(ctx, route_ns)]
     if not allowed:
         if not gw.accepted:
             return False, "NotAllowedByListeners", "the Gateway is not accepted", []
@@ -556,24 +556,28 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) 
             li.attached += 1
         unsupported: list[str] = []
         refs: list[tuple[str, str]] = []
-        if unique_listeners:
-            ports = {(li.port, li.protocol) for li in unique_listeners.values()}
-            one_port = next(iter(ports)) if len({p for p, _ in ports}) == 1 and len(ports) == 1 else None
-            hosts = _effective_hosts(list(unique_listeners.values()), route_hosts)
-            _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs)
+        serving = [li for li in unique_listeners.values() if li.usable]
+        # rules are always validated (status), but only emitted when a programmed listener serves them
+        basis = serving or list(unique_listeners.values())
+        ports = {(li.port, li.protocol) for li in basis}
+        one_port = next(iter(ports)) if len(ports) == 1 else None
+        hosts = _effective_hosts(basis, route_hosts) if basis else (
+            sorted({h.lower() for h in route_hosts}) or [None])
+        _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs, emit=bool(serving))
         _status(ctx, route, ns, name, parents, old_parents, unsupported, refs)
 
 
 def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                 hosts: list[str | None], one_port: tuple[int, str] | None,
-                unsupported: list[str], refs: list[tuple[str, str]]) -> None:
+                unsupported: list[str], refs: list[tuple[str, str]], *, emit: bool) -> None:
     created = creation_timestamp(route)
     for ri, rule in enumerate(_list(spec.get("rules"))):
         out = _rule(ctx, _dict(rule), ns, one_port)
         refs.extend(out.refs)
         rule_unsupported = list(out.unsupported)
-        for cluster in out.clusters:
-            ctx.add_cluster(cluster)
+        if emit and not rule_unsupported:
+            for cluster in out.clusters:
+                ctx.add_cluster(cluster)
         for mi, m in enumerate(out.matches):
             multi = len(hosts) > 1
             for host in hosts:
@@ -608,7 +612,8 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
                 key = key_from_match(match, created=created, namespace=ns, name=name, rule=ri,
                                      match_index=mi, route_id=rid, tier=tier)
-                ctx.add_route(body, key)
+                if emit:
+                    ctx.add_route(body, key)
         unsupported.extend(rule_unsupported)
 
 

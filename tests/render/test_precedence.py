@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from titanium_gateway.render.precedence import (
+    TIER_DEFAULT_BACKEND,
+    TIER_DEGRADED,
+    creation_timestamp,
+    key_from_match,
+    route_key,
+)
+
+
+def k(**kw):  # type: ignore[no-untyped-def]
+    base = dict(hostname=None, path_type="PathPrefix", path="/", method=False, headers=0, query=0,
+                created="2024-01-01T00:00:00Z", namespace="a", name="r", rule=0, match=0, route_id="x")
+    base.update(kw)
+    return route_key(**base)
+
+
+def test_exact_host_beats_wildcard_beats_none() -> None:
+    keys = [k(hostname=None, route_id="1"), k(hostname="*.example.com", route_id="2"),
+            k(hostname="a.example.com", route_id="3")]
+    assert [key[-1] for key in sorted(keys)] == ["3", "2", "1"]
+
+
+def test_longer_exact_host_and_longer_wildcard_win() -> None:
+    assert k(hostname="aa.example.com") < k(hostname="a.example.com")
+    assert k(hostname="*.a.example.com") < k(hostname="*.example.com")
+    # any exact host beats any wildcard, whatever the length
+    assert k(hostname="a.io") < k(hostname="*.very.long.example.com")
+
+
+def test_path_type_then_length() -> None:
+    assert k(path_type="Exact", path="/a") < k(path_type="RegularExpression", path="/aaaaaa.*")
+    assert k(path_type="RegularExpression", path="/a") < k(path_type="PathPrefix", path="/aaaaaaaa")
+    assert k(path="/foo/bar") < k(path="/foo")
+    assert k(path="/foo") < k(path_type=None, path=None)
+
+
+def test_method_headers_query_in_that_order() -> None:
+    assert k(method=True) < k(headers=5, query=5)
+    assert k(headers=2) < k(headers=1, query=9)
+    assert k(query=2) < k(query=1)
+
+
+def test_ties_oldest_then_namespace_name_rule_match() -> None:
+    assert k(created="2023-01-01T00:00:00Z", namespace="z") < k(created="2024-01-01T00:00:00Z", namespace="a")
+    assert k(namespace="a", name="z") < k(namespace="b", name="a")
+    assert k(name="a", rule=5) < k(name="b", rule=0)
+    assert k(rule=0, match=5) < k(rule=1, match=0)
+    assert k(match=0) < k(match=1)
+
+
+def test_tiers_after_everything() -> None:
+    assert k(path_type=None, path=None, created="~") < k(tier=TIER_DEGRADED, hostname="a.b", path_type="Exact", path="/x")
+    assert k(tier=TIER_DEGRADED) < k(tier=TIER_DEFAULT_BACKEND)
+
+
+def test_missing_creation_timestamp_sorts_last() -> None:
+    assert creation_timestamp({"metadata": {}}) > "2999-01-01T00:00:00Z"
+    assert creation_timestamp({"metadata": {"creationTimestamp": "2024-01-01T00:00:00Z"}}) == "2024-01-01T00:00:00Z"
+    assert creation_timestamp({"metadata": "garbage"}) == "~"
+
+
+def test_key_from_match_maps_data_plane_fields() -> None:
+    common = dict(created="t", namespace="n", name="r", rule=0, match_index=0, route_id="i")
+    a = key_from_match({"host": "a.com", "path": "/x", "pathKind": "Exact", "method": "GET",
+                        "headers": {"a": "1"}, "query": {"q": "1"}, "queryRegex": {"r": "x"}}, **common)
+    assert a == route_key(hostname="a.com", path_type="Exact", path="/x", method=True, headers=1, query=2,
+                          created="t", namespace="n", name="r", rule=0, match=0, route_id="i")
+    assert key_from_match({"path": "/a", "pathKind": "Regex"}, **common)[3] == 1

@@ -26,6 +26,7 @@ import binascii
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from cryptography import x509
@@ -63,8 +64,13 @@ _REGEX_SPECIAL = frozenset("\\*+?|{}[]()^$.#")
 
 
 # -- small safe accessors -------------------------------------------------------------------
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
 def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    if type(value) is dict:  # the common case, without the slower ABC check
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def _list(value: Any) -> list[Any]:

@@ -877,6 +877,7 @@ class FakeApiServer:
                rec: RequestRecord) -> _Response | _WatchPlan:
         if self.token is not None and headers.get("Authorization") != f"Bearer {self.token}":
             raise StatusError(401, "Unauthorized", "Unauthorized")
+        path = path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         if path in ("/healthz", "/livez", "/readyz"):
             return _Response(200, "ok")

@@ -1,0 +1,201 @@
+"""CRUD, metadata bookkeeping, status subresources and Status errors, through the official client."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import requests
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.support.apiserver import FakeApiServer
+from tests.support_tests.conftest import status_of
+
+GW = "gateway.networking.k8s.io"
+
+
+def _gateway(name: str = "web", ns: str = "default") -> dict:
+    return {"apiVersion": f"{GW}/v1", "kind": "Gateway", "metadata": {"name": name, "namespace": ns},
+            "spec": {"gatewayClassName": "titanium", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}
+
+
+def test_create_get_conflicts_and_delete(core: client.CoreV1Api) -> None:
+    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "a"}, "data": {"k": "v"}})
+    assert cm.metadata.uid and int(cm.metadata.resource_version) > 1
+    assert cm.metadata.managed_fields and cm.metadata.managed_fields[0].manager
+    assert cm.metadata.generation is None  # ConfigMaps have no generation
+    got = core.read_namespaced_config_map("a", "default")
+    assert got.data == {"k": "v"} and got.metadata.resource_version == cm.metadata.resource_version
+
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    st = status_of(e.value)
+    assert e.value.status == 409 and st["reason"] == "AlreadyExists" and st["details"]["name"] == "a"
+
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_config_map("default", {"metadata": {}, "data": {}})
+    st = status_of(e.value)
+    assert e.value.status == 422 and st["reason"] == "Invalid"
+    assert st["details"]["causes"][0]["field"] == "metadata.name"
+
+    stale = core.read_namespaced_config_map("a", "default")
+    core.replace_namespaced_config_map("a", "default", {"metadata": {"name": "a", "resourceVersion":
+                                                                      stale.metadata.resource_version},
+                                                        "data": {"k": "v2"}})
+    with pytest.raises(ApiException) as e:
+        core.replace_namespaced_config_map("a", "default", {"metadata": {"name": "a", "resourceVersion":
+                                                                          stale.metadata.resource_version},
+                                                            "data": {"k": "v3"}})
+    assert e.value.status == 409 and status_of(e.value)["reason"] == "Conflict"
+
+    st = core.delete_namespaced_config_map("a", "default")
+    st = st if isinstance(st, dict) else st.to_dict()
+    assert st["kind"] == "Status" and st["status"] == "Success" and st["details"]["name"] == "a"
+    with pytest.raises(ApiException) as e:
+        core.read_namespaced_config_map("a", "default")
+    assert e.value.status == 404 and status_of(e.value)["message"] == 'configmaps "a" not found'
+
+
+def test_generate_name_and_missing_namespace(core: client.CoreV1Api) -> None:
+    cm = core.create_namespaced_config_map("default", {"metadata": {"generateName": "x-"}})
+    assert re.fullmatch(r"x-[a-z0-9]{5}", cm.metadata.name)
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_config_map("nope", {"metadata": {"name": "a"}})
+    assert e.value.status == 404 and status_of(e.value)["details"]["kind"] == "namespaces"
+
+
+def test_namespace_gets_name_label_and_cascades(core: client.CoreV1Api) -> None:
+    ns = core.create_namespace({"metadata": {"name": "apps"}})
+    assert ns.metadata.labels["kubernetes.io/metadata.name"] == "apps" and ns.status.phase == "Active"
+    core.create_namespaced_config_map("apps", {"metadata": {"name": "c"}})
+    core.delete_namespace("apps")
+    assert core.list_namespaced_config_map("apps").items == []
+
+
+def test_resource_version_is_global_and_noop_writes_keep_it(core: client.CoreV1Api,
+                                                            custom: client.CustomObjectsApi) -> None:
+    a = core.create_namespaced_config_map("default", {"metadata": {"name": "a"}, "data": {"k": "v"}})
+    g = custom.create_namespaced_custom_object(GW, "v1", "default", "gateways", _gateway())
+    assert int(g["metadata"]["resourceVersion"]) == int(a.metadata.resource_version) + 1
+    same = core.patch_namespaced_config_map("a", "default", {"data": {"k": "v"}})
+    assert same.metadata.resource_version == a.metadata.resource_version
+    changed = core.patch_namespaced_config_map("a", "default", {"data": {"k": "w"}})
+    assert int(changed.metadata.resource_version) > int(g["metadata"]["resourceVersion"])
+
+
+def test_generation_and_timestamps(custom: client.CustomObjectsApi) -> None:
+    g = custom.create_namespaced_custom_object(GW, "v1", "default", "gateways", _gateway())
+    assert g["metadata"]["generation"] == 1
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", g["metadata"]["creationTimestamp"])
+    g = custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "web",
+                                              {"metadata": {"labels": {"a": "b"}}})
+    assert g["metadata"]["generation"] == 1
+    g = custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "web",
+                                              {"spec": {"gatewayClassName": "other"}})
+    assert g["metadata"]["generation"] == 2
+    g = custom.patch_namespaced_custom_object_status(GW, "v1", "default", "gateways", "web",
+                                                     {"status": {"conditions": [{"type": "Accepted"}]}})
+    assert g["metadata"]["generation"] == 2
+    mf = g["metadata"]["managedFields"]
+    assert any(e.get("subresource") == "status" for e in mf)
+
+
+def test_status_subresource_isolation(custom: client.CustomObjectsApi) -> None:
+    custom.create_namespaced_custom_object(GW, "v1", "default", "gateways",
+                                           dict(_gateway(), status={"conditions": [{"type": "Bogus"}]}))
+    g = custom.get_namespaced_custom_object(GW, "v1", "default", "gateways", "web")
+    assert "status" not in g  # status is dropped on create
+    g["status"] = {"conditions": [{"type": "Accepted"}]}
+    g["spec"]["gatewayClassName"] = "changed"
+    g = custom.replace_namespaced_custom_object(GW, "v1", "default", "gateways", "web", g)
+    assert g["spec"]["gatewayClassName"] == "changed" and "status" not in g  # PUT main ignores status
+    g["status"] = {"conditions": [{"type": "Accepted"}]}
+    g["spec"]["gatewayClassName"] = "ignored"
+    g = custom.replace_namespaced_custom_object_status(GW, "v1", "default", "gateways", "web", g)
+    assert g["spec"]["gatewayClassName"] == "changed" and g["status"]["conditions"][0]["type"] == "Accepted"
+    g = custom.patch_namespaced_custom_object_status(GW, "v1", "default", "gateways", "web",
+                                                     {"spec": {"gatewayClassName": "nope"},
+                                                      "status": {"conditions": [{"type": "Programmed"}]}})
+    assert g["spec"]["gatewayClassName"] == "changed" and g["status"]["conditions"][0]["type"] == "Programmed"
+
+
+def test_no_status_subresource_for_configmaps_and_leases(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    r = requests.get(f"{server.url}/api/v1/namespaces/default/configmaps/a/status", timeout=5)
+    assert r.status_code == 404 and r.json()["kind"] == "Status"
+    r = requests.get(f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/a/status", timeout=5)
+    assert r.status_code == 404
+
+
+def test_versions_share_storage_and_echo_api_version(custom: client.CustomObjectsApi) -> None:
+    custom.create_namespaced_custom_object(GW, "v1beta1", "default", "httproutes", {
+        "apiVersion": f"{GW}/v1beta1", "kind": "HTTPRoute", "metadata": {"name": "r"}, "spec": {}})
+    v1 = custom.get_namespaced_custom_object(GW, "v1", "default", "httproutes", "r")
+    assert v1["apiVersion"] == f"{GW}/v1" and v1["kind"] == "HTTPRoute"
+    lst = custom.list_namespaced_custom_object(GW, "v1", "default", "httproutes")
+    assert lst["kind"] == "HTTPRouteList" and lst["items"][0]["apiVersion"] == f"{GW}/v1"
+    with pytest.raises(ApiException) as e:
+        custom.list_namespaced_custom_object(GW, "v1", "default", "referencegrants")
+    assert e.value.status == 404
+    assert custom.list_namespaced_custom_object(GW, "v1beta1", "default", "referencegrants")["items"] == []
+
+
+def test_builtin_list_items_have_no_kind(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    raw = requests.get(f"{server.url}/api/v1/namespaces/default/configmaps", timeout=5).json()
+    assert raw["kind"] == "ConfigMapList" and raw["apiVersion"] == "v1"
+    assert "kind" not in raw["items"][0] and "apiVersion" not in raw["items"][0]
+    one = requests.get(f"{server.url}/api/v1/namespaces/default/configmaps/a", timeout=5).json()
+    assert one["kind"] == "ConfigMap" and one["apiVersion"] == "v1"
+
+
+def test_secrets_string_data_type_and_tls_validation(core: client.CoreV1Api) -> None:
+    s = core.create_namespaced_secret("default", {"metadata": {"name": "s"}, "stringData": {"a": "hi"}})
+    assert s.type == "Opaque" and s.data == {"a": "aGk="}
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_secret("default", {"metadata": {"name": "t"}, "type": "kubernetes.io/tls",
+                                                  "data": {"tls.crt": "eA=="}})
+    assert e.value.status == 422
+    with pytest.raises(ApiException) as e:
+        core.patch_namespaced_secret("s", "default", {"type": "kubernetes.io/dockercfg"})
+    assert e.value.status == 422
+
+
+def test_configmap_size_limit(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_config_map("default", {"metadata": {"name": "big"},
+                                                      "data": {"twp.yaml": "x" * (1024 * 1024 + 1)}})
+    assert e.value.status == 422 and "Too long" in status_of(e.value)["message"]
+
+
+def test_finalizers_delay_deletion(custom: client.CustomObjectsApi) -> None:
+    custom.create_namespaced_custom_object(GW, "v1", "default", "gateways",
+                                           dict(_gateway(), metadata={"name": "web", "finalizers": ["x/y"]}))
+    custom.delete_namespaced_custom_object(GW, "v1", "default", "gateways", "web")
+    g = custom.get_namespaced_custom_object(GW, "v1", "default", "gateways", "web")
+    assert g["metadata"]["deletionTimestamp"]
+    custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "web", {"metadata": {"finalizers": None}})
+    with pytest.raises(ApiException) as e:
+        custom.get_namespaced_custom_object(GW, "v1", "default", "gateways", "web")
+    assert e.value.status == 404
+
+
+def test_direct_helpers_emit_like_writes(server: FakeApiServer) -> None:
+    o = server.put_object(dict(_gateway(), status={"conditions": [{"type": "Accepted"}]}))
+    assert o["status"]["conditions"][0]["type"] == "Accepted" and o["metadata"]["generation"] == 1
+    assert server.get_object("Gateway", "default", "web")["metadata"]["uid"] == o["metadata"]["uid"]
+    o2 = server.update_object("gateways", "default", "web", lambda g: g["spec"].update(gatewayClassName="x"))
+    assert o2["metadata"]["generation"] == 2
+    assert [g["metadata"]["name"] for g in server.list_objects("Gateway")] == ["web"]
+    assert server.delete_object("Gateway", "default", "web") is True
+    assert server.get_object("Gateway", "default", "web") is None
+
+
+def test_discovery(api: client.ApiClient) -> None:
+    assert client.VersionApi(api).get_code().major == "1"
+    assert client.CoreApi(api).get_api_versions().versions == ["v1"]
+    groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}
+    assert {GW, "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "apps", "networking.k8s.io"} <= groups
+    res = client.CoreV1Api(api).get_api_resources()
+    assert {"configmaps", "pods/status", "secrets"} <= {r.name for r in res.resources}

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from tests.render.core_fixtures import base_objects, route, run
+from titanium_gateway.render.emit import canonical_route, dump, emit
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/render/twp.schema.json").read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def _routes(n: int) -> list[dict[str, Any]]:
+    return [{"id": f"httproute/ns/r{i}/r0m0", "order": i + 1, "match": {"path": f"/p{i}", "pathKind": "Prefix"},
+             "clusterId": f"svc-ns.s{i}.80"} for i in range(n)]
+
+
+def _clusters(n: int) -> list[dict[str, Any]]:
+    return [{"id": f"svc-ns.s{i}.80", "destinations": [
+        {"id": f"10.0.{i // 250}.{i % 250}:80", "address": f"10.0.{i // 250}.{i % 250}", "port": 80,
+         "weight": 1, "useHttps": False}]} for i in range(n)]
+
+
+LISTENERS = [{"host": "0.0.0.0", "port": 8080, "type": "transparent", "decryptSsl": False}]
+
+
+def test_fragment_assembly_equals_whole_dump() -> None:
+    out = emit(LISTENERS, [], _routes(5), _clusters(5), part_limit=1 << 30, max_parts=8)
+    whole = dump({"schemaVersion": "7.1", "listeners": LISTENERS, "certificates": {"items": []},
+                  "routes": _routes(5), "clusters": _clusters(5)})
+    assert out.config == whole.encode()
+    assert out.config_hash == hashlib.sha256(out.config).hexdigest()
+    assert out.parts == () and out.delivery_error == ""
+    VALIDATOR.validate(yaml.safe_load(out.config))
+
+
+def test_empty_lists_and_key_order() -> None:
+    out = emit([], [], [], [], part_limit=1 << 20, max_parts=8)
+    assert out.config == b"schemaVersion: '7.1'\nlisteners: []\ncertificates:\n  items: []\nroutes: []\nclusters: []\n"
+    r = canonical_route({"limits": {}, "match": {"path": "/", "host": "a", "pathKind": "Prefix"}, "clusterId": "c",
+                         "order": 1, "id": "x"})
+    assert list(r) == ["id", "order", "match", "clusterId", "limits"]
+    assert list(r["match"]) == ["host", "path", "pathKind"]
+
+
+def test_split_into_parts_under_limit_in_order() -> None:
+    routes, clusters = _routes(400), _clusters(400)
+    limit = 20_000
+    out = emit(LISTENERS, [], routes, clusters, part_limit=limit, max_parts=100)
+    assert out.delivery_error == ""
+    assert len(out.parts) > 2
+    root = yaml.safe_load(out.config)
+    VALIDATOR.validate(root)
+    assert set(root) == {"schemaVersion", "listeners", "certificates", "include"}
+    assert [i["file"] for i in root["include"]] == [f"twp.part-{n}.yaml" for n in range(1, len(out.parts) + 1)]
+    all_routes: list[Any] = []
+    all_clusters: list[Any] = []
+    for (name, body), inc in zip(out.parts, root["include"], strict=True):
+        assert len(body) <= limit
+        assert inc == {"file": name, "sha256": hashlib.sha256(body).hexdigest()}
+        doc = yaml.safe_load(body)
+        VALIDATOR.validate(doc)
+        assert set(doc) == {"routes", "clusters"}
+        all_routes += doc["routes"]
+        all_clusters += doc["clusters"]
+    assert all_routes == routes and all_clusters == clusters
+
+
+def test_too_many_parts_is_a_delivery_error() -> None:
+    out = emit(LISTENERS, [], _routes(400), _clusters(400), part_limit=20_000, max_parts=2)
+    assert "mount only 2" in out.delivery_error
+
+
+def test_item_larger_than_limit_is_a_delivery_error() -> None:
+    big = [{"id": "x", "order": 1, "match": {}, "directResponse": {"status": 500, "body": "x" * 5000}}]
+    out = emit(LISTENERS, [], big, [], part_limit=2000, max_parts=8)
+    assert "more than the part limit" in out.delivery_error
+
+
+def test_render_reports_delivery_error_on_gateway() -> None:
+    objs = base_objects() + [route(name=f"r{i}", hostnames=[f"h{i}.example.com"]) for i in range(50)]
+    res = run(objs, part_limit_bytes=3000, max_parts=1, assume_programmed=True)
+    assert res.delivery_error
+    gw = next(s for s in res.statuses if s.kind == "Gateway")
+    programmed = next(c for c in gw.status["conditions"] if c["type"] == "Programmed")
+    assert programmed["status"] == "False" and "bytes" in programmed["message"]
+
+
+def test_rendered_configs_validate_against_schema() -> None:
+    res = run(base_objects() + [route()])
+    VALIDATOR.validate(yaml.safe_load(res.config))
+
+
+def test_schema_rejects_unknown_fields() -> None:
+    res = run(base_objects() + [route()])
+    doc = yaml.safe_load(res.config)
+    doc["routes"][0]["bogus"] = 1
+    assert not VALIDATOR.is_valid(doc)
+    doc = yaml.safe_load(res.config)
+    doc["clusters"][0]["destinations"][0]["extra"] = True
+    assert not VALIDATOR.is_valid(doc)

@@ -933,3 +933,96 @@ def test_ten_thousand_ingresses_render_fast() -> None:
     elapsed = time.perf_counter() - start
     assert len(ordered) == 20_000
     assert elapsed < 5.0, elapsed
+
+
+# == through the full render (Gateway listeners, HTTPRoutes and Ingress together) =========
+GATEWAY_CLASS = {
+    "apiVersion": "gateway.networking.k8s.io/v1",
+    "kind": "GatewayClass",
+    "metadata": {"name": "titanium"},
+    "spec": {"controllerName": "titaniumproxy.com/gateway-controller"},
+}
+
+
+def gateway(listeners: list[dict[str, Any]], created: str = "2024-01-01T00:00:00Z") -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"namespace": "apps", "name": "web", "creationTimestamp": created},
+        "spec": {"gatewayClassName": "titanium", "listeners": listeners},
+    }
+
+
+def full_render(*objects: Any) -> Any:
+    from titanium_gateway.render import render
+
+    flat: list[Any] = []
+    for obj in objects:
+        flat.extend(obj if isinstance(obj, list) else [obj])
+    return render(Snapshot.from_objects(flat), RenderOptions())
+
+
+def test_render_gateway_https_on_http_port_makes_ingress_port_unavailable() -> None:
+    https_on_80 = {
+        "name": "odd",
+        "port": 80,
+        "protocol": "HTTPS",
+        "tls": {"mode": "Terminate", "certificateRefs": [{"name": "shop-tls"}]},
+    }
+    result = full_render(GATEWAY_CLASS, gateway([https_on_80]), tls_secret("shop-tls"), CLASS, service("shop"), ing("a"))
+    assert [(e.name, e.reason) for e in result.events if e.kind == "Ingress"] == [("a", "PortUnavailable")]
+    assert "ingress/apps/a/r0p0" in result.config.decode()
+
+
+def test_render_default_certificate_oldest_of_gateway_and_ingress() -> None:
+    other_cert, other_key = _pem_pair("other.example.com")
+    listener = {"name": "https", "port": 443, "protocol": "HTTPS", "tls": {"certificateRefs": [{"name": "gw-tls"}]}}
+    objs = [
+        GATEWAY_CLASS,
+        gateway([listener], created="2024-06-01T00:00:00Z"),
+        tls_secret("gw-tls", crt=other_cert, key=other_key),
+        tls_secret("shop-tls"),
+        CLASS,
+        service("shop"),
+        ing("a", created="2024-01-01T00:00:00Z", tls=[{"secretName": "shop-tls"}]),
+    ]
+    result = full_render(*objs)
+    defaults = [c.file for c in result.certificates if c.default]
+    assert defaults == ["apps.shop-tls.pfx"]  # the Ingress is older than the Gateway
+    assert {(k.port, k.decrypt_ssl) for k in result.listeners} == {(8080, False), (8443, True)}
+    assert "apps.shop-tls.pfx" in result.tls_files and "apps.gw-tls.pfx" in result.tls_files
+
+
+def test_render_every_ingress_feature_validates_against_schema() -> None:
+    from .conftest import validate_twp
+
+    ca, _ = _pem_pair("ca.internal")
+    objs = [
+        *_mixed_objects(),
+        tls_secret("mtls", ca=ca),
+        ing(
+            "all",
+            created="2024-01-09T00:00:00Z",
+            host="all.example.com",
+            paths=[path("/p"), path("/e", "Exact")],
+            annotations={
+                "titanium.io/rewrite-target": "/new",
+                "titanium.io/proxy-read-timeout": "10",
+                "titanium.io/proxy-body-size": "1m",
+                "titanium.io/backend-protocol": "HTTPS",
+                "titanium.io/upstream-tls-secret": "mtls",
+                "titanium.io/affinity": "cookie",
+                "titanium.io/load-balance": "p2c",
+                "titanium.io/whitelist-source-range": "10.0.0.0/8",
+                "titanium.io/limit-rps": "3",
+                "titanium.io/cors-allow-origin": "*",
+                "titanium.io/auth-url": "https://auth.example.com/check",
+            },
+        ),
+    ]
+    result = full_render(*objs)
+    validate_twp(result.config, "ingress features")
+    text = result.config.decode()
+    for needle in ("PathRegexReplace", "ExtAuth", "Cors", "IpAllowDeny", "MaxRequestBodySize", "RateLimit",
+                   "sessionAffinity", "PowerOfTwoChoices", "caFile", "x-c: always", "weight: 80", "directResponse"):
+        assert needle in text, needle

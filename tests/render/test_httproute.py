@@ -1,0 +1,352 @@
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.render.core_fixtures import (
+    CONTROLLER,
+    base_objects,
+    config,
+    endpoints,
+    gateway,
+    gatewayclass,
+    grant,
+    listener,
+    listener_status,
+    parent_cond,
+    route,
+    route_by_id,
+    routes,
+    run,
+    service,
+    status_of,
+)
+from titanium_gateway.render.httproute import (
+    check_regex,
+    parse_duration_ms,
+    prefix_rewrite_transforms,
+    timespan,
+)
+
+BACKEND = [{"name": "api", "port": 8080}]
+
+
+def rule(**kw: Any) -> dict[str, Any]:
+    return {"backendRefs": BACKEND, **kw}
+
+
+def one(rules: list[dict[str, Any]], *extra: Any, hostnames: list[str] | None = None, **opts: Any):  # type: ignore[no-untyped-def]
+    return run(base_objects() + [route(rules=rules, hostnames=hostnames), *extra], **opts)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def test_durations_and_timespans() -> None:
+    assert parse_duration_ms("10s") == 10_000
+    assert parse_duration_ms("500ms") == 500
+    assert parse_duration_ms("1h30m") == 5_400_000
+    assert parse_duration_ms("0s") == 0
+    for bad in ("", "10", "1.5s", "1d", "1s1s", "123456s", 5, None):
+        assert parse_duration_ms(bad) is None, bad
+    assert timespan(500) == "00:00:00.500"
+    assert timespan(5_400_000) == "01:30:00"
+    assert timespan(90_061_001) == "1.01:01:01.001"
+
+
+def test_regex_checks() -> None:
+    assert check_regex("^/[0-9]+$") == ""
+    assert "compile" in check_regex("([a-z")
+    assert "nested" in check_regex("(a+)+$")
+    assert "longer" in check_regex("a" * 1025)
+    assert "backreference" in check_regex(r"(a)\1")
+
+
+def _apply(transforms: list[dict[str, Any]], path: str) -> str:
+    for t in transforms:
+        p = t["parameters"]
+        # the data plane replaces the first match, literal replacement; empty result -> /
+        path = re.sub(p["pattern"], lambda _m, r=p["replacement"]: r, path, count=1) or "/"
+    return path
+
+
+@pytest.mark.parametrize(("prefix", "repl", "path", "want"), [
+    ("/foo", "/bar", "/foo", "/bar"),
+    ("/foo", "/bar", "/foo/x", "/bar/x"),
+    ("/foo", "/bar", "/foo/", "/bar/"),
+    ("/foo", "/bar/", "/foo", "/bar/"),
+    ("/foo", "/bar/", "/foo/x", "/bar/x"),
+    ("/foo/", "/bar", "/foo/x", "/bar/x"),
+    ("/foo", "/", "/foo", "/"),
+    ("/foo", "/", "/foo/", "/"),
+    ("/foo", "/", "/foo/bar", "/bar"),
+    ("/", "/bar", "/x", "/bar/x"),
+    ("/", "/bar", "/", "/bar"),
+    ("/", "/bar/", "/x", "/bar/x"),
+    ("/a.b", "/c", "/a.b/d", "/c/d"),
+])
+def test_replace_prefix_match_table(prefix: str, repl: str, path: str, want: str) -> None:
+    assert _apply(prefix_rewrite_transforms(prefix, repl), path) == want
+
+
+# -- matches -----------------------------------------------------------------------------------
+def test_quickstart_shape() -> None:
+    objs = base_objects() + [service("api-canary"), endpoints("api-canary", addresses=("10.0.0.9",)),
+                             service("frontend"), endpoints("frontend", addresses=("10.0.1.1",))]
+    r = route(hostnames=["shop.example.com"], rules=[
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/api"}}],
+         "backendRefs": [{"name": "api", "port": 8080, "weight": 9}, {"name": "api-canary", "port": 8080, "weight": 1}]},
+        {"backendRefs": [{"name": "frontend", "port": 8080}]},
+    ])
+    res = run(objs + [r])
+    assert routes(res) == [
+        {"id": "httproute/apps/shop/r0m0", "order": 1,
+         "match": {"host": "shop.example.com", "path": "/api", "pathKind": "Prefix"},
+         "clusters": [{"clusterId": "svc-apps.api.8080", "weight": 9},
+                      {"clusterId": "svc-apps.api-canary.8080", "weight": 1}]},
+        {"id": "httproute/apps/shop/r1m0", "order": 2,
+         "match": {"host": "shop.example.com", "path": "/", "pathKind": "Prefix"},
+         "clusterId": "svc-apps.frontend.8080"},
+    ]
+    assert parent_cond(res, "Accepted")["status"] == "True"
+    assert parent_cond(res, "ResolvedRefs")["status"] == "True"
+    assert listener_status(res, "http")["attachedRoutes"] == 1
+    parent = status_of(res, "HTTPRoute", "apps", "shop").status["parents"][0]
+    assert parent["parentRef"] == {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "web"}
+    assert parent["controllerName"] == CONTROLLER
+    assert parent_cond(res, "Accepted")["observedGeneration"] == 2
+
+
+def test_match_fields_normalized() -> None:
+    res = one([rule(matches=[{
+        "path": {"type": "PathPrefix", "value": "/v1/"}, "method": "GET",
+        "headers": [{"name": "X-Env", "value": "Canary"}, {"name": "x-env", "value": "ignored"}],
+        "queryParams": [{"name": "q", "value": "1"}, {"name": "id", "type": "RegularExpression", "value": "^[0-9]+$"}],
+    }, {"path": {"type": "Exact", "value": "/exact/"}}, {"path": {"type": "RegularExpression", "value": "/r/[a-z]+"}}])])
+    assert route_by_id(res, "httproute/apps/shop/r0m0")["match"] == {
+        "path": "/v1", "pathKind": "Prefix", "method": "GET", "headers": {"x-env": "Canary"},
+        "query": {"q": "1"}, "queryRegex": {"id": "^[0-9]+$"}}
+    assert route_by_id(res, "httproute/apps/shop/r0m1")["match"] == {"path": "/exact/", "pathKind": "Exact"}
+    assert route_by_id(res, "httproute/apps/shop/r0m2")["match"] == {"path": "/r/[a-z]+", "pathKind": "Regex"}
+    # Exact before RegularExpression before PathPrefix
+    assert [r["id"][-4:] for r in routes(res)] == ["r0m1", "r0m2", "r0m0"]
+
+
+def test_precedence_across_routes_and_rules() -> None:
+    objs = base_objects() + [
+        route("older", rules=[rule(matches=[{"path": {"value": "/a"}}])], created="2020-01-01T00:00:00Z"),
+        route("newer", rules=[rule(matches=[{"path": {"value": "/a"}}])], created="2021-01-01T00:00:00Z"),
+        route("deep", rules=[rule(matches=[{"path": {"value": "/a/b"}}])], created="2022-01-01T00:00:00Z"),
+        route("hosted", rules=[rule()], hostnames=["x.example.com"], created="2023-01-01T00:00:00Z"),
+        route("wild", rules=[rule()], hostnames=["*.example.com"], created="2019-01-01T00:00:00Z"),
+    ]
+    assert [r["id"].split("/")[2] for r in routes(run(objs))] == ["hosted", "wild", "deep", "older", "newer"]
+
+
+def test_hostname_intersection_and_no_match() -> None:
+    gw = gateway(listeners=[listener("a", 80, hostname="*.example.com")])
+    objs = [gatewayclass(), gw, service(), endpoints()]
+    res = run(objs + [route(hostnames=["a.example.com", "other.org"])])
+    assert [r["match"]["host"] for r in routes(res)] == ["a.example.com"]
+    assert [r["id"] for r in routes(res)] == ["httproute/apps/shop/r0m0"]
+    none = run(objs + [route(hostnames=["other.org"])])
+    assert parent_cond(none, "Accepted")["reason"] == "NoMatchingListenerHostname"
+    assert routes(none) == []
+    inherit = run(objs + [route()])
+    assert [r["match"]["host"] for r in routes(inherit)] == ["*.example.com"]
+    multi = run([gatewayclass(), gateway(), service(), endpoints(), route(hostnames=["b.com", "A.com"])])
+    assert [r["id"] for r in routes(multi)] == ["httproute/apps/shop/r0m0/a.com", "httproute/apps/shop/r0m0/b.com"]
+
+
+def test_section_name_and_port_parent_refs() -> None:
+    gw = gateway(listeners=[listener("a", 80), listener("b", 8080)])
+    objs = [gatewayclass(), gw, service(), endpoints()]
+    res = run(objs + [route(parents=[{"name": "web", "sectionName": "b"}])])
+    assert listener_status(res, "a")["attachedRoutes"] == 0
+    assert listener_status(res, "b")["attachedRoutes"] == 1
+    parent = status_of(res, "HTTPRoute", "apps", "shop").status["parents"][0]
+    assert parent["parentRef"]["sectionName"] == "b"
+    bad = run(objs + [route(parents=[{"name": "web", "sectionName": "a", "port": 8080}])])
+    assert parent_cond(bad, "Accepted")["reason"] == "NoMatchingParent"
+    port = run(objs + [route(parents=[{"name": "web", "port": 80}])])
+    assert listener_status(port, "a")["attachedRoutes"] == 1
+    assert listener_status(port, "b")["attachedRoutes"] == 0
+
+
+def test_stale_parent_entry_removed_and_foreign_parent_never_reported() -> None:
+    old = {"parents": [{"parentRef": {"name": "gone"}, "controllerName": CONTROLLER, "conditions": []},
+                       {"parentRef": {"name": "x"}, "controllerName": "other/controller", "conditions": []}]}
+    res = run([gatewayclass(), route(parents=[{"name": "missing"}], status=old)])
+    assert status_of(res, "HTTPRoute", "apps", "shop").status == {"parents": []}
+    clean = run([gatewayclass(), route(parents=[{"name": "missing"}])])
+    assert all(s.kind != "HTTPRoute" for s in clean.statuses)
+
+
+# -- backends ----------------------------------------------------------------------------------
+def test_backend_errors_and_mixed_shares() -> None:
+    mixed = one([{"backendRefs": [{"name": "api", "port": 8080, "weight": 3}, {"name": "gone", "port": 80, "weight": 1}]}])
+    r = routes(mixed)[0]
+    assert r["clusters"] == [{"clusterId": "svc-apps.api.8080", "weight": 3}, {"clusterId": "invalid-backend", "weight": 1}]
+    assert {"id": "invalid-backend", "destinations": []} in config(mixed)["clusters"]
+    assert parent_cond(mixed, "ResolvedRefs")["reason"] == "BackendNotFound"
+    assert parent_cond(mixed, "Accepted")["status"] == "True"
+    kind = one([{"backendRefs": [{"name": "api", "port": 8080, "kind": "Bucket", "group": "example.com"}]}])
+    assert routes(kind)[0]["directResponse"]["status"] == 500
+    assert parent_cond(kind, "ResolvedRefs")["reason"] == "InvalidKind"
+    cross = one([{"backendRefs": [{"name": "api", "namespace": "other", "port": 8080}]}])
+    assert parent_cond(cross, "ResolvedRefs")["reason"] == "RefNotPermitted"
+    granted = run(base_objects() + [service(ns="other"), endpoints(ns="other"), grant("other", "HTTPRoute", "apps", "Service"),
+                                    route(rules=[{"backendRefs": [{"name": "api", "namespace": "other", "port": 8080}]}])])
+    assert routes(granted)[0]["clusterId"] == "svc-other.api.8080"
+
+
+def test_weights_zero_and_no_backends() -> None:
+    zero = one([{"backendRefs": [{"name": "api", "port": 8080, "weight": 0}]}])
+    assert routes(zero)[0]["directResponse"]["status"] == 500
+    assert parent_cond(zero, "ResolvedRefs")["status"] == "True"
+    some = one([{"backendRefs": [{"name": "api", "port": 8080, "weight": 0}, {"name": "api", "port": 8080}]}])
+    assert routes(some)[0]["clusterId"] == "svc-apps.api.8080"
+    none = one([{}])
+    assert routes(none)[0]["directResponse"] == {"status": 500, "body": "NoBackends: the rule has no backendRefs"}
+
+
+def test_no_ready_endpoints_is_empty_cluster() -> None:
+    res = run([gatewayclass(), gateway(), service(), endpoints(ready=False), route()])
+    assert config(res)["clusters"] == [{"id": "svc-apps.api.8080", "destinations": []}]
+
+
+# -- filters -----------------------------------------------------------------------------------
+def test_header_modifiers_to_transforms() -> None:
+    res = one([rule(filters=[
+        {"type": "RequestHeaderModifier", "requestHeaderModifier": {
+            "set": [{"name": "X-Set", "value": "1"}], "add": [{"name": "X-Add", "value": "2"}], "remove": ["X-Rm"]}},
+        {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "Set-Cookie", "value": "a=b"}]}},
+    ])])
+    assert routes(res)[0]["transforms"] == [
+        {"kind": "RequestHeaderSet", "parameters": {"name": "X-Set", "value": "1"}},
+        {"kind": "RequestHeaderAppend", "parameters": {"name": "X-Add", "value": "2"}},
+        {"kind": "RequestHeaderRemove", "parameters": {"name": "X-Rm"}},
+        {"kind": "ResponseHeaderAppend", "parameters": {"name": "Set-Cookie", "value": "a=b"}},
+    ]
+
+
+def test_url_rewrite() -> None:
+    res = one([rule(matches=[{"path": {"value": "/foo"}}], filters=[{"type": "URLRewrite", "urlRewrite": {
+        "hostname": "internal", "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}]),
+        rule(matches=[{"path": {"value": "/full"}}], filters=[{"type": "URLRewrite", "urlRewrite": {
+            "path": {"type": "ReplaceFullPath", "replaceFullPath": "/x"}}}])])
+    foo = route_by_id(res, "httproute/apps/shop/r0m0")
+    assert foo["transforms"][0] == {"kind": "HostSet", "parameters": {"host": "internal"}}
+    assert foo["transforms"][1]["kind"] == "PathRegexReplace"
+    assert route_by_id(res, "httproute/apps/shop/r1m0")["transforms"] == [{"kind": "PathSet", "parameters": {"path": "/x"}}]
+    bad = one([rule(matches=[{"path": {"type": "Exact", "value": "/foo"}}], filters=[{"type": "URLRewrite", "urlRewrite": {
+        "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}])])
+    assert routes(bad)[0]["directResponse"]["status"] == 500
+    assert parent_cond(bad, "Accepted")["reason"] == "UnsupportedValue"
+
+
+def test_redirects() -> None:
+    res = one([
+        {"matches": [{"path": {"value": "/a"}}], "filters": [{"type": "RequestRedirect", "requestRedirect": {
+            "hostname": "new.example.com", "statusCode": 301, "scheme": "https", "port": 443}}]},
+        {"matches": [{"path": {"value": "/b"}}], "filters": [{"type": "RequestRedirect", "requestRedirect": {
+            "hostname": "x", "path": {"type": "ReplaceFullPath", "replaceFullPath": "/y"}}}]},
+        {"matches": [{"path": {"value": "/c"}}], "filters": [{"type": "RequestRedirect", "requestRedirect": {
+            "hostname": "x", "port": 8443}}]},
+    ])
+    assert route_by_id(res, "httproute/apps/shop/r0m0")["redirect"] == {"statusCode": 301, "scheme": "https",
+                                                                       "host": "new.example.com"}
+    # no scheme and one listener port 80 (http): the default port is left out
+    assert route_by_id(res, "httproute/apps/shop/r1m0")["redirect"] == {"statusCode": 302, "host": "x", "path": "/y"}
+    assert route_by_id(res, "httproute/apps/shop/r2m0")["redirect"] == {"statusCode": 302, "host": "x", "port": 8443}
+
+
+def test_redirect_listener_port_when_not_default() -> None:
+    gw = gateway(listeners=[listener("h", 8080)])
+    r = route(rules=[{"filters": [{"type": "RequestRedirect", "requestRedirect": {"hostname": "x"}}]}])
+    res = run([gatewayclass(), gw, r])
+    assert routes(res)[0]["redirect"] == {"statusCode": 302, "host": "x", "port": 8080}
+
+
+def test_redirect_without_hostname_per_route_hostname() -> None:
+    redirect = [{"filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}}]}]
+    res = one(redirect, hostnames=["a.com", "*.b.com"])
+    by_host = {r["match"]["host"]: r for r in routes(res)}
+    assert by_host["a.com"]["redirect"] == {"statusCode": 302, "scheme": "https", "host": "a.com"}
+    assert by_host["*.b.com"]["directResponse"]["status"] == 500
+    assert parent_cond(res, "Accepted")["reason"] == "UnsupportedValue"
+    nohost = one(redirect)
+    assert routes(nohost)[0]["directResponse"]["status"] == 500
+
+
+@pytest.mark.parametrize("filters", [
+    [{"type": "RequestRedirect", "requestRedirect": {"hostname": "x", "statusCode": 307}}],
+    [{"type": "RequestRedirect", "requestRedirect": {"hostname": "x", "path": {
+        "type": "ReplacePrefixMatch", "replacePrefixMatch": "/y"}}}],
+    [{"type": "ExtensionRef", "extensionRef": {"group": "x", "kind": "y", "name": "z"}}],
+    [{"type": "RequestMirror", "requestMirror": {"backendRef": BACKEND[0]}}] * 2,
+])
+def test_unsupported_filters_answer_500_for_their_rule_only(filters: list[dict[str, Any]]) -> None:
+    res = one([rule(matches=[{"path": {"value": "/bad"}}], filters=filters), rule()])
+    bad = route_by_id(res, "httproute/apps/shop/r0m0")
+    assert bad["directResponse"]["status"] == 500
+    assert bad["directResponse"]["body"].startswith("UnsupportedValue: ")
+    assert bad["match"] == {"path": "/bad", "pathKind": "Prefix"}
+    assert route_by_id(res, "httproute/apps/shop/r1m0")["clusterId"] == "svc-apps.api.8080"
+    assert parent_cond(res, "Accepted")["reason"] == "UnsupportedValue"
+
+
+def test_header_regex_is_degraded_and_never_shadows() -> None:
+    res = one([rule(matches=[{"path": {"value": "/x"}, "headers": [{"name": "a", "type": "RegularExpression",
+                                                                      "value": "b.*"}]}]),
+               rule(matches=[{"path": {"value": "/x"}}])])
+    ids = [r["id"] for r in routes(res)]
+    assert ids == ["httproute/apps/shop/r1m0", "httproute/apps/shop/r0m0"]
+    assert route_by_id(res, "httproute/apps/shop/r0m0")["directResponse"]["status"] == 500
+    assert parent_cond(res, "Accepted")["reason"] == "UnsupportedValue"
+
+
+def test_bad_regexes_rejected() -> None:
+    res = one([rule(matches=[{"path": {"type": "RegularExpression", "value": "(a+)+"}}])])
+    assert routes(res)[0]["directResponse"]["status"] == 500
+    res = one([rule(matches=[{"queryParams": [{"name": "q", "type": "RegularExpression", "value": "("}]}])])
+    assert routes(res)[0]["directResponse"]["status"] == 500
+
+
+def test_mirror() -> None:
+    objs = [service("shadow"), endpoints("shadow", addresses=("10.9.9.9",))]
+    res = one([rule(filters=[{"type": "RequestMirror", "requestMirror": {
+        "backendRef": {"name": "shadow", "port": 8080}, "fraction": {"numerator": 1, "denominator": 4}}}])], *objs)
+    assert routes(res)[0]["mirror"] == {"clusterId": "svc-apps.shadow.8080", "percent": 25.0}
+    default = one([rule(filters=[{"type": "RequestMirror", "requestMirror": {
+        "backendRef": {"name": "shadow", "port": 8080}}}])], *objs)
+    assert routes(default)[0]["mirror"]["percent"] == 100.0
+    cross = one([rule(filters=[{"type": "RequestMirror", "requestMirror": {
+        "backendRef": {"name": "shadow", "namespace": "x", "port": 8080}}}])])
+    assert "mirror" not in routes(cross)[0]
+    assert parent_cond(cross, "ResolvedRefs")["reason"] == "RefNotPermitted"
+
+
+def test_timeouts() -> None:
+    res = one([rule(timeouts={"request": "10s", "backendRequest": "500ms"})])
+    r = routes(res)[0]
+    assert r["limits"] == {"requestTimeout": "00:00:10"}
+    assert r["clusterId"].startswith("svc-apps.api.8080-")
+    cluster = next(c for c in config(res)["clusters"] if c["id"] == r["clusterId"])
+    assert cluster["httpClient"] == {"requestTimeout": "00:00:00.500"}
+    zero = one([rule(timeouts={"request": "0s", "backendRequest": "0s"})])
+    assert "limits" not in routes(zero)[0] and routes(zero)[0]["clusterId"] == "svc-apps.api.8080"
+    bad = one([rule(timeouts={"request": "ten seconds"})])
+    assert routes(bad)[0]["directResponse"]["status"] == 500
+    assert parent_cond(bad, "Accepted")["reason"] == "UnsupportedValue"
+    longer = one([rule(timeouts={"request": "1s", "backendRequest": "2s"})])
+    assert parent_cond(longer, "Accepted")["reason"] == "UnsupportedValue"
+
+
+def test_cross_namespace_parent_not_allowed() -> None:
+    res = run([gatewayclass(), gateway(), route(ns="team", parents=[{"name": "web", "namespace": "apps"}])])
+    entry = status_of(res, "HTTPRoute", "team", "shop").status["parents"][0]
+    assert entry["parentRef"] == {"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "apps",
+                                  "name": "web"}
+    assert parent_cond(res, "Accepted", ns="team")["reason"] == "NotAllowedByListeners"
+    assert routes(res) == []

@@ -1577,6 +1577,7 @@ def _fault_error(inj: Injection) -> StatusError:
 class _Handler(BaseHTTPRequestHandler):
     api: FakeApiServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     server_version = "fake-kube-apiserver"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature

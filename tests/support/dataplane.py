@@ -312,6 +312,7 @@ class StubDataPlane:
 class _AdminHandler(BaseHTTPRequestHandler):
     stub: StubDataPlane
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return

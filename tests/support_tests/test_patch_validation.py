@@ -1,0 +1,132 @@
+"""Patch types, 415 on strategic merge for CRDs, MicroTime strictness, events.k8s.io rules."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.support.apiserver import FakeApiServer
+from tests.support_tests.conftest import status_of
+
+GW = "gateway.networking.k8s.io"
+
+
+def _route(custom: client.CustomObjectsApi) -> dict:
+    return custom.create_namespaced_custom_object(GW, "v1", "default", "httproutes", {
+        "apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "r", "annotations": {"a": "1"}},
+        "spec": {"hostnames": ["a.example.com", "b.example.com"]}})
+
+
+def test_merge_and_json_patch_on_crd(custom: client.CustomObjectsApi) -> None:
+    _route(custom)
+    r = custom.patch_namespaced_custom_object(GW, "v1", "default", "httproutes", "r",
+                                              {"metadata": {"annotations": {"a": None, "b": "2"}}})
+    assert r["metadata"]["annotations"] == {"b": "2"}
+    r = custom.patch_namespaced_custom_object(GW, "v1", "default", "httproutes", "r", [
+        {"op": "test", "path": "/spec/hostnames/0", "value": "a.example.com"},
+        {"op": "remove", "path": "/spec/hostnames/0"},
+        {"op": "add", "path": "/metadata/annotations/x~1y", "value": "z"}],
+        _content_type="application/json-patch+json")
+    assert r["spec"]["hostnames"] == ["b.example.com"] and r["metadata"]["annotations"]["x/y"] == "z"
+    with pytest.raises(ApiException) as e:
+        custom.patch_namespaced_custom_object(GW, "v1", "default", "httproutes", "r", [
+            {"op": "test", "path": "/spec/hostnames/0", "value": "nope"}], _content_type="application/json-patch+json")
+    assert e.value.status == 422
+
+
+def test_strategic_merge_is_415_on_crds_and_merges_by_key_on_builtins(server: FakeApiServer, api: client.ApiClient,
+                                                                      custom: client.CustomObjectsApi) -> None:
+    _route(custom)
+    with pytest.raises(ApiException) as e:
+        custom.patch_namespaced_custom_object(GW, "v1", "default", "httproutes", "r", {"spec": {}},
+                                              _content_type="application/strategic-merge-patch+json")
+    st = status_of(e.value)
+    assert e.value.status == 415 and st["reason"] == "UnsupportedMediaType"
+
+    core = client.CoreV1Api(api)
+    core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}})
+    p = core.patch_namespaced_pod("p", "default", {"metadata": {"annotations": {"poke": "h1"}},
+                                                    "spec": {"containers": [{"name": "b", "image": "z"}]}},
+                                  _content_type="application/strategic-merge-patch+json")
+    assert [(c.name, c.image) for c in p.spec.containers] == [("a", "x"), ("b", "z")]
+    assert p.metadata.annotations == {"poke": "h1"}
+    rec = server.requests("patch", "pods")[-1]
+    assert rec.content_type.startswith("application/strategic-merge-patch+json")
+
+
+def test_patch_with_stale_resource_version_conflicts(core: client.CoreV1Api) -> None:
+    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "a"}, "data": {"k": "1"}})
+    core.patch_namespaced_config_map("a", "default", {"data": {"k": "2"}})
+    with pytest.raises(ApiException) as e:
+        core.patch_namespaced_config_map("a", "default", {"metadata": {"resourceVersion": cm.metadata.resource_version},
+                                                          "data": {"k": "3"}})
+    assert e.value.status == 409 and status_of(e.value)["reason"] == "Conflict"
+    with pytest.raises(ApiException) as e:
+        core.patch_namespaced_config_map("missing", "default", {"data": {"k": "3"}})
+    assert e.value.status == 404
+
+
+def test_lease_microtime_must_have_six_fraction_digits(api: client.ApiClient) -> None:
+    coord = client.CoordinationV1Api(api)
+    body = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+                                                 "renewTime": "2026-01-01T00:00:00Z"}}
+    with pytest.raises(ApiException) as e:
+        coord.create_namespaced_lease("default", body)
+    assert e.value.status == 400 and "cannot be handled as a Lease" in status_of(e.value)["message"]
+    # kubernetes 37's typed models re-serialize datetimes with isoformat(): microsecond 0 loses the
+    # fraction, which a real server rejects, so even this string is refused...
+    body["spec"]["renewTime"] = "2026-01-01T00:00:00.000000Z"
+    with pytest.raises(ApiException) as e:
+        coord.create_namespaced_lease("default", body)
+    assert e.value.status == 400
+    # ...while a non-zero microsecond survives the round trip
+    body["spec"]["renewTime"] = "2026-01-01T00:00:00.000001Z"
+    lease = coord.create_namespaced_lease("default", body)
+    assert lease.spec.renew_time == dt.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc)
+    with pytest.raises(ApiException) as e:  # a patch decodes the result: 422 Invalid
+        coord.patch_namespaced_lease("l", "default", {"spec": {"acquireTime": "2026-01-01T00:00:00.123Z"}})
+    assert e.value.status == 422 and status_of(e.value)["reason"] == "Invalid"
+    # the python client's datetime serialization drops the fraction when microsecond == 0
+    with pytest.raises(ApiException):
+        coord.patch_namespaced_lease("l", "default", {"spec": {"renewTime": dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)}})
+    ok = coord.patch_namespaced_lease("l", "default", {"spec": {"renewTime": "2026-01-02T00:00:00.000001Z"}})
+    assert ok.spec.renew_time.microsecond == 1
+
+
+def test_events_v1_validation_and_shared_storage(api: client.ApiClient, core: client.CoreV1Api) -> None:
+    ev = client.EventsV1Api(api)
+    body = {"metadata": {"name": "e1"}, "eventTime": "2026-01-01T00:00:00Z", "reportingController": "c",
+            "reportingInstance": "i", "action": "Reconcile", "reason": "R", "type": "Normal", "note": "n",
+            "regarding": {"kind": "Gateway", "name": "web", "namespace": "default"}}
+    with pytest.raises(ApiException) as e:
+        ev.create_namespaced_event("default", body)
+    assert e.value.status == 400
+    body["eventTime"] = "2026-01-01T00:00:00.000001Z"
+    body.pop("action")
+    with pytest.raises(ApiException) as e:
+        ev.create_namespaced_event("default", body)
+    assert e.value.status == 422 and status_of(e.value)["details"]["causes"][0]["field"] == "action"
+    body["action"] = "Reconcile"
+    ev.create_namespaced_event("default", body)
+    legacy = core.read_namespaced_event("e1", "default")
+    assert legacy.involved_object.name == "web" and legacy.message == "n" and legacy.reporting_component == "c"
+    ev.patch_namespaced_event("e1", "default", {"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}})
+    with pytest.raises(ApiException) as e:
+        ev.patch_namespaced_event("e1", "default", {"note": "changed"})
+    assert e.value.status == 422
+
+
+def test_apply_patch_needs_field_manager(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    import requests
+
+    url = f"{server.url}/api/v1/namespaces/default/configmaps/a"
+    hdr = {"Content-Type": "application/apply-patch+yaml"}
+    assert requests.patch(url, data="apiVersion: v1\nkind: ConfigMap\n", headers=hdr, timeout=5).status_code == 400
+    r = requests.patch(url + "?fieldManager=t", data="apiVersion: v1\nkind: ConfigMap\ndata: {k: v}\n", headers=hdr, timeout=5)
+    assert r.status_code == 201 and r.json()["data"] == {"k": "v"}
+    bad = requests.patch(url, data="{}", headers={"Content-Type": "text/plain"}, timeout=5)
+    assert bad.status_code == 415 and bad.json()["reason"] == "UnsupportedMediaType"

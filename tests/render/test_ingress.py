@@ -614,6 +614,13 @@ def test_unknown_annotation_warns_and_keeps_serving() -> None:
     assert events(ctx) == [("apps/a", "UnknownAnnotation", "titanium.io/proxy-connect-timeout is not a known annotation; it is ignored")]
 
 
+def test_routes_answering_500_add_no_cluster() -> None:
+    ctx = base(ing("a", annotations={"titanium.io/limit-rps": "0", "titanium.io/proxy-read-timeout": "9"}))
+    assert ctx.clusters == {}
+    ctx = base(service("shop-v2"), ing("shop", paths=[path("/", be=backend("gone"))]), canary(canary_weight="10"))
+    assert ctx.clusters == {}  # the primary answers 500, so its canary's cluster is not emitted
+
+
 def test_invalid_annotation_event_names_each_annotation() -> None:
     ctx = assert_invalid({"titanium.io/limit-rps": "0", "titanium.io/affinity": "ip"})
     msgs = [e[2] for e in events(ctx, "InvalidAnnotation")]

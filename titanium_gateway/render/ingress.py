@@ -241,7 +241,8 @@ class _Path:
     backend: Any
     error_reason: str = ""
     error_message: str = ""
-    canaries: list[tuple[_Ingress, str, str]] = field(default_factory=list)  # (canary, cluster id, route id)
+    #: (canary, its cluster (added only when the primary forwards), canary route id)
+    canaries: list[tuple[_Ingress, dict[str, Any], str]] = field(default_factory=list)
 
     @property
     def is_default(self) -> bool:
@@ -483,25 +484,26 @@ class _Translator:
     # -- backends -------------------------------------------------------------------------
     def backend_cluster(
         self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str
-    ) -> tuple[str, str, str]:
-        """(cluster id, reason, message): resolves an Ingress backend and adds its cluster."""
+    ) -> tuple[dict[str, Any] | None, str, str]:
+        """(cluster, reason, message): resolves an Ingress backend (the caller adds the cluster
+        to the context only when a route uses it)."""
         backend = _map(backend)
         if backend.get("resource") is not None:
-            return "", "UnsupportedBackend", "backend.resource is not supported"
+            return None, "UnsupportedBackend", "backend.resource is not supported"
         service = backend.get("service")
         if not isinstance(service, Mapping):
-            return "", "InvalidBackend", "the backend names no Service"
+            return None, "InvalidBackend", "the backend names no Service"
         name = _str(service.get("name"))
         if not name:
-            return "", "InvalidBackend", "the backend Service has no name"
+            return None, "InvalidBackend", "the backend Service has no name"
         port = _map(service.get("port"))
         number, port_name = port.get("number"), port.get("name")
         ref: int | str
         if number is not None and port_name is not None:
-            return "", "InvalidBackend", f"the backend Service {name} gives both a port number and name"
+            return None, "InvalidBackend", f"the backend Service {name} gives both a port number and name"
         if number is not None:
             if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 65535:
-                return "", "InvalidBackend", f"the backend Service {name} port {number!r} is not 1-65535"
+                return None, "InvalidBackend", f"the backend Service {name} port {number!r} is not 1-65535"
             ref = number
         elif isinstance(port_name, str) and port_name:
             # A named port resolves to its number, so the cluster is shared with every other
@@ -513,7 +515,7 @@ class _Translator:
             else:
                 ref = port_name  # resolve_backend reports the missing Service or port
         else:
-            return "", "InvalidBackend", f"the backend Service {name} has no port"
+            return None, "InvalidBackend", f"the backend Service {name} has no port"
         resolution = resolve_backend(self.ctx.backends, ing.namespace, name, ref, settings)
         if not resolution.ok or resolution.cluster is None:
             return "", resolution.reason or "BackendNotFound", resolution.message
@@ -521,7 +523,7 @@ class _Translator:
         if id_suffix:
             cluster = dict(cluster)
             cluster["id"] = f"{cluster['id']}{id_suffix}"
-        return self.ctx.add_cluster(cluster), "", ""
+        return cluster, "", ""
 
     # -- canary ---------------------------------------------------------------------------
     def canary(self, ing: _Ingress, owners: Mapping[tuple[str, str, str], _Path]) -> None:
@@ -544,13 +546,13 @@ class _Translator:
                 continue
             if primary.ing.settings is None:
                 continue  # the primary answers 500 (its own events say why)
-            cid, reason, message = self.backend_cluster(
+            cluster, reason, message = self.backend_cluster(
                 ing, p.backend, primary.ing.settings, primary.ing.id_suffix
             )
-            if reason:
+            if reason or cluster is None:
                 self.event(ing, reason, f"{p.describe()}: {message}")
                 continue
-            primary.canaries.append((ing, cid, p.route_id))
+            primary.canaries.append((ing, cluster, p.route_id))
 
     # -- routes ---------------------------------------------------------------------------
     def emit(self, p: _Path) -> None:
@@ -562,10 +564,10 @@ class _Translator:
             match["path"] = p.path
             match["pathKind"] = p.kind
         reason, message = p.error_reason, p.error_message
-        cid = ""
+        cluster: dict[str, Any] | None = None
         if not reason:
             settings = ing.settings or ClusterSettings()
-            cid, reason, message = self.backend_cluster(ing, p.backend, settings, ing.id_suffix)
+            cluster, reason, message = self.backend_cluster(ing, p.backend, settings, ing.id_suffix)
             if reason:
                 self.event(ing, reason, f"{p.describe()}: {message}")
         if not reason and not ing.ann.valid:
@@ -573,25 +575,28 @@ class _Translator:
         if not reason and ing.settings is None:
             reason, message = "InvalidAnnotation", ing.settings_error
         route: dict[str, Any] = {"id": p.route_id, "match": match}
-        if reason:
+        if reason or cluster is None:
+            reason = reason or "BackendNotFound"
             route["directResponse"] = {"status": 500, "body": f"{reason}: {message}"}
             self.add_route(p, route, ing, 0)
             return
+        cid = self.ctx.add_cluster(cluster)
         canary = p.canaries[0] if p.canaries else None
+        canary_cid = self.ctx.add_cluster(canary[1]) if canary is not None else ""
         if canary is None:
             route["clusterId"] = cid
         else:
             weight = canary[0].ann.canary_weight
             route["clusters"] = [
                 {"clusterId": cid, "weight": 100 - weight},
-                {"clusterId": canary[1], "weight": weight},
+                {"clusterId": canary_cid, "weight": weight},
             ]
         self.decorate(route, p)
         self.add_route(p, route, ing, 0)
         if canary is not None and canary[0].ann.canary_by_header:
             header_match = dict(match)
             header_match["headers"] = {canary[0].ann.canary_by_header: CANARY_HEADER_VALUE}
-            header_route: dict[str, Any] = {"id": canary[2], "match": header_match, "clusterId": canary[1]}
+            header_route: dict[str, Any] = {"id": canary[2], "match": header_match, "clusterId": canary_cid}
             self.decorate(header_route, p)
             self.add_route(p, header_route, ing, 1)
 

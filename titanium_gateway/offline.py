@@ -456,10 +456,13 @@ def _conditions_text(conditions: Any) -> str:
 def _messages(conditions: Any) -> list[str]:
     if not isinstance(conditions, list):
         return []
+    healthy_false = {"Conflicted"}  # a False Conflicted condition is the good state
     return [
         f"{c.get('type')}: {c.get('message')}"
         for c in conditions
-        if isinstance(c, Mapping) and c.get("status") != "True" and c.get("message")
+        if isinstance(c, Mapping)
+        and c.get("message")
+        and ((c.get("status") != "True") != (c.get("type") in healthy_false))
     ]
 
 

@@ -821,10 +821,8 @@ class FakeApiServer:
         self._record(rt, "DELETED", gone, old)
         if rt.plural == "namespaces" and rt.group == "":
             for other in RESOURCE_TYPES:
-                if other.namespaced and other.versions[0] == other.preferred_version:
-                    st = self._stores.get(other.key)
-                    if st is None:
-                        continue
+                st = self._stores.get(other.key)
+                if other.namespaced and st is not None:
                     for o in list((st.by_ns.get(meta["name"]) or {}).values()):
                         self._remove(other, o)
         return gone

@@ -252,3 +252,51 @@ def test_every_table_annotation_has_a_parser() -> None:
         "upstream-tls-secret",
     }
     assert {"titanium.io/" + n for n in names} == ia.KNOWN
+
+
+# -- properties -----------------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(ia.KNOWN)), value=st.text(max_size=40))
+def test_every_parser_returns_a_value_or_an_error_naming_it(name: str, value: str) -> None:
+    result = ia.PARSERS[name](value)
+    if isinstance(result, AnnotationError):
+        assert result.annotation == name and name in result.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    annotations=st.dictionaries(
+        st.one_of(st.sampled_from(sorted(ia.KNOWN)), st.text(max_size=20).map(lambda s: "titanium.io/" + s)),
+        st.one_of(st.text(max_size=20), st.integers(), st.none()),
+        max_size=6,
+    )
+)
+def test_parse_annotations_never_raises_and_partitions(annotations: dict[str, object]) -> None:
+    parsed = parse_annotations(annotations, "apps")
+    assert set(parsed.unknown) == {k for k in annotations if k not in ia.KNOWN}
+    assert {e.annotation for e in parsed.errors} <= set(annotations) | {ia.UPSTREAM_TLS_SECRET}
+
+
+@given(st.integers(min_value=1, max_value=3600))
+def test_proxy_read_timeout_whole_range(n: int) -> None:
+    assert ia.parse_proxy_read_timeout(str(n)) == n
+
+
+@given(st.integers(min_value=0, max_value=100))
+def test_canary_weight_whole_range(n: int) -> None:
+    assert ia.parse_canary_weight(str(n)) == n
+
+
+@given(st.integers(min_value=0, max_value=2**40), st.sampled_from(["", "k", "m", "g", "K", "M", "G"]))
+def test_proxy_body_size_units(n: int, unit: str) -> None:
+    factor = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit.lower()]
+    size = n * factor
+    result = ia.parse_proxy_body_size(f"{n}{unit}")
+    if size <= ia.MAX_BODY_SIZE:
+        assert result == size
+    else:
+        assert isinstance(result, AnnotationError)

@@ -271,6 +271,7 @@ class _Translator:
         self.http_ok, self.http_why = self._port_usable(self.http_port, "HTTP")
         self.https_ok, self.https_why = self._port_usable(self.https_port, "HTTPS")
         self.https_needed = False
+        self._upstream: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def event(self, ing: _Ingress, reason: str, message: str) -> None:
@@ -388,7 +389,15 @@ class _Translator:
             ing.id_suffix = "-" + ann.backend_protocol.lower()
 
     def upstream_tls(self, ref: ia.UpstreamTLSRef) -> tuple[tuple[tuple[str, str], ...], str]:
-        """Validates the upstream TLS Secret and adds its PEM files to the TLS Secret."""
+        """Validates the upstream TLS Secret and adds its PEM files to the TLS Secret (once per
+        Secret per render)."""
+        key = (ref.namespace, ref.name)
+        cached = self._upstream.get(key)
+        if cached is None:
+            cached = self._upstream[key] = self._load_upstream_tls(ref)
+        return cached
+
+    def _load_upstream_tls(self, ref: ia.UpstreamTLSRef) -> tuple[tuple[tuple[str, str], ...], str]:
         label = f"{ia.UPSTREAM_TLS_SECRET}: Secret {ref.namespace}/{ref.name}"
         secret = self.ctx.snapshot.secrets.get(f"{ref.namespace}/{ref.name}")
         if not isinstance(secret, Mapping):
@@ -404,7 +413,7 @@ class _Translator:
         if ca is not None:
             try:
                 anchors = x509.load_pem_x509_certificates(ca)
-            except ValueError:
+            except Exception:  # noqa: BLE001 - any parse failure means "not a PEM certificate"
                 anchors = []
             if not anchors:
                 return (), f"{label}: ca.crt is not a PEM certificate"

@@ -202,6 +202,8 @@ class StubDataPlane:
             self._reject(f"twp.yaml: {e}")
         if not isinstance(doc, dict):
             self._reject("twp.yaml: not a mapping")
+        if "schemaVersion" not in doc:
+            self._reject("twp.yaml: schemaVersion is required")
         used: dict[str, bytes] = {}
         include = doc.get("include") or []
         if include:

@@ -288,6 +288,7 @@ class RequestRecord:
     name: str = ""
     status: int = 0
     time: float = 0.0
+    warnings: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,6 +379,20 @@ def _spec_part(rt: ResourceType, obj: Obj) -> Any:
     return obj.get("spec")
 
 
+_OBJECT_META_FIELDS = {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                       "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                       "annotations", "ownerReferences", "finalizers", "managedFields"}
+_KNOWN_FIELDS: dict[str, set[str]] = {
+    "configmaps": {"data", "binaryData", "immutable"},
+    "secrets": {"data", "stringData", "type", "immutable"},
+    "namespaces": {"spec", "status"}, "services": {"spec", "status"}, "pods": {"spec", "status"},
+    "deployments": {"spec", "status"}, "ingresses": {"spec", "status"}, "ingressclasses": {"spec"},
+    "leases": {"spec"}, "endpointslices": {"addressType", "endpoints", "ports"},
+    "events": {"involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
+               "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance"},
+    "*crd": {"spec"},
+}
+
 _SYSTEM_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
@@ -398,7 +413,8 @@ class FakeApiServer:
                  bookmark_interval: float = 1.0, default_watch_timeout: float = 1800.0,
                  token: str | None = None, namespaces: Iterable[str] = ("default", "kube-system", "kube-public",
                                                                         "kube-node-lease"),
-                 user: str = "system:serviceaccount:gateway-system:titanium-gateway") -> None:
+                 user: str = "system:serviceaccount:gateway-system:titanium-gateway",
+                 log_limit: int = 100_000) -> None:
         self.host = host
         self._port = port
         self.history_size = history_size
@@ -416,7 +432,9 @@ class FakeApiServer:
         self._watchers: dict[str, list[_Watcher]] = {}
         self._injections: list[Injection] = []
         self._rules: list[_Rule] = []
-        self._log: list[RequestRecord] = []
+        self._log: deque[RequestRecord] = deque(maxlen=log_limit)
+        self._reactors: list[tuple[str, Callable[[str, Obj], None]]] = []
+        self._tls = threading.local()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._by_path: dict[tuple[str, str, str], ResourceType] = {}
@@ -566,6 +584,31 @@ class FakeApiServer:
                 and (method is None or r.method == method) and (namespace is None or r.namespace == namespace)
                 and (name is None or r.name == name)]
 
+    def react(self, resource: str, fn: Callable[[str, Obj], None]) -> None:
+        """Call ``fn(event_type, object)`` after every write of ``resource`` (plural, kind or ``*``),
+        under the server lock (``fn`` may use the direct helpers, e.g. to play a controller)."""
+        with self._lock:
+            self._reactors.append((resource, fn))
+
+    def emulate_deployment_controller(self) -> None:
+        """A minimal deployment controller: after a spec change, status catches up
+        (observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas)."""
+
+        def react(etype: str, obj: Obj) -> None:
+            if etype == "DELETED":
+                return
+            gen = obj["metadata"].get("generation", 1)
+            st = obj.get("status") or {}
+            if st.get("observedGeneration") == gen:
+                return
+            n = (obj.get("spec") or {}).get("replicas", 1)
+            status = dict(st, observedGeneration=gen, replicas=n, updatedReplicas=n, readyReplicas=n,
+                          availableReplicas=n)
+            self.update_object("Deployment", obj["metadata"].get("namespace"), obj["metadata"]["name"],
+                               lambda o: o.__setitem__("status", status))
+
+        self.react("deployments", react)
+
     def clear_log(self) -> None:
         with self._lock:
             self._log.clear()
@@ -687,6 +730,9 @@ class FakeApiServer:
             self._oldest_rv = dropped.rv
         for w in self._watchers.get(rt.key, ()):
             self._deliver(w, ev)
+        for res, fn in list(self._reactors):
+            if res in ("*", rt.plural, rt.kind):
+                fn(etype, copy.deepcopy(self._external(rt, rt.preferred_version, obj)))
 
     @staticmethod
     def _deliver(w: _Watcher, ev: _HistEvent) -> None:
@@ -932,6 +978,8 @@ class FakeApiServer:
         rec.verb, rec.resource, rec.group, rec.namespace, rec.name = verb, resource, group, ns, name
         self._admit(verb, rt, resource, ns, name)
         self._faults(rec)
+        self._tls.field_validation = query.get("fieldValidation", "")
+        self._tls.warnings = rec.warnings
         ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
         manager = query.get("fieldManager") or (headers.get("User-Agent") or "unknown").split("/")[0]
         dry_run = query.get("dryRun") == "All"
@@ -1212,9 +1260,34 @@ class FakeApiServer:
                 raise invalid("", "", "", [FieldError("patch", "FieldValueInvalid", f"Invalid value: {derrs[0]}")])
             raise bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {derrs[0]}')
         internal = _to_storage(rt, strip_nulls(copy.deepcopy(obj)))
+        self._prune_unknown(rt, internal)
         self._defaults(rt, internal, old)
         self._validate(rt, version, internal, old)
         return internal
+
+    def _prune_unknown(self, rt: ResourceType, obj: Obj) -> None:
+        """Drop unknown top-level and metadata fields like a typed decode / structural pruning does;
+        ``fieldValidation=Strict`` makes them a 400, otherwise each one is a ``Warning`` header."""
+        allowed = _KNOWN_FIELDS.get(rt.plural if not rt.crd else "*crd", set()) | {"apiVersion", "kind", "metadata"}
+        if rt.crd and rt.status_subresource:
+            allowed = allowed | {"status"}
+        unknown = [k for k in obj if k not in allowed]
+        meta = obj.get("metadata") or {}
+        unknown += [f"metadata.{k}" for k in meta if k not in _OBJECT_META_FIELDS]
+        if not unknown:
+            return
+        mode = getattr(self._tls, "field_validation", "") or "Warn"
+        if mode == "Strict":
+            raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{k}"' for k in unknown))
+        for k in unknown:
+            if k.startswith("metadata."):
+                meta.pop(k.split(".", 1)[1], None)
+            else:
+                obj.pop(k, None)
+            if mode == "Warn":
+                warnings = getattr(self._tls, "warnings", None)
+                if warnings is not None:
+                    warnings.append(f'unknown field "{k}"')
 
     def _create(self, rt: ResourceType, version: str, ns: str, obj: Obj, manager: str, dry_run: bool) -> Obj:
         self._check_gvk(rt, version, obj)
@@ -1233,9 +1306,9 @@ class FakeApiServer:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = str(meta["generateName"]) + "".join(
                 random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
-        meta.pop("resourceVersion", None)
         if meta.get("resourceVersion"):
-            raise bad_request("resourceVersion should not be set on objects to be created")
+            raise StatusError(500, "InternalError",
+                              "Internal error occurred: resourceVersion should not be set on objects to be created")
         with self._lock:
             if rt.namespaced:
                 nso = self._get(self.resolve("namespaces"), "", ns)
@@ -1643,6 +1716,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Audit-Id", str(uuid.uuid4()))
         for k, v in headers.items():
             self.send_header(k, v)
+        for w in rec.warnings:
+            self.send_header("Warning", f"299 - {json.dumps(w)}")
         self.end_headers()
         self.wfile.write(data)
 

@@ -199,3 +199,39 @@ def test_discovery(api: client.ApiClient) -> None:
     assert {GW, "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "apps", "networking.k8s.io"} <= groups
     res = client.CoreV1Api(api).get_api_resources()
     assert {"configmaps", "pods/status", "secrets"} <= {r.name for r in res.resources}
+
+
+def test_unknown_fields_are_dropped_with_a_warning_or_rejected_when_strict(server: FakeApiServer) -> None:
+    url = f"{server.url}/api/v1/namespaces/default/configmaps"
+    r = requests.post(url, json={"metadata": {"name": "a", "bogus": 1}, "datas": {"k": "v"}}, timeout=5)
+    assert r.status_code == 201 and "datas" not in r.json() and "bogus" not in r.json()["metadata"]
+    assert 'unknown field \\"datas\\"' in r.headers["Warning"]
+    r = requests.post(url + "?fieldValidation=Strict", json={"metadata": {"name": "b"}, "datas": {}}, timeout=5)
+    assert r.status_code == 400 and "strict decoding error" in r.json()["message"]
+    r = requests.post(f"{server.url}/apis/{GW}/v1/namespaces/default/gateways",
+                      json={"metadata": {"name": "g"}, "spec": {}, "extra": 1}, timeout=5)
+    assert r.status_code == 201 and "extra" not in r.json() and r.json()["kind"] == "Gateway"
+
+
+def test_create_with_resource_version_is_refused(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_config_map("default", {"metadata": {"name": "a", "resourceVersion": "5"}})
+    assert e.value.status == 500
+
+
+def test_reactors_and_deployment_controller(server: FakeApiServer, api: client.ApiClient) -> None:
+    seen: list[tuple[str, str]] = []
+    server.react("ConfigMap", lambda t, o: seen.append((t, o["metadata"]["name"])))
+    server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    server.delete_object("ConfigMap", "default", "x")
+    assert seen == [("ADDED", "x"), ("DELETED", "x")]
+    server.emulate_deployment_controller()
+    apps = client.AppsV1Api(api)
+    apps.create_namespaced_deployment("default", {"metadata": {"name": "d"}, "spec": {
+        "replicas": 2, "selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    d = apps.patch_namespaced_deployment("d", "default", {"spec": {"template": {"metadata": {"annotations": {
+        "gateway.titaniumproxy.com/listeners": "8080/http"}}}}})
+    assert d.metadata.generation == 2
+    d = apps.read_namespaced_deployment("d", "default")
+    assert d.status.observed_generation == 2 and d.status.updated_replicas == 2

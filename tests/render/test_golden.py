@@ -45,6 +45,7 @@ requires the key to be missing), a list when it has the same length and each ite
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,11 @@ def test_golden(case: str) -> None:
     for name, data in produced.items():
         if name.startswith("twp"):
             validate_twp(data, f"{case}/{name}")
+    include = (yaml.safe_load(result.config) or {}).get("include") or []
+    assert [(i["file"], i["sha256"]) for i in include] == [
+        (name, hashlib.sha256(data).hexdigest()) for name, data in result.parts
+    ], "twp.yaml include must list every part with its sha256, in order"
+    assert result.config_hash == hashlib.sha256(result.config).hexdigest()
     if xfail is not None:
         pytest.xfail(f"known render discrepancy, no golden output committed: {xfail}")
     if update_golden():

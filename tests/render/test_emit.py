@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
-from titanium_gateway.render.emit import canonical_route, dump, emit
+from titanium_gateway.render.emit import _fragment, canonical_route, dump, emit
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/render/twp.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -29,11 +32,13 @@ def _clusters(n: int) -> list[dict[str, Any]]:
 LISTENERS = [{"host": "0.0.0.0", "port": 8080, "type": "transparent", "decryptSsl": False}]
 
 
-def test_fragment_assembly_equals_whole_dump() -> None:
+def test_fragment_assembly_parses_back_and_matches_pyyaml_layout() -> None:
     out = emit(LISTENERS, [], _routes(5), _clusters(5), part_limit=1 << 30, max_parts=8)
-    whole = dump({"schemaVersion": "7.1", "listeners": LISTENERS, "certificates": {"items": []},
-                  "routes": _routes(5), "clusters": _clusters(5)})
-    assert out.config == whole.encode()
+    data = {"schemaVersion": "7.1", "listeners": LISTENERS, "certificates": {"items": []},
+            "routes": _routes(5), "clusters": _clusters(5)}
+    assert yaml.safe_load(out.config) == data
+    # the fast writer lays plain data out exactly as PyYAML's block style does
+    assert out.config == dump(data).encode()
     assert out.config_hash == hashlib.sha256(out.config).hexdigest()
     assert out.parts == () and out.delivery_error == ""
     VALIDATOR.validate(yaml.safe_load(out.config))
@@ -104,3 +109,22 @@ def test_schema_rejects_unknown_fields() -> None:
     doc = yaml.safe_load(res.config)
     doc["clusters"][0]["destinations"][0]["extra"] = True
     assert not VALIDATOR.is_valid(doc)
+
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+_scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | _text
+_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3),
+                       max_leaves=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_text, _values, min_size=1, max_size=4))
+def test_fast_writer_round_trips_any_item(item: dict[str, Any]) -> None:
+    text = "routes:\n" + _fragment(item)
+    assert yaml.safe_load(text) == {"routes": [item]}
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "null", "~", "1.5", "0x1f", "1:20", "*.example.com", "a: b", "#x",
+                                   "- x", "2024-01-01", "=", "<<", ".inf", "x:", "", " lead", "tab\t", "é", "\x7f"])
+def test_fast_writer_quotes_what_yaml_would_misread(value: str) -> None:
+    assert yaml.safe_load("routes:\n" + _fragment({"v": value, value: 1})) == {"routes": [{"v": value, value: 1}]}

@@ -162,7 +162,7 @@ class RenderContext:
         out: list[dict[str, Any]] = []
         for n, (_, route) in enumerate(items, start=1):
             ordered = {"id": route["id"], "order": n}
-            ordered.update((k, v) for k, v in route.items() if k != "id")
+            ordered.update(route)  # "id" keeps its first position
             out.append(ordered)
         return out
 

@@ -1,19 +1,23 @@
 """Deterministic twp.yaml bytes, config hash and parts.
 
 Key order is fixed (see the ``*_KEYS`` tuples) so the file reads top-down like the contract.
-The document is assembled from per-item YAML fragments (each list item dumped on its own),
-which gives exact sizes for splitting into parts in one pass; the result is byte-identical to
-dumping the whole list at once (block style, sequences not indented under their key).
+The head (schemaVersion, listeners, certificates, include) is dumped with PyYAML
+(``CSafeDumper`` when libyaml is there). Routes and clusters are assembled from per-item
+block-style fragments written by a small fast writer (see :func:`_fragment`), which also gives
+exact sizes for splitting into parts in one pass. Every fragment parses back to its item.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from yaml.resolver import Resolver
 
 try:
     _Dumper: type = yaml.CSafeDumper
@@ -76,8 +80,97 @@ def dump(data: Any) -> str:
                      allow_unicode=True, width=1 << 20)
 
 
+class _Fallback(Exception):
+    """The fast writer met something it does not handle; PyYAML writes that item."""
+
+
+_RESOLVER = Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+_PLAIN = re.compile(r"[A-Za-z0-9/_.][A-Za-z0-9/_.:*@=+-]*")
+_scalar_cache: dict[str, str] = {}
+
+
+def _scalar(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _Fallback
+        return repr(value)
+    if not isinstance(value, str):
+        raise _Fallback
+    text = _scalar_cache.get(value)
+    if text is not None:
+        return text
+    if not (value.isascii() and value.isprintable()):
+        raise _Fallback
+    if (_PLAIN.fullmatch(value) and not value.endswith(":")
+            and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG):
+        text = value
+    else:
+        text = json.dumps(value)  # printable ASCII: a valid YAML double-quoted scalar
+    if len(_scalar_cache) < 500_000:
+        _scalar_cache[value] = text
+    return text
+
+
+def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
+    pad = " " * indent
+    for n, (key, value) in enumerate(data.items()):
+        lead = first if (n == 0 and first is not None) else pad
+        if not isinstance(key, str):
+            raise _Fallback
+        k = _scalar(key)
+        if isinstance(value, Mapping):
+            if value:
+                out.append(f"{lead}{k}:\n")
+                _write_mapping(value, indent + 2, out)
+            else:
+                out.append(f"{lead}{k}: {{}}\n")
+        elif isinstance(value, list):
+            if value:
+                out.append(f"{lead}{k}:\n")
+                _write_sequence(value, indent, out)
+            else:
+                out.append(f"{lead}{k}: []\n")
+        else:
+            out.append(f"{lead}{k}: {_scalar(value)}\n")
+
+
+def _write_sequence(items: Sequence[Any], indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    for item in items:
+        if isinstance(item, Mapping):
+            if item:
+                _write_mapping(item, indent + 2, out, first=pad + "- ")
+            else:
+                out.append(f"{pad}- {{}}\n")
+        elif isinstance(item, list):
+            raise _Fallback
+        else:
+            out.append(f"{pad}- {_scalar(item)}\n")
+
+
 def _fragment(item: Any) -> str:
-    return dump([item])
+    """One list item in block style (``- key: ...``).
+
+    A small writer for the plain JSON-like data of routes and clusters (PyYAML's Python
+    representer costs ~40 µs per route, too slow for 10k routes); strings are plain when
+    YAML reads them back as the same string, else JSON double-quoted. Anything unusual
+    (non-ASCII or non-printable text, other types) goes through PyYAML instead.
+    """
+    out: list[str] = []
+    try:
+        _write_sequence([item], 0, out)
+    except _Fallback:
+        return dump([item])
+    return "".join(out)
 
 
 def _list_block(key: str, fragments: Sequence[str]) -> str:

@@ -224,7 +224,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
     gateways = [
         gw for gw in ctx.snapshot.gateways.values()
         if isinstance(gw, Mapping) and isinstance(gw.get("spec"), Mapping)
-        and gw["spec"].get("gatewayClassName") in classes
+        and _s(gw["spec"].get("gatewayClassName")) in classes
     ]
     gateways.sort(key=_gateway_sort_key)
     addresses = _addresses(ctx)

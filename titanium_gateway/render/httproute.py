@@ -46,8 +46,13 @@ def _s(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
 def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    if type(value) is dict:  # the common case, without the slower ABC check
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def _list(value: Any) -> list[Any]:

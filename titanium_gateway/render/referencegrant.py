@@ -35,11 +35,11 @@ class ReferenceGrantIndex:
             if not isinstance(spec, Mapping):
                 continue
             froms: set[tuple[str, str, str]] = set()
-            for item in spec.get("from") or []:
+            for item in spec.get("from") if isinstance(spec.get("from"), list) else []:
                 if isinstance(item, Mapping):
                     froms.add((_s(item.get("group")), _s(item.get("kind")), _s(item.get("namespace"))))
             tos: list[tuple[str, str, str]] = []
-            for item in spec.get("to") or []:
+            for item in spec.get("to") if isinstance(spec.get("to"), list) else []:
                 if isinstance(item, Mapping):
                     tos.append((_s(item.get("group")), _s(item.get("kind")), _s(item.get("name"))))
             if froms and tos:

@@ -1260,12 +1260,12 @@ class FakeApiServer:
                 raise invalid("", "", "", [FieldError("patch", "FieldValueInvalid", f"Invalid value: {derrs[0]}")])
             raise bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {derrs[0]}')
         internal = _to_storage(rt, strip_nulls(copy.deepcopy(obj)))
-        self._prune_unknown(rt, internal)
+        self._prune_unknown(rt, internal, via_patch)
         self._defaults(rt, internal, old)
         self._validate(rt, version, internal, old)
         return internal
 
-    def _prune_unknown(self, rt: ResourceType, obj: Obj) -> None:
+    def _prune_unknown(self, rt: ResourceType, obj: Obj, via_patch: bool = False) -> None:
         """Drop unknown top-level and metadata fields like a typed decode / structural pruning does;
         ``fieldValidation=Strict`` makes them a 400, otherwise each one is a ``Warning`` header."""
         allowed = _KNOWN_FIELDS.get(rt.plural if not rt.crd else "*crd", set()) | {"apiVersion", "kind", "metadata"}
@@ -1278,7 +1278,10 @@ class FakeApiServer:
             return
         mode = getattr(self._tls, "field_validation", "") or "Warn"
         if mode == "Strict":
-            raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{k}"' for k in unknown))
+            msg = "strict decoding error: " + ", ".join(f'unknown field "{k}"' for k in unknown)
+            if via_patch:  # a patch reports it on the patched object: 422
+                raise invalid("", "", "", [FieldError("patch", "FieldValueInvalid", f"Invalid value: {msg}")])
+            raise bad_request(msg)
         for k in unknown:
             if k.startswith("metadata."):
                 meta.pop(k.split(".", 1)[1], None)

@@ -235,3 +235,10 @@ def test_reactors_and_deployment_controller(server: FakeApiServer, api: client.A
     assert d.metadata.generation == 2
     d = apps.read_namespaced_deployment("d", "default")
     assert d.status.observed_generation == 2 and d.status.updated_replicas == 2
+
+
+def test_strict_unknown_field_in_a_patch_is_422(server: FakeApiServer) -> None:
+    server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
+    r = requests.patch(f"{server.url}/api/v1/namespaces/default/configmaps/a?fieldValidation=Strict",
+                       json={"datas": {}}, headers={"Content-Type": "application/merge-patch+json"}, timeout=5)
+    assert r.status_code == 422 and r.json()["reason"] == "Invalid"

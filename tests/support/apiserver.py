@@ -525,12 +525,17 @@ class FakeApiServer:
             self._history.clear()
             self._oldest_rv = self._rv
 
-    def close_watches(self, abrupt: bool = False) -> int:
-        """End every open watch stream (cleanly, or ``abrupt``: cut the TCP connection mid-stream)."""
+    def close_watches(self, abrupt: bool = False, expire: bool = False) -> int:
+        """End every open watch stream: cleanly (like a server-side timeout), ``abrupt`` (cut the
+        TCP connection mid-stream), or ``expire`` (an ERROR 410 Expired event, then the end, as
+        when the watch cache drops a watcher that fell behind). Returns how many were open."""
         with self._lock:
             n = 0
             for ws in self._watchers.values():
                 for w in ws:
+                    if expire:
+                        w.q.put(("ERROR", status_object(
+                            410, "Expired", f"too old resource version: {self._oldest_rv} ({self._rv})")))
                     w.q.put(_ABRUPT if abrupt else _CLOSE)
                     n += 1
             self._watchers = {}
@@ -1210,6 +1215,30 @@ class FakeApiServer:
             if d is not None and d <= 0:
                 errs.append(FieldError("spec.leaseDurationSeconds", "FieldValueInvalid",
                                        f"Invalid value: {d}: must be greater than 0"))
+        elif rt.plural == "pods" and rt.group == "" and old is not None:
+            def mutable_out(spec: Any) -> Any:
+                spec = copy.deepcopy(spec or {})
+                for k in ("containers", "initContainers"):
+                    for c in spec.get(k) or []:
+                        if isinstance(c, dict):
+                            c.pop("image", None)
+                for k in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"):
+                    spec.pop(k, None)
+                return spec
+            if mutable_out(obj.get("spec")) != mutable_out(old.get("spec")):
+                errs.append(FieldError("spec", "FieldValueForbidden",
+                                       "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                                       "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+                                       "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                                       "(allow it to be set to 1 if it was previously negative)"))
+        elif rt.plural == "services" and rt.group == "" and old is not None:
+            new_ip, old_ip = (obj.get("spec") or {}).get("clusterIP"), (old.get("spec") or {}).get("clusterIP")
+            if new_ip and old_ip and new_ip != old_ip:
+                errs.append(FieldError("spec.clusterIPs[0]", "FieldValueInvalid",
+                                       f'Invalid value: []string{{"{new_ip}"}}: may not change once set'))
+        elif rt.plural == "deployments" and old is not None:
+            if (obj.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
+                errs.append(FieldError("spec.selector", "FieldValueInvalid", "Invalid value: field is immutable"))
         elif rt.plural == "endpointslices":
             if obj.get("addressType") not in ("IPv4", "IPv6", "FQDN"):
                 errs.append(FieldError("addressType", "FieldValueRequired" if not obj.get("addressType") else
@@ -1545,6 +1574,8 @@ class FakeApiServer:
         timeout_s = query.get("timeoutSeconds")
         try:
             timeout = float(timeout_s) if timeout_s not in (None, "") else self.default_watch_timeout
+            if timeout <= 0:
+                timeout = self.default_watch_timeout
         except ValueError:
             raise bad_request(f"invalid timeoutSeconds {timeout_s!r}") from None
         if send_initial and (not bookmarks or query.get("resourceVersionMatch") != "NotOlderThan"):

@@ -242,3 +242,16 @@ def test_strict_unknown_field_in_a_patch_is_422(server: FakeApiServer) -> None:
     r = requests.patch(f"{server.url}/api/v1/namespaces/default/configmaps/a?fieldValidation=Strict",
                        json={"datas": {}}, headers={"Content-Type": "application/merge-patch+json"}, timeout=5)
     assert r.status_code == 422 and r.json()["reason"] == "Invalid"
+
+
+def test_immutable_fields_of_builtins(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "image": "x"}]}})
+    core.patch_namespaced_pod("p", "default", {"spec": {"containers": [{"name": "a", "image": "y"}]}})
+    with pytest.raises(ApiException) as e:
+        core.patch_namespaced_pod("p", "default", {"spec": {"hostname": "h"}})
+    assert e.value.status == 422
+    svc = core.create_namespaced_service("default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}})
+    assert svc.spec.cluster_ip and svc.spec.ports[0].target_port == 80
+    with pytest.raises(ApiException) as e:
+        core.patch_namespaced_service("s", "default", {"spec": {"clusterIP": "10.0.0.1"}})
+    assert e.value.status == 422

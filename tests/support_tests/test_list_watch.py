@@ -250,3 +250,16 @@ def test_watch_single_object_and_namespaced_scope(server: FakeApiServer, core: c
     events = []
     _collect(watch.Watch().stream(core.list_config_map_for_all_namespaces, timeout_seconds=1), events)
     assert sorted(e[1] for e in events) == ["a", "a", "b"]
+
+
+def test_expired_watch_mid_stream(server: FakeApiServer) -> None:
+    import json
+
+    r = requests.get(f"{server.url}/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={server.resource_version}",
+                     stream=True, timeout=5)
+    deadline = time.monotonic() + 5
+    while server.watch_count("configmaps") == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.close_watches(expire=True) == 1
+    evs = [json.loads(x) for x in r.iter_lines() if x]
+    assert [e["type"] for e in evs] == ["ERROR"] and evs[0]["object"]["code"] == 410

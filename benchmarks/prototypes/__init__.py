@@ -1,0 +1,1 @@
+"""Prototypes of suggested fixes (see benchmarks/FINDINGS.md): measured, not used by the product."""

@@ -1,0 +1,304 @@
+"""``Reflector``: keeps a ``Store`` equal to one resource (optionally one namespace, label and field
+selectors) by listing, then watching from the list's resourceVersion (client-go tools/cache).
+
+- The list is paginated (``limit``/``continue``); an expired continue token (410) falls back to
+  one unpaginated list.
+- The watch asks for bookmarks and a server-side timeout; when the stream ends normally the
+  watch restarts at once from the last resourceVersion seen (events or bookmarks).
+- 410 Gone, as an HTTP answer or as an ``ERROR`` event with code 410, makes it relist; the
+  relist computes the deletes it missed (objects gone from the new list) and reports them.
+- Any other error backs off exponentially with jitter (capped), never less than the server's
+  Retry-After, and the watch resumes from the last resourceVersion (no relist needed).
+- Every store change is reported to an ``EventSink`` (on_add / on_update / on_delete) after
+  the store was updated; ``resync_period`` re-reports every cached object as an update.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from titanium_gateway.kube.api import ApiError, KubeApi, Obj, Resource
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.kube.store import Store, strip_managed_fields
+
+log = logging.getLogger(__name__)
+
+
+class EventSink(Protocol):
+    def on_add(self, obj: Obj) -> None: ...
+
+    def on_update(self, old: Obj, new: Obj) -> None: ...
+
+    def on_delete(self, obj: Obj) -> None: ...
+
+
+class Backoff:
+    """Exponential back-off with jitter: ``initial * factor**n``, plus up to ``jitter`` x that at
+    random, never more than ``cap``; ``next(retry_after)`` never returns less than Retry-After."""
+
+    def __init__(self, initial: float = 0.8, factor: float = 2.0, cap: float = 30.0, jitter: float = 1.0,
+                 rng: random.Random | None = None) -> None:
+        if initial <= 0 or factor < 1 or cap < initial or jitter < 0:
+            raise ValueError("need initial > 0, factor >= 1, cap >= initial, jitter >= 0")
+        self.initial, self.factor, self.cap, self.jitter = initial, factor, cap, jitter
+        self._rng = rng or random.Random()
+        self.failures = 0
+
+    def next(self, retry_after: float | None = None) -> float:
+        base = min(self.cap, self.initial * self.factor ** min(self.failures, 64))
+        self.failures += 1
+        delay = min(self.cap, base * (1.0 + self.jitter * self._rng.random()))
+        if retry_after is not None and retry_after > delay:
+            delay = retry_after
+        return delay
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class _Gone(Exception):
+    pass
+
+
+class _Stopped(Exception):
+    pass
+
+
+class Reflector:
+    def __init__(self, api: KubeApi, resource: Resource, store: Store, sink: EventSink | None = None, *,
+                 namespace: str | None = None, label_selector: str | None = None,
+                 field_selector: str | None = None, page_size: int = 500, watch_timeout: int = 300,
+                 resync_period: float | None = None, backoff: Backoff | None = None,
+                 min_watch_duration: float = 1.0, clock: Clock = REAL_CLOCK, name: str | None = None) -> None:
+        self.api = api
+        self.resource = resource
+        self.store = store
+        self.sink = sink
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.resync_period = resync_period
+        self.backoff = backoff or Backoff()
+        self.min_watch_duration = min_watch_duration
+        self.clock = clock
+        self.name = name or (f"{resource.plural}/{namespace}" if namespace else resource.plural)
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._synced = threading.Event()
+        self._rv = ""
+        self._need_list = True
+        self._last_list_at: float | None = None
+        self._next_resync: float | None = None
+        self.lists = 0  # counters for tests and debugging
+        self.watches = 0
+        self.errors = 0
+        self.last_error: BaseException | None = None
+        self.sleeping_until: float | None = None  # clock time a back-off sleep ends (tests, debugging)
+
+    # --- state --------------------------------------------------------------------------------
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Wait (real seconds) for the first successful list."""
+        return self._synced.wait(timeout)
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        return self._rv
+
+    def stop(self) -> None:
+        """Ask ``run`` to return: at once when it sleeps, else at the next event or stream end."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _check_stop(self) -> None:
+        if self._stopped:
+            raise _Stopped()
+
+    def _sleep(self, seconds: float) -> None:
+        end = self.clock.now() + seconds
+        with self._cond:
+            self.sleeping_until = end
+            try:
+                while not self._stopped and self.clock.now() < end:
+                    self.clock.wait(self._cond, end - self.clock.now())
+            finally:
+                self.sleeping_until = None
+        self._check_stop()
+
+    # --- main loop ----------------------------------------------------------------------------
+    def run(self) -> None:
+        """List and watch until ``stop()``; never raises."""
+        while not self._stopped:
+            try:
+                self.run_once()
+            except _Stopped:
+                return
+            except Exception as e:  # noqa: BLE001 - a reflector must survive any error
+                self.errors += 1
+                self.last_error = e
+                retry_after = e.retry_after if isinstance(e, ApiError) else None
+                delay = self.backoff.next(retry_after)
+                log.warning("reflector %s: %s; retrying in %.2fs", self.name, e, delay)
+                try:
+                    self._sleep(delay)
+                except _Stopped:
+                    return
+
+    def run_once(self) -> None:
+        """One cycle: relist when needed, then one watch stream until it ends. Raises on errors."""
+        self._check_stop()
+        if self._need_list:
+            if self._last_list_at is not None and self.clock.now() - self._last_list_at < self.min_watch_duration:
+                # relisting again right after a list (e.g. 410 at once): do not hammer the server
+                self._sleep(self.backoff.next())
+            self.list()
+        self.watch_once()
+
+    def list(self) -> None:
+        """List everything (paginated), replace the store, report the differences."""
+        self._check_stop()
+        items: list[Obj] = []
+        token: str | None = None
+        limit: int | None = self.page_size or None
+        rv = ""
+        while True:
+            try:
+                page = self.api.list(self.resource, self.namespace, label_selector=self.label_selector,
+                                     field_selector=self.field_selector, limit=limit, continue_token=token)
+            except ApiError as e:
+                if e.is_gone and token:
+                    log.info("reflector %s: continue token expired; listing without pagination", self.name)
+                    items, token, limit = [], None, None
+                    continue
+                raise
+            self._check_stop()
+            for it in page.get("items") or []:
+                items.append(self._with_type(it))
+            md = page.get("metadata") or {}
+            rv = str(md.get("resourceVersion") or rv)
+            token = md.get("continue") or None
+            if not token:
+                break
+        self.lists += 1
+        self._last_list_at = self.clock.now()
+        res = self.store.replace(items, rv, namespace=self.namespace)
+        self._rv = rv
+        self._need_list = False
+        self.backoff.reset()
+        if self.resync_period:
+            self._next_resync = self.clock.now() + self.resync_period
+        self._synced.set()
+        for obj in res.added:
+            self._emit(lambda s, o=obj: s.on_add(o))
+        for old, new in res.updated:
+            self._emit(lambda s, o=old, n=new: s.on_update(o, n))
+        for obj in res.deleted:
+            self._emit(lambda s, o=obj: s.on_delete(o))
+
+    def watch_once(self) -> None:
+        """One watch stream from the last resourceVersion; returns when it ends normally."""
+        self._check_stop()
+        timeout = self.watch_timeout
+        if self.resync_period:
+            timeout = max(1, min(timeout, int(self.resync_period)))
+        # spread reconnects of many reflectors: between timeout and 2 x timeout, as client-go
+        timeout = int(timeout * (1.0 + random.random()))
+        started = self.clock.now()
+        events = 0
+        self.watches += 1
+        try:
+            stream = self.api.watch(self.resource, self.namespace, resource_version=self._rv,
+                                    label_selector=self.label_selector, field_selector=self.field_selector,
+                                    timeout_seconds=timeout, allow_bookmarks=True)
+            for ev in stream:
+                self._check_stop()
+                self._handle(ev)
+                events += 1
+                self.backoff.reset()
+                self._maybe_resync()
+        except ApiError as e:
+            if e.is_gone:
+                self._gone()
+                return
+            raise
+        except _Gone:
+            self._gone()
+            return
+        self._check_stop()
+        self._maybe_resync()
+        if events == 0 and self.clock.now() - started < self.min_watch_duration:
+            # an empty stream that ended at once: back off instead of spinning
+            self._sleep(self.backoff.next())
+
+    def _gone(self) -> None:
+        log.info("reflector %s: resourceVersion %s expired (410); relisting", self.name, self._rv)
+        self._need_list = True
+
+    def _with_type(self, obj: Obj) -> Obj:
+        if obj.get("kind") and obj.get("apiVersion"):
+            return obj
+        out = dict(obj)
+        out.setdefault("apiVersion", self.resource.api_version)
+        out.setdefault("kind", self.resource.kind)
+        return out
+
+    def _handle(self, ev: Obj) -> None:
+        etype = ev.get("type")
+        obj = ev.get("object") or {}
+        if etype == "ERROR":
+            code = int(obj.get("code") or 0)
+            if code == 410:
+                raise _Gone()
+            raise ApiError(code or 500, str(obj.get("reason") or ""), str(obj.get("message") or ""), None, obj)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if etype == "BOOKMARK":
+            if rv:
+                self._rv = rv
+                self.store.set_resource_version(rv)
+            return
+        obj = self._with_type(obj)
+        if etype in ("ADDED", "MODIFIED"):
+            old, new = self.store.upsert(obj)
+            if old is None:
+                self._emit(lambda s: s.on_add(new))
+            else:
+                self._emit(lambda s: s.on_update(old, new))
+        elif etype == "DELETED":
+            gone = self.store.delete(obj)
+            final = gone if gone is not None else strip_managed_fields(obj)
+            self._emit(lambda s: s.on_delete(final))
+        else:
+            log.warning("reflector %s: unknown watch event type %r", self.name, etype)
+        if rv:
+            self._rv = rv
+
+    def _maybe_resync(self) -> None:
+        if self._next_resync is None or self.resync_period is None:
+            return
+        if self.clock.now() < self._next_resync:
+            return
+        self._next_resync = self.clock.now() + self.resync_period
+        for obj in self.store.list():
+            if self.namespace is None or (obj.get("metadata") or {}).get("namespace") == self.namespace:
+                self._emit(lambda s, o=obj: s.on_update(o, o))
+
+    def _emit(self, call: Callable[[Any], None]) -> None:
+        if self.sink is None:
+            return
+        try:
+            call(self.sink)
+        except Exception:  # noqa: BLE001 - a handler bug must not stop the cache
+            log.exception("reflector %s: event handler failed", self.name)

@@ -1,0 +1,259 @@
+"""``RestApi``: the ``KubeApi`` protocol over the official ``kubernetes`` client's ``ApiClient``.
+
+Only the transport of the official client is used (configuration, authentication, TLS,
+connection pool): requests go through ``ApiClient.param_serialize`` + ``ApiClient.call_api``
+and the response body is parsed here as raw JSON; no model classes are built. Watches read the
+chunked stream line by line (one JSON event per line).
+
+Every request waits for a token of a client-side token bucket (``qps``/``burst``) and is
+counted in ``rest_client_requests_total{code,method,host}`` (code ``<error>`` when no answer).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Iterator
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlparse
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from titanium_gateway.kube.api import ApiError, Obj, PatchType, Resource
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.kube.ratelimit import TokenBucket
+from titanium_gateway.metrics import Registry, rest_client_requests
+
+log = logging.getLogger(__name__)
+
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+class StrategicPatchNotSupported(ValueError):
+    """A strategic merge patch was asked for a CRD-backed resource (the server answers 415)."""
+
+
+class WatchStreamError(Exception):
+    """The watch connection broke (reset, read timeout, truncated chunk) before a clean end."""
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from datetime import datetime, timezone
+        when = parsedate_to_datetime(value)
+        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+def api_error_from_response(status: int, body: bytes, headers: Any) -> ApiError:
+    """An ``ApiError`` from a non-2xx answer: reason/message from a Status body when there is one."""
+    parsed: Obj = {}
+    try:
+        data = json.loads(body.decode("utf-8")) if body else {}
+        if isinstance(data, dict):
+            parsed = data
+    except (ValueError, UnicodeDecodeError):
+        pass
+    reason = str(parsed.get("reason") or "")
+    message = str(parsed.get("message") or (body[:500].decode("utf-8", "replace") if not parsed else ""))
+    retry_after = parse_retry_after(headers.get("Retry-After") if headers is not None else None)
+    if retry_after is None:
+        ra = (parsed.get("details") or {}).get("retryAfterSeconds") if isinstance(parsed.get("details"), dict) \
+            else None
+        if isinstance(ra, (int, float)) and ra > 0:
+            retry_after = float(ra)
+    return ApiError(status, reason, message, retry_after, parsed)
+
+
+def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.Configuration:
+    """In-cluster config when running in a pod (and no kubeconfig is given), else the kubeconfig
+    file (``kubeconfig``, ``$KUBECONFIG`` or ``~/.kube/config``)."""
+    cfg = k8s_client.Configuration()
+    if kubeconfig is None:
+        try:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+            return cfg
+        except k8s_config.ConfigException:
+            pass
+    k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    return cfg
+
+
+class RestApi:
+    """``KubeApi`` over HTTP.
+
+    ``RestApi(configuration, qps=50, burst=100)`` uses a ``kubernetes.client.Configuration``
+    (tests point one at a local server); ``RestApi.from_kubeconfig(path)`` loads one.
+    ``request_timeout`` bounds non-watch requests; watches use ``timeout_seconds`` + a margin
+    as the read timeout, so a silent dead connection ends within that time.
+    """
+
+    def __init__(self, configuration: k8s_client.Configuration, *, qps: float = 50.0, burst: int = 100,
+                 request_timeout: float = 30.0, connect_timeout: float = 10.0, watch_read_margin: float = 30.0,
+                 registry: Registry | None = None, clock: Clock = REAL_CLOCK,
+                 user_agent: str = "titanium-gateway") -> None:
+        configuration = copy.deepcopy(configuration)
+        if configuration.retries is None:
+            # urllib3's default Retry(3) silently sleeps on 429/503 + Retry-After and retries: we
+            # want the ApiError (with retry_after) so callers back off on their own terms.
+            configuration.retries = False
+        self.configuration = configuration
+        self.api_client = k8s_client.ApiClient(configuration)
+        self.api_client.user_agent = user_agent
+        self.limiter = TokenBucket(qps, burst, clock)
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.watch_read_margin = watch_read_margin
+        self.host = urlparse(configuration.host).netloc or configuration.host
+        self._requests = rest_client_requests(registry)
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str | None = None, *, context: str | None = None,
+                        **kwargs: Any) -> RestApi:
+        return cls(load_configuration(kubeconfig, context), **kwargs)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # --- transport ----------------------------------------------------------------------------
+    def _send(self, method: str, path: str, query: list[tuple[str, Any]], body: Any = None,
+              content_type: str | None = None, timeout: float | tuple[float, float] | None = None) -> Any:
+        """Send one request; returns the urllib3 response (body unread) or raises ApiError."""
+        self.limiter.accept()
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        _, url, hdrs, ser_body, _ = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=query, header_params=headers, body=body,
+            auth_settings=["BearerToken"])
+        try:
+            resp = self.api_client.call_api(method, url, header_params=hdrs, body=ser_body,
+                                            _request_timeout=timeout or (self.connect_timeout,
+                                                                         self.request_timeout))
+        except Exception:
+            self._requests.labels(code="<error>", method=method, host=self.host).inc()
+            raise
+        raw = resp.response
+        self._requests.labels(code=str(raw.status), method=method, host=self.host).inc()
+        if not 200 <= raw.status < 300:
+            try:
+                data = raw.data
+            finally:
+                raw.release_conn()
+            raise api_error_from_response(raw.status, data or b"", raw.headers)
+        return raw
+
+    def _json(self, method: str, path: str, query: list[tuple[str, Any]] | None = None, body: Any = None,
+              content_type: str | None = None) -> Obj:
+        raw = self._send(method, path, query or [], body, content_type)
+        try:
+            data = raw.data
+        finally:
+            raw.release_conn()
+        if not data:
+            return {}
+        out = json.loads(data)
+        if not isinstance(out, dict):
+            raise ValueError(f"{method} {path}: expected a JSON object, got {type(out).__name__}")
+        return out
+
+    # --- KubeApi --------------------------------------------------------------------------------
+    def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None, resource_version: str | None = None,
+             limit: int | None = None, continue_token: str | None = None) -> Obj:
+        q: list[tuple[str, Any]] = []
+        if label_selector:
+            q.append(("labelSelector", label_selector))
+        if field_selector:
+            q.append(("fieldSelector", field_selector))
+        if resource_version is not None:
+            q.append(("resourceVersion", resource_version))
+        if limit:
+            q.append(("limit", int(limit)))
+        if continue_token:
+            q.append(("continue", continue_token))
+        return self._json("GET", res.path(namespace), q)
+
+    def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
+              label_selector: str | None = None, field_selector: str | None = None,
+              timeout_seconds: int | None = None, allow_bookmarks: bool = True) -> Iterator[Obj]:
+        q: list[tuple[str, Any]] = [("watch", "true")]
+        if resource_version:
+            q.append(("resourceVersion", resource_version))
+        if label_selector:
+            q.append(("labelSelector", label_selector))
+        if field_selector:
+            q.append(("fieldSelector", field_selector))
+        if timeout_seconds:
+            q.append(("timeoutSeconds", int(timeout_seconds)))
+        if allow_bookmarks:
+            q.append(("allowWatchBookmarks", "true"))
+        read_timeout = (timeout_seconds or 1800) + self.watch_read_margin
+        raw = self._send("GET", res.path(namespace), q, timeout=(self.connect_timeout, read_timeout))
+        return self._iter_events(raw)
+
+    @staticmethod
+    def _iter_events(raw: Any) -> Iterator[Obj]:
+        buf = b""
+        try:
+            try:
+                for chunk in raw.stream(amt=None, decode_content=True):
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        if line.strip():
+                            yield json.loads(line)
+                if buf.strip():
+                    yield json.loads(buf)
+            except (TimeoutError, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+                raise WatchStreamError(f"watch stream broke: {e}") from e
+        finally:
+            raw.release_conn()
+            raw.close()
+
+    def get(self, res: Resource, namespace: str | None, name: str, *, subresource: str | None = None) -> Obj:
+        return self._json("GET", res.path(namespace, name, subresource))
+
+    def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        return self._json("POST", res.path(namespace), body=body, content_type="application/json")
+
+    def replace(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
+                subresource: str | None = None) -> Obj:
+        return self._json("PUT", res.path(namespace, name, subresource), body=body,
+                          content_type="application/json")
+
+    def patch(self, res: Resource, namespace: str | None, name: str, body: Any, *,
+              patch_type: PatchType = "merge", subresource: str | None = None) -> Obj:
+        if patch_type not in PATCH_CONTENT_TYPES:
+            raise ValueError(f"unknown patch type {patch_type!r}")
+        if patch_type == "strategic" and res.is_custom:
+            raise StrategicPatchNotSupported(
+                f"{res.kind} is a custom resource: use a merge or JSON patch, not a strategic merge patch")
+        if patch_type == "json" and not isinstance(body, list):
+            raise ValueError("a JSON patch is a list of operations")
+        q: list[tuple[str, Any]] = []
+        if patch_type == "apply":
+            q.append(("fieldManager", self.api_client.user_agent or "titanium-gateway"))
+        return self._json("PATCH", res.path(namespace, name, subresource), q, body=body,
+                          content_type=PATCH_CONTENT_TYPES[patch_type])
+
+    def delete(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        return self._json("DELETE", res.path(namespace, name))

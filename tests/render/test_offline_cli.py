@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from titanium_gateway.cli import main as cli_main
 from titanium_gateway.offline import InputError, LoadReport, build_snapshot, load_objects, main
@@ -138,3 +142,32 @@ def test_render_not_available_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.delattr(pkg, "render", raising=False)
     assert main(["-f", str(QUICKSTART)]) == 1
     assert "render core is not available" in capsys.readouterr().err
+
+
+def test_stdin_and_kubectl_list(monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    require_render()
+    docs = load_objects([QUICKSTART])
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs})
+    monkeypatch.setattr("sys.stdin", io.StringIO(listing))
+    assert main(["-f", "-"]) == 0
+    from_stdin = capsysbinary.readouterr().out
+    assert main(["-f", str(QUICKSTART)]) == 0
+    assert capsysbinary.readouterr().out == from_stdin
+
+
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "25")), deadline=None, derandomize=True)
+@given(text=st.one_of(
+    st.text(max_size=300),
+    st.lists(st.sampled_from(["---", "apiVersion: v1", "kind: Service", "kind: List", "items:", "- a", "metadata:",
+                              "  name: x", "  namespace: [1]", "{", "]", "? x", "!!binary x", "&a *a", "\t", "data: 1"]),
+             max_size=12).map("\n".join),
+))
+def test_loader_only_raises_input_error(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "in.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        objs = load_objects([path])
+    except InputError as exc:
+        assert "in.yaml" in str(exc)
+        return
+    build_snapshot(objs)

@@ -61,7 +61,7 @@ class ClusterSettings:
     tls: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (caFile|certFile|keyFile, file)
 
     def is_default(self) -> bool:
-        return self == ClusterSettings()
+        return self is DEFAULT_SETTINGS or self == DEFAULT_SETTINGS
 
     def canonical(self) -> str:
         return json.dumps(
@@ -75,6 +75,10 @@ class ClusterSettings:
             sort_keys=True,
             separators=(",", ":"),
         )
+
+
+#: The plain Service cluster; pass this (not a new instance) for speed.
+DEFAULT_SETTINGS = ClusterSettings()
 
 
 def cluster_id(namespace: str, service: str, port: int | str, settings: ClusterSettings | None = None) -> str:
@@ -130,7 +134,7 @@ class BackendIndex:
             if svc_name:
                 ns = _s(meta.get("namespace")) or "default"
                 self.slices.setdefault((ns, svc_name), []).append(eps)
-        self._cache: dict[tuple[str, str, int | str, ClusterSettings], BackendResolution] = {}
+        self._cache: dict[tuple[Any, ...], BackendResolution] = {}
 
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.services.get((namespace, name))
@@ -222,8 +226,11 @@ def resolve_backend(
     settings: ClusterSettings | None = None,
 ) -> BackendResolution:
     """Resolve a Service backend to a cluster (memoized per index)."""
-    settings = settings or ClusterSettings()
-    key = (namespace, service, port, settings)
+    if settings is None or settings is DEFAULT_SETTINGS:
+        settings = DEFAULT_SETTINGS
+        key: tuple[Any, ...] = (namespace, service, port, None)
+    else:
+        key = (namespace, service, port, settings)
     cached = index._cache.get(key)
     if cached is not None:
         return cached

@@ -91,6 +91,10 @@ _scalar_cache: dict[str, str] = {}
 
 
 def _scalar(value: Any) -> str:
+    if type(value) is str:
+        cached = _scalar_cache.get(value)
+        if cached is not None:
+            return cached
     if value is True:
         return "true"
     if value is False:
@@ -127,7 +131,10 @@ def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: 
         if not isinstance(key, str):
             raise _Fallback
         k = _scalar(key)
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind is str or kind is int or kind is bool:
+            out.append(f"{lead}{k}: {_scalar(value)}\n")
+        elif isinstance(value, Mapping):
             if value:
                 out.append(f"{lead}{k}:\n")
                 _write_mapping(value, indent + 2, out)

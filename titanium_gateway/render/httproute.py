@@ -318,7 +318,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         out.unsupported.append("timeouts.backendRequest is longer than timeouts.request")
     if request_ms:
         out.extras["limits"] = {"requestTimeout": timespan(request_ms)}
-    settings = be.ClusterSettings(request_timeout=timespan(backend_ms) if backend_ms else None)
+    settings = be.ClusterSettings(request_timeout=timespan(backend_ms)) if backend_ms else be.DEFAULT_SETTINGS
     # filters
     transforms: list[dict[str, Any]] = []
     redirect: dict[str, Any] | None = None
@@ -464,7 +464,7 @@ def _mirror(ctx: RenderContext, spec: Mapping[str, Any], route_ns: str, out: Rul
             out.unsupported.append("RequestMirror fraction is invalid")
             return
         percent = round(num * 100.0 / den, 4)
-    cluster, reason, message = _resolve_ref(ctx, _dict(spec.get("backendRef")), route_ns, be.ClusterSettings())
+    cluster, reason, message = _resolve_ref(ctx, _dict(spec.get("backendRef")), route_ns, be.DEFAULT_SETTINGS)
     if cluster is None:
         out.refs.append((reason, f"RequestMirror: {message}"))
         return

@@ -350,3 +350,14 @@ def test_cross_namespace_parent_not_allowed() -> None:
                                   "name": "web"}
     assert parent_cond(res, "Accepted", ns="team")["reason"] == "NotAllowedByListeners"
     assert routes(res) == []
+
+
+def test_malformed_rule_or_match_never_becomes_a_normal_catch_all() -> None:
+    res = one(["junk", rule(matches=[{"path": {"value": "/ok"}}, 7])])
+    junk = route_by_id(res, "httproute/apps/shop/r0m0")
+    assert junk["directResponse"]["status"] == 500
+    assert junk["match"] == {}
+    # degraded routes come last, after every normal route
+    assert [r["id"] for r in routes(res)][-2:] == ["httproute/apps/shop/r0m0", "httproute/apps/shop/r1m1"]
+    assert route_by_id(res, "httproute/apps/shop/r1m0")["directResponse"]["status"] == 500
+    assert parent_cond(res, "Accepted")["reason"] == "UnsupportedValue"

@@ -299,9 +299,19 @@ def _resolve_ref(
 
 def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None) -> RuleOut:
     out = RuleOut()
-    raw_matches = _list(rule.get("matches")) or [{}]
+    raw_matches = rule.get("matches")
+    if raw_matches is None or raw_matches == []:
+        raw_matches = [{}]
+    elif not isinstance(raw_matches, list):
+        out.unsupported.append("matches is malformed")
+        raw_matches = [None]
     for raw in raw_matches:
-        out.matches.append(_build_match(_dict(raw), out))
+        if isinstance(raw, Mapping):
+            out.matches.append(_build_match(raw, out))
+        else:
+            # nothing of the match is known: answer 500 only where nothing else matches
+            out.unsupported.append("a match is malformed")
+            out.matches.append(MatchOut({}, degraded=True))
     # timeouts
     timeouts = _dict(rule.get("timeouts"))
     backend_ms: int | None = None
@@ -577,7 +587,9 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 unsupported: list[str], refs: list[tuple[str, str]], *, emit: bool) -> None:
     created = creation_timestamp(route)
     for ri, rule in enumerate(_list(spec.get("rules"))):
-        out = _rule(ctx, _dict(rule), ns, one_port)
+        if not isinstance(rule, Mapping):
+            rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
+        out = _rule(ctx, rule, ns, one_port)
         refs.extend(out.refs)
         rule_unsupported = list(out.unsupported)
         if emit and not rule_unsupported:

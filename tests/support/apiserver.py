@@ -274,6 +274,26 @@ class _Rule:
 
 
 @dataclass
+class _Allow:
+    verbs: tuple[str, ...]
+    resources: tuple[str, ...]
+    groups: tuple[str, ...]
+    namespace: str | None
+    names: tuple[str, ...]
+
+    def allows(self, verb: str, group: str, resource: str, ns: str, name: str) -> bool:
+        if "*" not in self.verbs and verb not in self.verbs:
+            return False
+        if "*" not in self.groups and group not in self.groups:
+            return False
+        if "*" not in self.resources and resource not in self.resources:
+            return False
+        if self.namespace is not None and self.namespace != ns:
+            return False
+        return not self.names or name in self.names
+
+
+@dataclass
 class RequestRecord:
     method: str
     path: str
@@ -432,6 +452,7 @@ class FakeApiServer:
         self._watchers: dict[str, list[_Watcher]] = {}
         self._injections: list[Injection] = []
         self._rules: list[_Rule] = []
+        self._allow_rules: list[_Allow] | None = None  # None: everything is allowed
         self._log: deque[RequestRecord] = deque(maxlen=log_limit)
         self._reactors: list[tuple[str, Callable[[str, Obj], None]]] = []
         self._tls = threading.local()
@@ -577,8 +598,10 @@ class FakeApiServer:
         return rule
 
     def allow_all(self) -> None:
+        """Drop every ``forbid`` rule and leave RBAC allow-list mode."""
         with self._lock:
             self._rules.clear()
+            self._allow_rules = None
 
     def requests(self, verb: str | None = None, resource: str | None = None, *, method: str | None = None,
                  namespace: str | None = None, name: str | None = None) -> list[RequestRecord]:
@@ -981,7 +1004,12 @@ class FakeApiServer:
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         resource = rt.plural + (f"/{sub}" if sub else "")
         rec.verb, rec.resource, rec.group, rec.namespace, rec.name = verb, resource, group, ns, name
-        self._admit(verb, rt, resource, ns, name)
+        authz_name = name
+        if verb in ("list", "watch") and not name:
+            for part in (query.get("fieldSelector") or "").split(","):
+                if part.strip().startswith("metadata.name=") and "!=" not in part:
+                    authz_name = part.split("=", 1)[1].lstrip("=").strip()
+        self._admit(verb, rt, resource, ns, authz_name)
         self._faults(rec)
         self._tls.field_validation = query.get("fieldValidation", "")
         self._tls.warnings = rec.warnings
@@ -1026,16 +1054,66 @@ class FakeApiServer:
 
     def _admit(self, verb: str, rt: ResourceType, resource: str, ns: str, name: str) -> None:
         with self._lock:
-            for r in self._rules:
-                if r.denies(verb, resource, ns, name):
-                    what = f'{resource.split("/")[0]} "{name}"' if name else resource.split("/")[0]
-                    where = f' in the namespace "{ns}"' if ns else " at the cluster scope"
-                    sub = f'{resource.split("/")[0]}/{resource.split("/")[1]}' if "/" in resource else resource
-                    raise StatusError(403, "Forbidden",
-                                      f'{what}{"." + rt.group if rt.group and not name else ""} is forbidden: User "{self.user}" '
-                                      f'cannot {verb} resource "{sub}" in API group "{rt.group}"{where}',
-                                      {"name": name, "group": rt.group, "kind": rt.plural} if name
-                                      else {"group": rt.group, "kind": rt.plural})
+            denied = any(r.denies(verb, resource, ns, name) for r in self._rules)
+            if not denied and self._allow_rules is not None:
+                denied = not any(a.allows(verb, rt.group, resource, ns, name) for a in self._allow_rules)
+        if denied:
+            what = f'{rt.qualified} "{name}"' if name else rt.qualified
+            where = f' in the namespace "{ns}"' if ns else " at the cluster scope"
+            raise StatusError(403, "Forbidden",
+                              f'{what} is forbidden: User "{self.user}" cannot {verb} resource "{resource}" '
+                              f'in API group "{rt.group}"{where}',
+                              {"name": name, "group": rt.group, "kind": rt.plural} if name
+                              else {"group": rt.group, "kind": rt.plural})
+
+    # ----------------------------------------------------------------- RBAC (allow-list mode)
+
+    def allow(self, verbs: str | Iterable[str], resources: str | Iterable[str], *, groups: str | Iterable[str] = "*",
+              namespace: str | None = None, names: Iterable[str] | None = None) -> None:
+        """Switch to RBAC allow-list mode (everything not allowed is 403) and add one rule,
+        like a PolicyRule of a Role in ``namespace`` (None: a ClusterRole bound cluster-wide).
+        ``resources`` are plurals, ``plural/status`` for a subresource, or ``*``."""
+        def tup(v: str | Iterable[str]) -> tuple[str, ...]:
+            return (v,) if isinstance(v, str) else tuple(v)
+
+        with self._lock:
+            if self._allow_rules is None:
+                self._allow_rules = []
+            self._allow_rules.append(_Allow(tup(verbs), tup(resources), tup(groups), namespace,
+                                            tuple(names) if names else ()))
+
+    def load_rbac(self, objects: Iterable[Obj], service_account: str) -> int:
+        """Allow what the ClusterRoles/Roles bound to ``service_account`` ("namespace:name") grant,
+        reading Role, ClusterRole, RoleBinding and ClusterRoleBinding objects (e.g. a rendered
+        chart). Switches to allow-list mode. Returns the number of rules loaded."""
+        sa_ns, sa_name = service_account.split(":", 1)
+        objs = [o for o in objects if isinstance(o, dict)]
+        roles = {(o["kind"], (o.get("metadata") or {}).get("namespace") or "", o["metadata"]["name"]): o
+                 for o in objs if o.get("kind") in ("Role", "ClusterRole")}
+        n = 0
+        for b in objs:
+            if b.get("kind") not in ("RoleBinding", "ClusterRoleBinding"):
+                continue
+            if not any(s.get("kind") == "ServiceAccount" and s.get("name") == sa_name
+                       and (s.get("namespace") or (b.get("metadata") or {}).get("namespace")) == sa_ns
+                       for s in b.get("subjects") or []):
+                continue
+            bns = (b.get("metadata") or {}).get("namespace") or ""
+            ref = b.get("roleRef") or {}
+            role = roles.get((ref.get("kind", ""), bns if ref.get("kind") == "Role" else "", ref.get("name", "")))
+            if role is None:
+                continue
+            scope = bns if b["kind"] == "RoleBinding" else None
+            for rule in role.get("rules") or []:
+                if "resources" not in rule:
+                    continue  # nonResourceURLs: discovery is always allowed here
+                self.allow(rule.get("verbs") or [], rule.get("resources") or [], groups=rule.get("apiGroups") or [""],
+                           namespace=scope, names=rule.get("resourceNames") or None)
+                n += 1
+        with self._lock:
+            if self._allow_rules is None:
+                self._allow_rules = []
+        return n
 
     def _group_list(self) -> Obj:
         groups: dict[str, list[str]] = {}

@@ -382,6 +382,7 @@ class DataPlaneFleet:
         self.namespace = ""
         self.service = ""
         self.probe_readyz = False
+        self.labels: dict[str, str] = dict(DATA_PLANE_LABELS)
         self._probe_stop = threading.Event()
         self._probe_thread: threading.Thread | None = None
         self._last_ready: list[bool] = []
@@ -445,7 +446,8 @@ class DataPlaneFleet:
 
     def register(self, server: Any, namespace: str, service: str, *, service_ports: tuple[tuple[int, int], ...] = (
             (80, 8080), (443, 8443)), service_type: str = "LoadBalancer", lb_ip: str | None = "203.0.113.10",
-            deployment: str | None = None, probe_interval: float | None = 0.1) -> None:
+            deployment: str | None = None, probe_interval: float | None = 0.1,
+            labels: dict[str, str] | None = None) -> None:
         """Create the data-plane Service, one Pod per stub and the EndpointSlice in ``server``.
 
         The EndpointSlice lists each stub's loopback address and the admin port as a named port
@@ -454,13 +456,14 @@ class DataPlaneFleet:
         ``set_ready(False)``), re-probed every ``probe_interval`` s; with None, readiness is
         just the ``set_ready`` override."""
         self.server, self.namespace, self.service = server, namespace, service
+        self.labels = dict(labels or DATA_PLANE_LABELS)
         self.probe_readyz = probe_interval is not None
         if server.get_object("Namespace", None, namespace) is None:
             server.put_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         svc: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": service, "namespace": namespace,
-                                                                "labels": dict(DATA_PLANE_LABELS)},
-            "spec": {"type": service_type, "selector": dict(DATA_PLANE_LABELS),
+                                                                "labels": dict(self.labels)},
+            "spec": {"type": service_type, "selector": dict(self.labels),
                      "ports": [{"name": f"p{port}", "port": port, "targetPort": target, "protocol": "TCP"}
                                for port, target in service_ports]}}
         if service_type == "LoadBalancer" and lb_ip:
@@ -468,9 +471,9 @@ class DataPlaneFleet:
         server.put_object(svc)
         if deployment:
             server.put_object({"apiVersion": "apps/v1", "kind": "Deployment",
-                               "metadata": {"name": deployment, "namespace": namespace, "labels": dict(DATA_PLANE_LABELS)},
-                               "spec": {"replicas": len(self.stubs), "selector": {"matchLabels": dict(DATA_PLANE_LABELS)},
-                                        "template": {"metadata": {"labels": dict(DATA_PLANE_LABELS)},
+                               "metadata": {"name": deployment, "namespace": namespace, "labels": dict(self.labels)},
+                               "spec": {"replicas": len(self.stubs), "selector": {"matchLabels": dict(self.labels)},
+                                        "template": {"metadata": {"labels": dict(self.labels)},
                                                      "spec": {"containers": [{"name": "titanium", "image": "titanium"}]}}}})
         self._last_ready = [self._is_ready(s) for s in self.stubs]
         for s in self.stubs:
@@ -507,7 +510,7 @@ class DataPlaneFleet:
             return
         self.server.put_object({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": s.name, "namespace": self.namespace, "labels": dict(DATA_PLANE_LABELS)},
+            "metadata": {"name": s.name, "namespace": self.namespace, "labels": dict(self.labels)},
             "spec": {"containers": [{"name": "titanium", "image": "titanium"}], "nodeName": "node-1"},
             "status": status})
 

@@ -1,0 +1,78 @@
+"""The controller's health server: ``/healthz``, ``/readyz`` and ``/metrics``.
+
+``/healthz`` answers 200 while the process loop is alive (``HealthState.alive`` returns True),
+``/readyz`` 200 once every informer has synced, ``/metrics`` the Prometheus text of a registry.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from titanium_gateway.metrics import CONTENT_TYPE, REGISTRY, Registry
+
+
+class HealthState:
+    def __init__(self, alive: Callable[[], bool] | None = None, ready: Callable[[], bool] | None = None) -> None:
+        self.alive: Callable[[], bool] = alive or (lambda: True)
+        self.ready: Callable[[], bool] = ready or (lambda: False)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: HealthState
+    registry: Registry
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def _answer(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        try:
+            if path == "/healthz":
+                ok = self.state.alive()
+                self._answer(200 if ok else 503, b"ok\n" if ok else b"worker loop stalled\n")
+            elif path == "/readyz":
+                ok = self.state.ready()
+                self._answer(200 if ok else 503, b"ok\n" if ok else b"informers not synced\n")
+            elif path == "/metrics":
+                self._answer(200, self.registry.render_text().encode(), CONTENT_TYPE)
+            else:
+                self._answer(404, b"not found\n")
+        except Exception as e:  # never kill the server thread
+            self._answer(500, f"error: {type(e).__name__}\n".encode())
+
+    do_HEAD = do_GET  # noqa: N815
+
+
+class HealthServer:
+    def __init__(self, state: HealthState, port: int, host: str = "0.0.0.0",
+                 registry: Registry | None = None) -> None:
+        handler = type("_BoundHealth", (_Handler,), {"state": state, "registry": registry or REGISTRY})
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def start(self) -> HealthServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="health-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,0 +1,129 @@
+"""``titanium-gateway controller``: parse options, set up logging, health, leader election and
+the controller; run until SIGTERM/SIGINT (exit 0, Lease released) or until leadership is lost
+(exit 1, so the pod restarts as a fresh follower)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from titanium_gateway.controller.health import HealthServer, HealthState
+from titanium_gateway.controller.leader import LeaderElector
+from titanium_gateway.controller.logging import register_secret, setup_logging
+from titanium_gateway.controller.options import ControllerOptions, OptionsError, parse_options
+from titanium_gateway.controller.reconciler import Controller
+from titanium_gateway.kube.api import KubeApi
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.metrics import REGISTRY, Registry
+
+log = logging.getLogger("titanium_gateway.controller")
+
+EXIT_OK = 0
+EXIT_LOST_LEADERSHIP = 1
+EXIT_USAGE = 2
+
+
+@dataclass
+class Runtime:
+    """What ``run`` built (tests read it while the controller runs)."""
+
+    controller: Controller | None = None
+    elector: LeaderElector | None = None
+    health: HealthServer | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+
+
+def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: Clock = REAL_CLOCK,
+        registry: Registry | None = None, runtime: Runtime | None = None, serve_health: bool = True,
+        controller_kwargs: dict[str, Any] | None = None) -> int:
+    """Run until ``stop`` is set (returns 0) or leadership is lost (returns 1)."""
+    rt = runtime or Runtime()
+    reg = registry or REGISTRY
+    lost = threading.Event()
+    elector: LeaderElector | None = None
+    is_leader: Callable[[], bool]
+    if opts.leader_election:
+        holder: list[Controller] = []
+        elector = LeaderElector(api, opts.lease_namespace, opts.lease_name, opts.identity, timings=opts.lease,
+                                clock=clock, registry=reg,
+                                on_started_leading=lambda: holder[0].on_started_leading() if holder else None,
+                                on_stopped_leading=lost.set)
+        is_leader = elector.is_leader
+    else:
+        is_leader = lambda: True  # noqa: E731
+    ctrl = Controller(opts, api, is_leader=is_leader, clock=clock, registry=reg, **(controller_kwargs or {}))
+    if elector is not None:
+        holder.append(ctrl)
+    rt.controller, rt.elector = ctrl, elector
+    health: HealthServer | None = None
+    if serve_health:
+        health = HealthServer(HealthState(alive=ctrl.alive, ready=ctrl.synced), opts.health_port, registry=reg)
+        health.start()
+        rt.health = health
+    log.info("starting controller", extra={"identity": opts.identity, "controller_name": opts.controller_name,
+                                           "data_plane_service": opts.data_plane_service,
+                                           "leader_election": opts.leader_election})
+    ctrl.start()
+    if elector is not None:
+        elector.start()
+    rt.started.set()
+    code = EXIT_OK
+    try:
+        while not stop.wait(0.1):
+            if lost.is_set():
+                log.error("leadership lost: stopping so a fresh replica can take over")
+                code = EXIT_LOST_LEADERSHIP
+                break
+            if not ctrl.alive():
+                log.error("reconcile worker died")
+                code = EXIT_LOST_LEADERSHIP
+                break
+    finally:
+        if elector is not None:
+            elector.stop()
+        ctrl.stop()
+        if elector is not None and code == EXIT_OK:
+            elector.release()
+        if elector is not None:
+            elector.join(5)
+        if health is not None:
+            health.stop()
+        log.info("controller stopped", extra={"exit_code": code})
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        opts = parse_options(args)
+    except OptionsError as e:
+        print(f"titanium-gateway controller: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    setup_logging(opts.verbose)
+    register_secret(opts.admin_token)
+    from titanium_gateway.kube.rest import RestApi
+
+    try:
+        api = RestApi.from_kubeconfig(opts.kubeconfig, qps=opts.kube_api_qps, burst=opts.kube_api_burst)
+    except Exception as e:
+        log.error("cannot load the Kubernetes client configuration", extra={"error": str(e)})
+        return EXIT_USAGE
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("signal received: shutting down", extra={"signal": signal.Signals(signum).name})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        return run(opts, api, stop)
+    finally:
+        api.close()

@@ -1,0 +1,255 @@
+"""The controller: informers -> coalescing trigger -> ONE worker -> render -> writers -> prober.
+
+Every informer event only calls ``trigger()`` (one key: "the world changed"); the worker runs
+at most one reconcile per ``--min-reconcile-ms`` (at once after a quiet period). A reconcile
+snapshots every cache (O(1) each), renders, and, while this replica leads, writes in this
+order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp, statuses,
+events; then it probes the data plane. When every ready pod reports the written hash the
+controller triggers another reconcile so Programmed flips to True; until then it polls every
+``probe_interval`` seconds. An exception in a reconcile is logged, counted and retried with
+back-off: it never stops the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from titanium_gateway.controller.options import ControllerOptions
+from titanium_gateway.kube import api as k
+from titanium_gateway.kube.api import KubeApi
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
+from titanium_gateway.kube.reflector import Backoff
+from titanium_gateway.kube.workqueue import CoalescingTrigger
+from titanium_gateway.metrics import REGISTRY, Registry
+from titanium_gateway.prober.prober import Prober, ready_endpoints
+from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.writers.base import LeaderGuard, NotLeader, rfc3339
+from titanium_gateway.writers.configmap import ConfigMapWriter
+from titanium_gateway.writers.deployment import DeploymentStamper
+from titanium_gateway.writers.events import EventWriter
+from titanium_gateway.writers.pods import PodPoker
+from titanium_gateway.writers.secret import SecretWriter
+from titanium_gateway.writers.status import StatusWriter
+
+log = logging.getLogger(__name__)
+
+RenderFn = Callable[[Snapshot, RenderOptions], RenderResult]
+DATA_PLANE_SELECTOR = "app.kubernetes.io/name=titanium,app.kubernetes.io/component=data-plane"
+TLS_SELECTOR = "type=kubernetes.io/tls"
+
+#: informer name -> (resource, Snapshot field or None)
+WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
+    "GatewayClass": (k.GATEWAY_CLASSES, "gateway_classes"),
+    "Gateway": (k.GATEWAYS, "gateways"),
+    "HTTPRoute": (k.HTTPROUTES, "httproutes"),
+    "ReferenceGrant": (k.REFERENCE_GRANTS, "reference_grants"),
+    "Namespace": (k.NAMESPACES, "namespaces"),
+    "Service": (k.SERVICES, "services"),
+    "EndpointSlice": (k.ENDPOINT_SLICES, "endpoint_slices"),
+    "Secret": (k.SECRETS, "secrets"),
+    "IngressClass": (k.INGRESS_CLASSES, "ingress_classes"),
+    "Ingress": (k.INGRESSES, "ingresses"),
+    "Pod": (k.PODS, None),
+}
+
+
+def _default_render() -> RenderFn:
+    from titanium_gateway.render import render
+
+    return render
+
+
+class Controller:
+    def __init__(self, opts: ControllerOptions, api: KubeApi, *, is_leader: Callable[[], bool] | None = None,
+                 render_fn: RenderFn | None = None, clock: Clock = REAL_CLOCK, registry: Registry | None = None,
+                 prober: Prober | None = None, watch_timeout: int = 300,
+                 reflector_backoff: Callable[[], Backoff] | None = None,
+                 retry_backoff: tuple[float, float] = (0.5, 60.0)) -> None:
+        self.opts = opts
+        self.api = api
+        self.clock = clock
+        self.render_fn = render_fn or _default_render()
+        self.render_options = opts.to_render_options()
+        self.guard = LeaderGuard(is_leader)
+        reg = registry or REGISTRY
+        self.registry = reg
+        self.trigger = CoalescingTrigger(opts.min_reconcile_ms / 1000.0, clock=clock)
+        ns = opts.data_plane_namespace
+        self.informers = InformerSet()
+        kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
+        for name, (res, _field) in WATCHED.items():
+            if name == "Secret":
+                inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
+                                     field_selector=TLS_SELECTOR, name="secrets", **kw)
+            elif name == "Pod":
+                inf = SharedInformer(api, res, ns, label_selector=DATA_PLANE_SELECTOR, name="pods", **kw)
+            else:
+                inf = SharedInformer(api, res, name=res.plural, **kw)
+            inf.add_event_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
+            self.informers.add(name, inf)
+        self.config_writer = ConfigMapWriter(api, ns, opts.config_map, max_parts=opts.config_parts,
+                                             guard=self.guard, registry=reg)
+        self.secret_writer = SecretWriter(api, ns, opts.tls_secret, guard=self.guard, registry=reg)
+        self.status_writer = StatusWriter(api, controller_name=opts.controller_name, guard=self.guard,
+                                          current=self._current, registry=reg)
+        self.event_writer = EventWriter(api, controller_name=opts.controller_name, identity=opts.identity,
+                                        guard=self.guard, clock=clock, default_namespace=ns)
+        self.poker = PodPoker(api, ns, guard=self.guard)
+        self.stamper = DeploymentStamper(api, ns, opts.data_plane_deployment, guard=self.guard)
+        self.prober = prober or Prober(opts.admin_port, opts.admin_token, registry=reg)
+        self._confirmed: str | None = None
+        self._probe_message = ""
+        self._failures = 0
+        self._retry_backoff = retry_backoff
+        self._worker: threading.Thread | None = None
+        self._stopped = threading.Event()
+        self.last_result: RenderResult | None = None
+        self.reconciles = 0
+        self._m_total = reg.counter("controller_runtime_reconcile_total", "Reconciles by result.", ["result"])
+        self._m_time = reg.histogram("controller_runtime_reconcile_time_seconds", "Time of one reconcile.")
+        self._m_render = reg.histogram("titanium_render_duration_seconds", "Time of the pure render.")
+        self._m_bytes = reg.gauge("titanium_config_bytes", "Bytes of the rendered config (root + parts).")
+
+    # --- informer events: one key, coalesced --------------------------------------------------
+    def _on_add(self, obj: Any) -> None:
+        self.trigger.trigger()
+
+    def _on_update(self, old: Any, new: Any) -> None:
+        if old is new:
+            return
+        self.trigger.trigger()
+
+    def _on_delete(self, obj: Any) -> None:
+        self.trigger.trigger()
+
+    def _current(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.informers[kind].get(namespace or None, name)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.informers.start()
+        self._worker = threading.Thread(target=self._run_worker, name="reconcile-worker", daemon=True)
+        self._worker.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopped.set()
+        self.trigger.shut_down()
+        self.informers.stop()
+        if self._worker is not None and self._worker is not threading.current_thread():
+            self._worker.join(timeout)
+        self.status_writer.close()
+
+    def synced(self) -> bool:
+        return self.informers.has_synced()
+
+    def alive(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def on_started_leading(self) -> None:
+        """A new term: forget what we wrote before (a peer may have written since)."""
+        for w in (self.config_writer, self.secret_writer, self.stamper, self.poker):
+            w.reset()
+        self.event_writer.policy.reset()
+        self._confirmed = None
+        self.trigger.trigger()
+
+    # --- the worker ---------------------------------------------------------------------------
+    def _run_worker(self) -> None:
+        while not self.informers.has_synced():
+            if self._stopped.wait(0.05):
+                return
+        log.info("informers synced")
+        self.trigger.trigger()
+        while self.trigger.wait():
+            start = time.monotonic()
+            result = "success"
+            try:
+                self.reconcile()
+                self._failures = 0
+            except NotLeader as e:
+                result = "not_leader"
+                log.info("stopped writing: %s", e)
+            except Exception as e:
+                result = "error"
+                self._failures += 1
+                base, cap = self._retry_backoff
+                delay = min(cap, base * 2 ** min(self._failures - 1, 20))
+                log.exception("reconcile failed; retrying", extra={"retry_in_s": delay, "error": str(e)})
+                self.trigger.trigger(after=delay)
+            finally:
+                self.trigger.done()
+                self._m_total.labels(result=result).inc()
+                self._m_time.observe(time.monotonic() - start)
+                self.reconciles += 1
+
+    def snapshot(self) -> Snapshot:
+        caches = self.informers.snapshot()
+        fields = {fld: caches[name] for name, (_res, fld) in WATCHED.items() if fld}
+        return Snapshot(**fields, confirmed_config_hash=self._confirmed, probe_message=self._probe_message,
+                        now=rfc3339(self.clock.wall()))
+
+    def reconcile(self) -> RenderResult | None:
+        """One pass. Followers only keep their caches warm."""
+        if not self.guard.is_leader():
+            return None
+        t0 = time.monotonic()
+        snap = self.snapshot()
+        result = self.render_fn(snap, self.render_options)
+        render_s = time.monotonic() - t0
+        self._m_render.observe(render_s)
+        self._m_bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
+        self.last_result = result
+        log.debug("rendered", extra={"config_hash": result.config_hash, "duration_ms": round(render_s * 1000, 1)})
+        if result.delivery_error:
+            log.error("config not delivered", extra={"config_hash": result.config_hash,
+                                                     "error": result.delivery_error})
+        else:
+            if self._confirmed == result.config_hash:
+                self.config_writer.confirm(result.config_hash)
+            self.secret_writer.write(result)
+            if self.config_writer.write(result):
+                log.info("config written", extra={"config_hash": result.config_hash,
+                                                   "bytes": len(result.config), "parts": len(result.parts)})
+            self.poker.poke(self.informers["Pod"].list(), result.config_hash)
+            self.stamper.stamp(result.listeners)
+        report = self.status_writer.write_all(result.statuses)
+        if report.written or report.errors:
+            log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
+                                                 "errors": len(report.errors)})
+        self.event_writer.write(result.events)
+        if not result.delivery_error:
+            self._probe(result, snap)
+        if report.errors:
+            raise RuntimeError(f"{len(report.errors)} status write(s) failed, first: {report.errors[0]}")
+        log.debug("reconciled", extra={"config_hash": result.config_hash,
+                                       "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
+        return result
+
+    def _probe(self, result: RenderResult, snap: Snapshot) -> None:
+        svc_ns, svc = self.render_options.data_plane_service
+        eps = ready_endpoints(self.informers["EndpointSlice"].list(), svc_ns, svc)
+        pr = self.prober.probe(eps, result.config_hash)
+        if pr.confirmed_hash == result.config_hash:
+            if self._confirmed != result.config_hash:
+                log.info("config confirmed by every ready data-plane pod",
+                         extra={"config_hash": result.config_hash, "pods": len(eps)})
+                self._confirmed = result.config_hash
+                self._probe_message = ""
+                self.config_writer.confirm(result.config_hash)
+                self.trigger.trigger()
+            return
+        if pr.message != self._probe_message:
+            log.info("config pending", extra={"config_hash": result.config_hash, "reason": pr.message})
+        self._probe_message = pr.message
+        if self._confirmed == result.config_hash:
+            self._confirmed = None  # a pod fell behind (e.g. restarted): Programmed goes Pending
+            self.trigger.trigger()
+        else:
+            self.trigger.trigger(after=self.opts.probe_interval)

@@ -1,0 +1,130 @@
+"""The data-plane prober: confirms that every ready data-plane pod runs the config written.
+
+For every READY endpoint of the data-plane Service (from the EndpointSlices in the cache) it
+asks ``GET /readyz`` and ``GET /version`` (bearer token) on the admin port. The config is
+confirmed only when ALL ready endpoints answer /readyz 200 and report the expected
+``config_hash``; otherwise the result carries a message naming the pod and what it reported
+(the render puts it in Programmed=False/Pending). Requests are short and retried briefly
+(tenacity) on connection errors only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+from titanium_gateway.metrics import REGISTRY, Registry
+
+log = logging.getLogger(__name__)
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    pod: str
+    address: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    confirmed_hash: str | None
+    message: str = ""
+
+
+def ready_endpoints(slices: Iterable[Mapping[str, Any]], namespace: str, service: str) -> list[Endpoint]:
+    """Ready endpoints of ``namespace/service`` (``conditions.ready`` absent counts as ready)."""
+    out: dict[str, Endpoint] = {}
+    for sl in slices:
+        meta = sl.get("metadata") or {}
+        if meta.get("namespace") != namespace or (meta.get("labels") or {}).get(SERVICE_NAME_LABEL) != service:
+            continue
+        for ep in sl.get("endpoints") or []:
+            if not isinstance(ep, Mapping):
+                continue
+            cond = ep.get("conditions") or {}
+            if cond.get("ready") is False or cond.get("terminating") is True:
+                continue
+            addrs = ep.get("addresses") or []
+            if not addrs:
+                continue
+            addr = str(addrs[0])
+            pod = str((ep.get("targetRef") or {}).get("name") or addr)
+            out.setdefault(addr, Endpoint(pod, addr))
+    return sorted(out.values(), key=lambda e: (e.pod, e.address))
+
+
+class _Transient(Exception):
+    pass
+
+
+class Prober:
+    def __init__(self, admin_port: int, token: str, *, timeout: float = 2.0, attempts: int = 2,
+                 retry_wait: float = 0.2, registry: Registry | None = None,
+                 session: requests.Session | None = None) -> None:
+        self.admin_port = admin_port
+        self.token = token
+        self.timeout = timeout
+        self.attempts = max(1, attempts)
+        self.retry_wait = retry_wait
+        self.session = session or requests.Session()
+        self._results = (registry or REGISTRY).counter(
+            "titanium_probe_results_total", "Data-plane probe rounds by result.", ["result"])
+
+    def _url(self, ep: Endpoint, path: str) -> str:
+        host = f"[{ep.address}]" if ":" in ep.address else ep.address
+        return f"http://{host}:{self.admin_port}{path}"
+
+    def _get(self, url: str, auth: bool) -> requests.Response:
+        headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
+
+        @retry(stop=stop_after_attempt(self.attempts), wait=wait_fixed(self.retry_wait),
+               retry=retry_if_exception_type(_Transient), reraise=True)
+        def once() -> requests.Response:
+            try:
+                return self.session.get(url, headers=headers, timeout=self.timeout)
+            except (requests.ConnectionError, requests.Timeout) as e:
+                raise _Transient(str(e)) from None
+
+        return once()
+
+    def check(self, ep: Endpoint, expected: str) -> str | None:
+        """None when ``ep`` runs ``expected``, else why not."""
+        try:
+            r = self._get(self._url(ep, "/readyz"), auth=False)
+            if r.status_code != 200:
+                return f"pod {ep.pod} ({ep.address}) is not ready: /readyz answered {r.status_code}"
+            v = self._get(self._url(ep, "/version"), auth=True)
+        except _Transient as e:
+            return f"pod {ep.pod} ({ep.address}) is unreachable: {e.__class__.__name__}"
+        except requests.RequestException as e:
+            return f"pod {ep.pod} ({ep.address}) probe failed: {e.__class__.__name__}"
+        if v.status_code == 401:
+            return f"pod {ep.pod} ({ep.address}) rejected the admin token (/version 401)"
+        if v.status_code != 200:
+            return f"pod {ep.pod} ({ep.address}): /version answered {v.status_code}"
+        try:
+            got = v.json().get("config_hash")
+        except (ValueError, AttributeError):
+            return f"pod {ep.pod} ({ep.address}): /version is not JSON"
+        if got != expected:
+            shown = str(got)[:12] if got else "none"
+            return f"pod {ep.pod} ({ep.address}) runs config {shown}, waiting for {expected[:12]}"
+        return None
+
+    def probe(self, endpoints: Iterable[Endpoint], expected: str) -> ProbeResult:
+        eps = list(endpoints)
+        if not eps:
+            self._results.labels(result="no-endpoints").inc()
+            return ProbeResult(None, "no ready data-plane endpoints")
+        problems = [p for p in (self.check(ep, expected) for ep in eps) if p]
+        if problems:
+            self._results.labels(result="pending").inc()
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            return ProbeResult(None, problems[0] + more)
+        self._results.labels(result="confirmed").inc()
+        return ProbeResult(expected, "")

@@ -1,0 +1,114 @@
+"""The data-plane ConfigMaps: the root (key ``twp.yaml``) and the parts
+(``<config-map>-part-<n>``, key ``twp.part-<n>.yaml``).
+
+Rules (the contract's "parts"): parts are written before the root; a ConfigMap is written only
+when its bytes change; a part the new root no longer lists is emptied (never deleted) only
+after the root that stops listing it is confirmed by every data-plane pod; the objects are
+pre-created by the chart, so the writer only patches (a missing object is a clear error).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from titanium_gateway.kube.api import CONFIG_MAPS, ApiError, KubeApi
+from titanium_gateway.metrics import Registry
+from titanium_gateway.render.result import RenderResult
+from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes
+
+log = logging.getLogger(__name__)
+ROOT_KEY = "twp.yaml"
+
+
+def part_name(config_map: str, n: int) -> str:
+    return f"{config_map}-part-{n}"
+
+
+def part_key(n: int) -> str:
+    return f"twp.part-{n}.yaml"
+
+
+class ConfigMapWriter:
+    def __init__(self, api: KubeApi, namespace: str, name: str, *, max_parts: int, guard: LeaderGuard,
+                 registry: Registry | None = None) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.name = name
+        self.max_parts = max_parts
+        self.guard = guard
+        self._lock = threading.Lock()
+        #: object name -> data last written (None / absent: unknown, e.g. after a restart).
+        self._known: dict[str, dict[str, str]] = {}
+        #: part number -> config_hash of the root that stopped listing it.
+        self._stale: dict[int, str] = {}
+        self._writes = config_writes(registry)
+
+    def reset(self) -> None:
+        """Forget what was written (new leadership term: another replica may have written)."""
+        with self._lock:
+            self._known.clear()
+            self._stale.clear()
+
+    def _put(self, name: str, data: dict[str, str], what: str) -> bool:
+        if self._known.get(name) == data:
+            return False
+        self.guard.check(f"write ConfigMap {self.namespace}/{name}")
+        body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
+        try:
+            self.api.patch(CONFIG_MAPS, self.namespace, name, body, patch_type="json")
+        except ApiError as e:
+            self._known.pop(name, None)
+            if e.is_not_found:
+                raise WriteError(
+                    f"ConfigMap {self.namespace}/{name} does not exist: the chart pre-creates it and the "
+                    "controller never creates it (check --config-map / --config-parts and the release)") from e
+            raise
+        self._known[name] = data
+        self._writes.labels(object=what).inc()
+        log.info("wrote ConfigMap", extra={"kind": "ConfigMap", "namespace": self.namespace, "name": name,
+                                            "bytes": sum(len(v) for v in data.values())})
+        return True
+
+    def write(self, result: RenderResult) -> bool:
+        """Write parts then root; returns True when the root changed. Nothing is written when the
+        result has a delivery error (the previous config stays)."""
+        if result.delivery_error:
+            return False
+        with self._lock:
+            listed = len(result.parts)
+            if listed > self.max_parts:
+                raise WriteError(f"{listed} config parts but the pods mount {self.max_parts}")
+            for n, (fname, data) in enumerate(result.parts, 1):
+                if fname != part_key(n):
+                    raise WriteError(f"part {n} is named {fname!r}, expected {part_key(n)!r}")
+                self._stale.pop(n, None)
+                self._put(part_name(self.name, n), {part_key(n): data.decode("utf-8")}, "part")
+            changed = self._put(self.name, {ROOT_KEY: result.config.decode("utf-8")}, "root")
+            for n in range(listed + 1, self.max_parts + 1):
+                if self._known.get(part_name(self.name, n)) != {} and (changed or n not in self._stale):
+                    self._stale[n] = result.config_hash
+            return changed
+
+    def confirm(self, config_hash: str) -> int:
+        """The root with ``config_hash`` is loaded by every pod: empty the parts it stopped listing.
+        Returns how many parts were emptied."""
+        with self._lock:
+            done = 0
+            for n, h in sorted(self._stale.items()):
+                if h != config_hash:
+                    continue
+                try:
+                    self._put(part_name(self.name, n), {}, "part")
+                except WriteError:
+                    # A part beyond what the chart created: nothing to empty.
+                    log.debug("part ConfigMap absent", extra={"name": part_name(self.name, n)})
+                    self._known[part_name(self.name, n)] = {}
+                del self._stale[n]
+                done += 1
+            return done
+
+    def stale_parts(self) -> dict[int, str]:
+        with self._lock:
+            return dict(self._stale)

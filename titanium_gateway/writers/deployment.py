@@ -1,0 +1,58 @@
+"""Listener stamp: when the listener set changes, annotate the data-plane Deployment's pod
+template (``gateway.titaniumproxy.com/listeners``) so Kubernetes rolls the pods, which bind
+listeners only at start."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+
+from titanium_gateway.kube.api import DEPLOYMENTS, ApiError, KubeApi
+from titanium_gateway.render.result import ListenerKey
+from titanium_gateway.writers.base import LeaderGuard, WriteError
+
+log = logging.getLogger(__name__)
+LISTENERS_ANNOTATION = "gateway.titaniumproxy.com/listeners"
+
+
+def canonical_listeners(listeners: Iterable[ListenerKey]) -> str:
+    """``8080/http,8443/https``: sorted by port, ``https`` when the listener decrypts TLS."""
+    return ",".join(f"{k.port}/{'https' if k.decrypt_ssl else 'http'}" for k in sorted(set(listeners)))
+
+
+class DeploymentStamper:
+    def __init__(self, api: KubeApi, namespace: str, name: str | None, *, guard: LeaderGuard) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.name = name
+        self.guard = guard
+        self._lock = threading.Lock()
+        self._stamped: str | None = None
+
+    def reset(self) -> None:
+        with self._lock:
+            self._stamped = None
+
+    def stamp(self, listeners: Iterable[ListenerKey]) -> bool:
+        """Returns True when the Deployment was patched. No-op without --data-plane-deployment."""
+        if not self.name:
+            return False
+        value = canonical_listeners(listeners)
+        with self._lock:
+            if value == self._stamped:
+                return False
+            self.guard.check(f"stamp Deployment {self.namespace}/{self.name}")
+            body = {"spec": {"template": {"metadata": {"annotations": {LISTENERS_ANNOTATION: value}}}}}
+            try:
+                self.api.patch(DEPLOYMENTS, self.namespace, self.name, body, patch_type="merge")
+            except ApiError as e:
+                if e.is_not_found:
+                    raise WriteError(f"Deployment {self.namespace}/{self.name} does not exist "
+                                     "(--data-plane-deployment)") from e
+                raise
+            self._stamped = value
+            log.info("stamped data-plane Deployment listeners",
+                     extra={"kind": "Deployment", "namespace": self.namespace, "name": self.name,
+                            "listeners": value})
+            return True

@@ -1,0 +1,175 @@
+"""``events.k8s.io/v1`` Events for the render's ``EventRecord``s.
+
+``EventPolicy`` is the dedupe/bump policy, a small unit on an injectable clock: a problem is
+posted once; while it remains (it is in every reconcile's result) its Event's ``series.count``
+is bumped every ``repeat_interval`` (30 minutes); once it disappears it is forgotten, so if it
+returns it is posted again at once. Memory is bounded (least recently seen entries go first).
+``EventWriter`` turns the policy's decisions into API calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from titanium_gateway.kube.api import EVENTS, ApiError, KubeApi
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.render.result import EventRecord
+from titanium_gateway.writers.base import LeaderGuard, microtime
+
+log = logging.getLogger(__name__)
+REPEAT_INTERVAL = 30 * 60.0
+MAX_TRACKED = 10_000
+
+DedupeKey = tuple[str, str, str, str, str]
+
+
+@dataclass
+class _Tracked:
+    record: EventRecord
+    first_posted: float
+    last_emitted: float
+    count: int = 1
+    event_name: str = ""
+    event_namespace: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Literal["post", "bump"]
+    record: EventRecord
+    count: int
+    #: name/namespace of the Event to bump (empty for a post).
+    event_name: str = ""
+    event_namespace: str = ""
+
+
+@dataclass
+class EventPolicy:
+    clock: Clock = REAL_CLOCK
+    repeat_interval: float = REPEAT_INTERVAL
+    max_tracked: int = MAX_TRACKED
+    _tracked: OrderedDict[DedupeKey, _Tracked] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def decide(self, current: Iterable[EventRecord]) -> list[Decision]:
+        """What to do for the problems present now; forgets those that are gone."""
+        now = self.clock.now()
+        out: list[Decision] = []
+        with self._lock:
+            seen: set[DedupeKey] = set()
+            for rec in current:
+                key = rec.dedupe_key
+                if key in seen:
+                    continue
+                seen.add(key)
+                t = self._tracked.get(key)
+                if t is None:
+                    out.append(Decision("post", rec, 1))
+                elif now - t.last_emitted >= self.repeat_interval:
+                    out.append(Decision("bump", rec, t.count + 1, t.event_name, t.event_namespace))
+            for key in [k for k in self._tracked if k not in seen]:
+                del self._tracked[key]
+        return out
+
+    def record(self, decision: Decision, event_name: str = "", event_namespace: str = "") -> None:
+        """The decision was carried out (call only on success, so failures are retried)."""
+        now = self.clock.now()
+        key = decision.record.dedupe_key
+        with self._lock:
+            t = self._tracked.get(key)
+            if decision.action == "post" or t is None:
+                t = _Tracked(decision.record, now, now, decision.count, event_name, event_namespace)
+                self._tracked[key] = t
+            else:
+                t.count = decision.count
+                t.last_emitted = now
+                if event_name:
+                    t.event_name, t.event_namespace = event_name, event_namespace
+            self._tracked.move_to_end(key)
+            while len(self._tracked) > self.max_tracked:
+                self._tracked.popitem(last=False)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._tracked.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tracked)
+
+
+def event_name(rec: EventRecord, when: float) -> str:
+    digest = hashlib.sha256(repr((rec.dedupe_key, when)).encode()).hexdigest()[:16]
+    base = (rec.name or "object")[:200]
+    return f"{base}.{digest}"
+
+
+class EventWriter:
+    def __init__(self, api: KubeApi, *, controller_name: str, identity: str, guard: LeaderGuard,
+                 policy: EventPolicy | None = None, clock: Clock = REAL_CLOCK,
+                 default_namespace: str = "default") -> None:
+        self.api = api
+        self.controller_name = controller_name
+        self.identity = identity
+        self.guard = guard
+        self.clock = clock
+        self.policy = policy or EventPolicy(clock=clock)
+        self.default_namespace = default_namespace
+
+    def body(self, rec: EventRecord, name: str, namespace: str) -> dict[str, Any]:
+        regarding: dict[str, Any] = {"kind": rec.kind, "name": rec.name}
+        if rec.namespace:
+            regarding["namespace"] = rec.namespace
+        if rec.uid:
+            regarding["uid"] = rec.uid
+        if rec.api_version:
+            regarding["apiVersion"] = rec.api_version
+        return {
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "eventTime": microtime(self.clock.wall()),
+            "reportingController": self.controller_name,
+            "reportingInstance": self.identity,
+            "action": "Reconcile",
+            "reason": rec.reason,
+            "note": rec.message[:1024],
+            "type": rec.type,
+            "regarding": regarding,
+        }
+
+    def write(self, records: Iterable[EventRecord]) -> int:
+        """Post or bump as the policy decides; returns the number of API writes."""
+        n = 0
+        for d in self.policy.decide(records):
+            self.guard.check(f"{d.action} event {d.record.reason}")
+            try:
+                if d.action == "bump" and d.event_name:
+                    try:
+                        self.api.patch(EVENTS, d.event_namespace, d.event_name, {
+                            "series": {"count": d.count, "lastObservedTime": microtime(self.clock.wall())}},
+                            patch_type="merge")
+                        self.policy.record(d)
+                        n += 1
+                        continue
+                    except ApiError as e:
+                        if not e.is_not_found:
+                            raise
+                        # The Event expired (TTL): post a fresh one.
+                ns = d.record.namespace or self.default_namespace
+                name = event_name(d.record, self.clock.now())
+                self.api.create(EVENTS, ns, self.body(d.record, name, ns))
+                self.policy.record(d, name, ns)
+                n += 1
+                log.info("posted event", extra={"kind": d.record.kind, "namespace": d.record.namespace,
+                                                 "name": d.record.name, "reason": d.record.reason})
+            except ApiError as e:
+                log.warning("event write failed", extra={"kind": d.record.kind, "namespace": d.record.namespace,
+                                                          "name": d.record.name, "reason": d.record.reason,
+                                                          "error": str(e)})
+        return n

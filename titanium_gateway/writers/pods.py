@@ -1,0 +1,57 @@
+"""Config poke: after each config write, annotate every data-plane pod with the config hash so
+the kubelet refreshes the mounted ConfigMap at once (instead of on its next periodic sync)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from titanium_gateway.kube.api import PODS, ApiError, KubeApi
+from titanium_gateway.writers.base import LeaderGuard
+
+log = logging.getLogger(__name__)
+POKE_ANNOTATION = "gateway.titaniumproxy.com/config-poke"
+
+
+class PodPoker:
+    def __init__(self, api: KubeApi, namespace: str, *, guard: LeaderGuard) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.guard = guard
+        self._poked: dict[str, str] = {}  # pod uid (or name) -> hash we set (the cache may lag)
+
+    def reset(self) -> None:
+        self._poked.clear()
+
+    def poke(self, pods: Iterable[Mapping[str, Any]], config_hash: str) -> int:
+        """Patch the annotation on each pod (of the namespace) that does not carry ``config_hash``
+        yet; returns how many were patched. A pod that went away meanwhile is skipped."""
+        pods = list(pods)
+        n = 0
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            if meta.get("namespace") != self.namespace or meta.get("deletionTimestamp"):
+                continue
+            if (meta.get("annotations") or {}).get(POKE_ANNOTATION) == config_hash:
+                continue
+            name = str(meta.get("name", ""))
+            ident = str(meta.get("uid") or name)
+            if self._poked.get(ident) == config_hash:
+                continue
+            self.guard.check(f"poke pod {self.namespace}/{name}")
+            try:
+                self.api.patch(PODS, self.namespace, name,
+                               {"metadata": {"annotations": {POKE_ANNOTATION: config_hash}}}, patch_type="merge")
+                self._poked[ident] = config_hash
+                n += 1
+            except ApiError as e:
+                if not e.is_not_found:
+                    raise
+        live = {str((p.get("metadata") or {}).get("uid") or (p.get("metadata") or {}).get("name")) for p in pods}
+        for k in [k for k in self._poked if k not in live]:
+            del self._poked[k]
+        if n:
+            log.info("poked data-plane pods", extra={"namespace": self.namespace, "count": n,
+                                                      "config_hash": config_hash})
+        return n

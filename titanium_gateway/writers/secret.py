@@ -1,0 +1,65 @@
+"""The generated TLS Secret (type Opaque): ``data`` = the render's ``tls_files`` in base64.
+
+Written (a JSON patch replacing ``/data``) only when the bytes change; the chart pre-creates
+the Secret, so a missing one is a clear error. The private keys inside the PFX files live only
+in memory and in this Secret: nothing here logs file contents.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+from typing import Any
+
+from titanium_gateway.kube.api import SECRETS, ApiError, KubeApi
+from titanium_gateway.metrics import Registry
+from titanium_gateway.render.result import RenderResult
+from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes
+
+log = logging.getLogger(__name__)
+
+
+def encode_files(files: dict[str, bytes] | Any) -> dict[str, str]:
+    return {name: base64.b64encode(data).decode("ascii") for name, data in sorted(files.items())}
+
+
+class SecretWriter:
+    def __init__(self, api: KubeApi, namespace: str, name: str, *, guard: LeaderGuard,
+                 registry: Registry | None = None) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.name = name
+        self.guard = guard
+        self._lock = threading.Lock()
+        self._known: dict[str, str] | None = None
+        self._writes = config_writes(registry)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._known = None
+
+    def write(self, result: RenderResult) -> bool:
+        """Returns True when the Secret was written."""
+        if result.delivery_error:
+            return False
+        data = encode_files(result.tls_files)
+        with self._lock:
+            if data == self._known:
+                return False
+            self.guard.check(f"write Secret {self.namespace}/{self.name}")
+            body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
+            try:
+                self.api.patch(SECRETS, self.namespace, self.name, body, patch_type="json")
+            except ApiError as e:
+                self._known = None
+                if e.is_not_found:
+                    raise WriteError(
+                        f"Secret {self.namespace}/{self.name} does not exist: the chart pre-creates it and "
+                        "the controller never creates it (check --tls-secret and the release)") from e
+                raise
+            self._known = data
+            self._writes.labels(object="tls-secret").inc()
+            log.info("wrote TLS Secret", extra={"kind": "Secret", "namespace": self.namespace, "name": self.name,
+                                                 "files": sorted(data)})
+            return True

@@ -361,3 +361,15 @@ def test_malformed_rule_or_match_never_becomes_a_normal_catch_all() -> None:
     assert [r["id"] for r in routes(res)][-2:] == ["httproute/apps/shop/r0m0", "httproute/apps/shop/r1m1"]
     assert route_by_id(res, "httproute/apps/shop/r1m0")["directResponse"]["status"] == 500
     assert parent_cond(res, "Accepted")["reason"] == "UnsupportedValue"
+
+
+def test_replace_prefix_match_per_match() -> None:
+    res = one([rule(matches=[{"path": {"value": "/a"}}, {"path": {"value": "/b/"}}], filters=[
+        {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/x"}}}])])
+    a = route_by_id(res, "httproute/apps/shop/r0m0")["transforms"]
+    b = route_by_id(res, "httproute/apps/shop/r0m1")["transforms"]
+    assert a == [{"kind": "PathRegexReplace", "parameters": {"pattern": "^/a", "replacement": "/x"}}]
+    assert b == [{"kind": "PathRegexReplace", "parameters": {"pattern": "^/b", "replacement": "/x"}}]
+    default = one([rule(filters=[{"type": "URLRewrite", "urlRewrite": {"path": {
+        "type": "ReplacePrefixMatch", "replacePrefixMatch": "/x"}}}])])
+    assert _apply(routes(default)[0]["transforms"], "/y") == "/x/y"

@@ -32,6 +32,8 @@ from titanium_gateway.render.result import ObjectStatus
 API_VERSION = "gateway.networking.k8s.io/v1"
 MAX_REGEX_LENGTH = 1024
 INVALID_BACKEND_CLUSTER = "invalid-backend"
+#: Placeholder transform for ReplacePrefixMatch, replaced per match by PathRegexReplace.
+_PREFIX_REWRITE = "_ReplacePrefixMatch"
 
 _DURATION = re.compile(r"^(?:[0-9]{1,5}(?:h|ms|m|s)){1,4}$")
 _DURATION_PART = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
@@ -351,12 +353,11 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
             if ptype == "ReplaceFullPath" and _s(path.get("replaceFullPath")).startswith("/"):
                 transforms.append({"kind": "PathSet", "parameters": {"path": path["replaceFullPath"]}})
             elif ptype == "ReplacePrefixMatch" and _s(path.get("replacePrefixMatch")).startswith("/"):
-                prefixes = {m.match.get("path") for m in out.matches}
-                kinds = {m.match.get("pathKind") for m in out.matches}
-                if kinds != {"Prefix"} or len(prefixes) != 1:
-                    out.unsupported.append("URLRewrite ReplacePrefixMatch needs one PathPrefix match for all matches")
+                if any(m.match.get("pathKind") != "Prefix" for m in out.matches):
+                    out.unsupported.append("URLRewrite ReplacePrefixMatch needs PathPrefix matches")
                 else:
-                    transforms += prefix_rewrite_transforms(str(prefixes.pop()), path["replacePrefixMatch"])
+                    # expanded per match (each match is its own data-plane route) in _emit_rules
+                    transforms.append({"kind": _PREFIX_REWRITE, "parameters": {"replacement": path["replacePrefixMatch"]}})
             elif path:
                 out.unsupported.append(f"URLRewrite path {ptype or 'malformed'} is not supported")
         elif ftype == "RequestRedirect":
@@ -621,6 +622,8 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                         for k in ("mirror", "transforms", "limits"):
                             if k in out.extras:
                                 body[k] = out.extras[k]
+                        if "transforms" in body:
+                            body["transforms"] = _expand_transforms(body["transforms"], match)
                 if "redirect" in body:
                     # only response header changes apply to a redirect answer
                     response = [t for t in out.extras.get("transforms", []) if t["kind"].startswith("Response")]
@@ -632,6 +635,16 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 if emit:
                     ctx.add_route(body, key)
         unsupported.extend(rule_unsupported)
+
+
+def _expand_transforms(transforms: list[dict[str, Any]], match: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for t in transforms:
+        if t["kind"] == _PREFIX_REWRITE:
+            out += prefix_rewrite_transforms(str(match.get("path", "/")), t["parameters"]["replacement"])
+        else:
+            out.append(t)
+    return out
 
 
 def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, parents: list[_Parent],

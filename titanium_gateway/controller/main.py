@@ -26,6 +26,9 @@ log = logging.getLogger("titanium_gateway.controller")
 EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 EXIT_USAGE = 2
+#: HTTP connections to the API server: one per watch (11 informers, more with
+#: --secret-namespaces) plus the status writer's pool and the worker.
+POOL_SIZE = 64
 
 
 @dataclass
@@ -108,10 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     setup_logging(opts.verbose)
     register_secret(opts.admin_token)
-    from titanium_gateway.kube.rest import RestApi
+    from titanium_gateway.kube.rest import RestApi, load_configuration
 
     try:
-        api = RestApi.from_kubeconfig(opts.kubeconfig, qps=opts.kube_api_qps, burst=opts.kube_api_burst)
+        cfg = load_configuration(opts.kubeconfig)
+        cfg.connection_pool_maxsize = POOL_SIZE
+        api = RestApi(cfg, qps=opts.kube_api_qps, burst=opts.kube_api_burst)
     except Exception as e:
         log.error("cannot load the Kubernetes client configuration", extra={"error": str(e)})
         return EXIT_USAGE

@@ -58,3 +58,21 @@ def test_string_data_accepted() -> None:
 
 def test_file_name() -> None:
     assert pfx_file_name("apps", "shop-tls") == "apps.shop-tls.pfx"
+
+
+def test_pfx_bytes_deterministic_across_processes_and_mac_verified() -> None:
+    from titanium_gateway.render import certificates
+
+    secret = tls_secret(cn="det.example.com")
+    first = convert_tls_secret(secret).pfx
+    certificates._cache.clear()  # as in a fresh process
+    second = convert_tls_secret(secret).pfx
+    assert first == second and first is not None
+    tampered = bytearray(first)
+    tampered[-20] ^= 1  # inside the MAC digest
+    try:
+        pkcs12.load_key_and_certificates(bytes(tampered), None)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("OpenSSL did not verify the MAC")

@@ -7,9 +7,11 @@ Public API:
   ``error`` (a human message for InvalidCertificateRef: wrong type, missing keys, garbage,
   encrypted key, key not matching the certificate). Never raises.
 
-OpenSSL salts the PKCS#12 MAC, so the bytes of two conversions differ. To keep the TLS Secret
-stable across reconciles, conversions are memoized by the SHA-256 of (tls.crt, tls.key): the
-same Secret content always yields the same PFX bytes within a process. Key material is never
+OpenSSL salts the PKCS#12 MAC at random; the rest of a password-less PFX is deterministic. The
+conversion replaces the salt with one derived from the Secret's content and recomputes the MAC
+(RFC 7292 key derivation, verified by loading the result with OpenSSL), so the same Secret gives
+the same bytes in any process. Should that ever fail, OpenSSL's bytes are kept; conversions are
+also memoized by the SHA-256 of (tls.crt, tls.key), so they stay stable within a process. Key material is never
 logged, put in messages, or kept beyond that cache.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -98,7 +101,86 @@ def _convert(crt: bytes, key_pem: bytes) -> CertificateConversion:
         )
     except Exception:  # noqa: BLE001 - unsupported key type etc.
         return CertificateConversion(None, "the key type cannot be stored in a PKCS#12 file")
+    try:
+        stable = _with_deterministic_mac(pfx, hashlib.sha256(crt + b"\0" + key_pem).digest())
+        pkcs12.load_key_and_certificates(stable, None)  # OpenSSL verifies the new MAC
+        pfx = stable
+    except Exception:  # noqa: BLE001 - keep OpenSSL's (salted) bytes; memoization still applies
+        pass
     return CertificateConversion(pfx, "", tuple(sorted(set(names))))
+
+
+_SHA1_OID = bytes.fromhex("2b0e03021a")
+_SHA256_OID = bytes.fromhex("608648016503040201")
+
+
+def _tlv(data: bytes, pos: int) -> tuple[int, int, int]:
+    """(tag, start of content, end of content) of the DER element at ``pos``."""
+    tag = data[pos]
+    length = data[pos + 1]
+    pos += 2
+    if length & 0x80:
+        n = length & 0x7F
+        if n == 0 or n > 4:
+            raise ValueError("unsupported DER length")
+        length = int.from_bytes(data[pos:pos + n], "big")
+        pos += n
+    if pos + length > len(data):
+        raise ValueError("truncated DER")
+    return tag, pos, pos + length
+
+
+def _children(data: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
+    out = []
+    pos = start
+    while pos < end:
+        tag, cs, ce = _tlv(data, pos)
+        out.append((tag, cs, ce))
+        pos = ce
+    return out
+
+
+def _pkcs12_kdf_mac_key(hash_name: str, salt: bytes, iterations: int) -> bytes:
+    """RFC 7292 B.2 key derivation, ID 3 (MAC key), for the NULL (absent) password."""
+    u, v = (32, 64) if hash_name == "sha256" else (20, 64)
+    d = bytes([3]) * v
+    i = (salt * ((v + len(salt) - 1) // len(salt)))[:v * ((len(salt) + v - 1) // v)] if salt else b""
+    a = hashlib.new(hash_name, d + i).digest()
+    for _ in range(iterations - 1):
+        a = hashlib.new(hash_name, a).digest()
+    return a[:u]
+
+
+def _with_deterministic_mac(pfx: bytes, seed: bytes) -> bytes:
+    """OpenSSL salts the PKCS#12 MAC at random; everything else of a password-less PFX is
+    deterministic. Replace the salt with one derived from the content and recompute the MAC,
+    so the same Secret always gives the same bytes. Raises ValueError when the layout is not
+    the expected one (the caller then keeps OpenSSL's bytes)."""
+    _, start, end = _tlv(pfx, 0)
+    version, auth_safe, mac_data = _children(pfx, start, end)
+    _, ci_start, ci_end = auth_safe[0], auth_safe[1], auth_safe[2]
+    content_type, explicit = _children(pfx, ci_start, ci_end)
+    _, oct_start, oct_end = _children(pfx, explicit[1], explicit[2])[0]
+    digest_info, salt_el, iter_el = _children(pfx, mac_data[1], mac_data[2])
+    alg, digest_el = _children(pfx, digest_info[1], digest_info[2])
+    oid_el = _children(pfx, alg[1], alg[2])[0]
+    oid = pfx[oid_el[1]:oid_el[2]]
+    hash_name = "sha256" if oid == _SHA256_OID else "sha1" if oid == _SHA1_OID else ""
+    if not hash_name:
+        raise ValueError("unexpected MAC algorithm")
+    iterations = int.from_bytes(pfx[iter_el[1]:iter_el[2]], "big")
+    salt_len = salt_el[2] - salt_el[1]
+    if not 1 <= iterations <= 100_000 or salt_len < 1:
+        raise ValueError("unexpected MAC parameters")
+    salt = hashlib.sha256(b"titanium-pfx-salt" + seed).digest()[:salt_len]
+    key = _pkcs12_kdf_mac_key(hash_name, salt, iterations)
+    mac = hmac.new(key, pfx[oct_start:oct_end], hash_name).digest()
+    if len(mac) != digest_el[2] - digest_el[1]:
+        raise ValueError("unexpected MAC length")
+    out = bytearray(pfx)
+    out[salt_el[1]:salt_el[2]] = salt
+    out[digest_el[1]:digest_el[2]] = mac
+    return bytes(out)
 
 
 def convert_tls_secret(secret: Any) -> CertificateConversion:

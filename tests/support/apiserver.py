@@ -33,12 +33,13 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from tests.support.httpserver import TrackingHTTPServer
 from tests.support.k8sutil import (
     CONFIG_KEY,
     DNS1123_LABEL,
@@ -456,7 +457,7 @@ class FakeApiServer:
         self._log: deque[RequestRecord] = deque(maxlen=log_limit)
         self._reactors: list[tuple[str, Callable[[str, Obj], None]]] = []
         self._tls = threading.local()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: TrackingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._by_path: dict[tuple[str, str, str], ResourceType] = {}
         self._by_kind: dict[tuple[str, str], ResourceType] = {}
@@ -473,10 +474,9 @@ class FakeApiServer:
         if self._httpd is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"api": self})
-        httpd = ThreadingHTTPServer((self.host, self._port), handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
+        httpd = TrackingHTTPServer((self.host, self._port), handler)
         self._httpd = httpd
+        self._port = int(httpd.server_address[1])  # a restart binds the same port
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-apiserver", daemon=True)
         self._thread.start()
@@ -486,11 +486,23 @@ class FakeApiServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
-        self.close_watches()
-        httpd.shutdown()
-        httpd.server_close()
+        self.close_watches(abrupt=True)
+        httpd.stop()
         if self._thread:
             self._thread.join(timeout=5)
+
+    def restart(self, down_for: float = 0.0) -> None:
+        """Stop (every connection and watch cut), optionally stay down, start again on the same
+        port with the same state and history, as an API server restart looks to clients."""
+        self.stop()
+        if down_for:
+            time.sleep(down_for)
+        self.start()
+
+    def drop_connections(self) -> int:
+        """Cut every open client connection (keep-alive and watches) without stopping."""
+        self.close_watches(abrupt=True)
+        return self._httpd.drop_connections() if self._httpd is not None else 0
 
     def __enter__(self) -> FakeApiServer:
         return self.start()

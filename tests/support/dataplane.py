@@ -27,10 +27,12 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import yaml
+
+from tests.support.httpserver import TrackingHTTPServer
 
 __all__ = ["StubDataPlane", "DataPlaneFleet", "ConfigRejected", "sha256_hex", "DATA_PLANE_LABELS"]
 
@@ -82,7 +84,7 @@ class StubDataPlane:
         self.rejected = 0
         self.loaded_hashes: list[str] = []
         self.requests: list[AdminRequest] = []
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: TrackingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._follow_stop = threading.Event()
         self._follow_thread: threading.Thread | None = None
@@ -94,10 +96,9 @@ class StubDataPlane:
         if self._httpd is not None:
             return self
         handler = type("_BoundAdmin", (_AdminHandler,), {"stub": self})
-        httpd = ThreadingHTTPServer((self.host, self._port), handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
+        httpd = TrackingHTTPServer((self.host, self._port), handler)
         self._httpd = httpd
+        self._port = int(httpd.server_address[1])  # a restart binds the same port
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"stub-dataplane-{self.host}", daemon=True)
         self._thread.start()
@@ -110,8 +111,7 @@ class StubDataPlane:
             self._follow_thread = None
         httpd, self._httpd = self._httpd, None
         if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
+            httpd.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
 

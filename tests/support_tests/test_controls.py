@@ -115,3 +115,22 @@ def test_ten_thousand_routes_list_quickly(server: FakeApiServer, custom: client.
     sel = custom.list_namespaced_custom_object(GW, "v1", "default", "httproutes", label_selector="shard=3", limit=500)
     assert len(sel["items"]) == 500 and sel["metadata"]["continue"]
     assert time.monotonic() - t0 < 5
+
+
+def test_stop_cuts_pooled_connections_and_restart_keeps_state(server: FakeApiServer,
+                                                              core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    port = server.port
+    server.stop()
+    with pytest.raises(Exception):  # noqa: B017 - urllib3 raises MaxRetryError / ProtocolError
+        core.list_namespaced_config_map("default", _request_timeout=2)
+    server.start()
+    assert server.port == port
+    server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}})
+    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["a", "b"]
+    r = requests.get(f"{server.url}/api/v1/namespaces/default/configmaps",
+                     params={"watch": "1", "resourceVersion": rv, "timeoutSeconds": "1"}, timeout=5)
+    assert [ln for ln in r.text.splitlines() if ln][0].startswith('{"type":"ADDED"')
+    server.restart()
+    assert server.get_object("ConfigMap", "default", "b") is not None

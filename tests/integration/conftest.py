@@ -174,3 +174,28 @@ def env() -> Iterator[Env]:
             inst.shutdown(5)
         fleet.stop()
         server.stop()
+
+
+def make_tls_secret(name: str, ns: str, cn: str = "shop.example.com") -> dict[str, Any]:
+    """A kubernetes.io/tls Secret with a fresh self-signed EC certificate for ``cn``."""
+    import base64
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(cn)]), critical=False)
+            .sign(key, hashes.SHA256()))
+    crt = cert.public_bytes(serialization.Encoding.PEM)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": name, "namespace": ns},
+            "data": {"tls.crt": base64.b64encode(crt).decode(), "tls.key": base64.b64encode(pem).decode()}}

@@ -48,7 +48,8 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
 
     Keys: assume_programmed, controller_name, ingress_controller_name, watch_legacy_annotation,
     port_map ("80=8080,..."), data_plane_ports ("8080,8443"), data_plane_service ("ns/name"),
-    part_limit_bytes, max_parts; snapshot: confirmed_config_hash, probe_message, now.
+    part_limit_bytes, max_parts; snapshot: confirmed_config_hash (``rendered`` = the hash this
+    render produces, as if every pod had confirmed it), probe_message, now.
     """
     path = TESTDATA / case / "options.yaml"
     raw: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
@@ -86,6 +87,10 @@ def case_objects(case: str) -> tuple[Mapping[str, Any], ...]:
 def render_case(case: str) -> RenderResult:
     render = require_render()
     options, snap_kwargs = case_options(case)
+    if snap_kwargs.get("confirmed_config_hash") == "rendered":
+        # "the data plane confirmed what this render produces": render once for the hash
+        first = render(build_snapshot(case_objects(case), **{**snap_kwargs, "confirmed_config_hash": None}), options)
+        snap_kwargs["confirmed_config_hash"] = first.config_hash
     return render(build_snapshot(case_objects(case), **snap_kwargs), options)
 
 

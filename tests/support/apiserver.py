@@ -39,6 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from tests.support import crdschema
 from tests.support.httpserver import TrackingHTTPServer
 from tests.support.k8sutil import (
     CONFIG_KEY,
@@ -679,9 +680,11 @@ class FakeApiServer:
             raise KeyError(f"unknown resource {s!r}")
         return cands[0]
 
-    def put_object(self, obj: Obj) -> Obj:
-        """Create or replace ``obj`` as given (status included), bypassing RBAC, faults and
-        admission; emits ADDED/MODIFIED watch events like a real write. Returns the stored object."""
+    def put_object(self, obj: Obj, *, defaults: bool = True) -> Obj:
+        """Create or replace ``obj`` as given (status included), bypassing RBAC, faults, admission
+        and validation; emits ADDED/MODIFIED watch events like a real write. CRD schema defaults
+        are applied (as every object read from a real cluster has them) unless ``defaults=False``.
+        Returns the stored object."""
         rt = self.resolve(obj)
         body = strip_nulls(copy.deepcopy(obj))
         meta = body.setdefault("metadata", {})
@@ -695,6 +698,10 @@ class FakeApiServer:
             internal = _to_storage(rt, body)
             old = self._get(rt, meta.get("namespace", ""), meta["name"])
             self._defaults(rt, internal, old)
+            schema = crdschema.schema_for(rt.group, rt.kind, str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]) \
+                if rt.crd else None
+            if schema is not None and defaults:
+                crdschema.apply_defaults(internal, schema)
             stored = self._commit(rt, internal, old, manager="fake-apiserver", operation="Update",
                                   apiv=rt.api_version(), keep_status=True)
             return copy.deepcopy(_from_storage(rt, stored))
@@ -1234,11 +1241,11 @@ class FakeApiServer:
                     break
         return errs
 
-    def _validate(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None) -> None:
+    def _validate(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None, schema: Obj | None = None) -> None:
         """Validation the real server does (422 Invalid)."""
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
-        errs: list[FieldError] = []
+        errs: list[FieldError] = crdschema.validate(obj, schema) if schema is not None else []
         if not name:
             errs.append(FieldError("metadata.name", "FieldValueRequired", "Required value: name or generateName is required"))
         else:
@@ -1379,18 +1386,26 @@ class FakeApiServer:
                 raise invalid("", "", "", [FieldError("patch", "FieldValueInvalid", f"Invalid value: {derrs[0]}")])
             raise bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {derrs[0]}')
         internal = _to_storage(rt, strip_nulls(copy.deepcopy(obj)))
+        self._tls.version = version
         self._prune_unknown(rt, internal, via_patch)
         self._defaults(rt, internal, old)
-        self._validate(rt, version, internal, old)
+        schema = crdschema.schema_for(rt.group, rt.kind, version) if rt.crd else None
+        if schema is not None:
+            crdschema.apply_defaults(internal, schema)
+        self._validate(rt, version, internal, old, schema)
         return internal
 
     def _prune_unknown(self, rt: ResourceType, obj: Obj, via_patch: bool = False) -> None:
         """Drop unknown top-level and metadata fields like a typed decode / structural pruning does;
         ``fieldValidation=Strict`` makes them a 400, otherwise each one is a ``Warning`` header."""
-        allowed = _KNOWN_FIELDS.get(rt.plural if not rt.crd else "*crd", set()) | {"apiVersion", "kind", "metadata"}
-        if rt.crd and rt.status_subresource:
-            allowed = allowed | {"status"}
-        unknown = [k for k in obj if k not in allowed]
+        schema = crdschema.schema_for(rt.group, rt.kind, getattr(self._tls, "version", "")) if rt.crd else None
+        if schema is not None:
+            unknown = crdschema.prune(obj, schema)  # removes them in place
+        else:
+            allowed = _KNOWN_FIELDS.get(rt.plural if not rt.crd else "*crd", set()) | {"apiVersion", "kind", "metadata"}
+            if rt.crd and rt.status_subresource:
+                allowed = allowed | {"status"}
+            unknown = [k for k in obj if k not in allowed]
         meta = obj.get("metadata") or {}
         unknown += [f"metadata.{k}" for k in meta if k not in _OBJECT_META_FIELDS]
         if not unknown:
@@ -1404,7 +1419,7 @@ class FakeApiServer:
         for k in unknown:
             if k.startswith("metadata."):
                 meta.pop(k.split(".", 1)[1], None)
-            else:
+            elif "." not in k and "[" not in k:
                 obj.pop(k, None)
             if mode == "Warn":
                 warnings = getattr(self._tls, "warnings", None)
@@ -1439,6 +1454,8 @@ class FakeApiServer:
                 if (nso.get("metadata") or {}).get("deletionTimestamp"):
                     raise StatusError(403, "Forbidden", f'{rt.qualified} "{meta.get("name", "")}" is forbidden: unable '
                                       f"to create new content in namespace {ns} because it is being terminated")
+            if rt.status_subresource:  # status is dropped on create, before validation
+                obj = {k: v for k, v in obj.items() if k != "status"}
             internal = self._prepare(rt, version, obj, None, via_patch=False)
             if self._get(rt, ns, internal["metadata"]["name"]) is not None:
                 raise already_exists(rt.group, rt.plural, internal["metadata"]["name"])
@@ -1483,6 +1500,11 @@ class FakeApiServer:
                         else:
                             merged["metadata"].pop(k, None)
                 obj = merged
+            elif rt.status_subresource:  # the main resource ignores status changes, before validation
+                obj = {k: v for k, v in obj.items() if k != "status"}
+                ext_status = self._external(rt, version, old).get("status")
+                if ext_status is not None:
+                    obj["status"] = copy.deepcopy(ext_status)
             internal = self._prepare(rt, version, obj, old, via_patch=via_patch)
             return self._commit(rt, internal, old, manager=manager, operation=operation,
                                 apiv=rt.api_version(version), keep_status=(sub == "status"), subresource=sub,

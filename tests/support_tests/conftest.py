@@ -42,3 +42,9 @@ def status_of(exc: Any) -> dict[str, Any]:
     assert body["kind"] == "Status" and body["apiVersion"] == "v1" and body["status"] == "Failure"
     assert body["code"] == exc.status
     return body
+
+
+def condition(ctype: str, status: str = "True", reason: str = "Accepted", generation: int = 1) -> dict[str, Any]:
+    """A metav1.Condition the Gateway API CRD schemas accept."""
+    return {"type": ctype, "status": status, "reason": reason, "message": "", "observedGeneration": generation,
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}

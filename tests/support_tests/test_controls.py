@@ -33,7 +33,8 @@ def test_forbid_create_but_allow_update_by_name(server: FakeApiServer, core: cli
 
 
 def test_forbid_status_subresource_only(server: FakeApiServer, custom: client.CustomObjectsApi) -> None:
-    server.put_object({"apiVersion": f"{GW}/v1", "kind": "Gateway", "metadata": {"name": "g"}, "spec": {}})
+    server.put_object({"apiVersion": f"{GW}/v1", "kind": "Gateway", "metadata": {"name": "g"}, "spec": {
+        "gatewayClassName": "t", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}})
     server.forbid("patch", "gateways/status")
     custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "g", {"metadata": {"labels": {"a": "b"}}})
     with pytest.raises(ApiException) as e:

@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.support.apiserver import FakeApiServer
-from tests.support_tests.conftest import status_of
+from tests.support_tests.conftest import condition, status_of
 
 GW = "gateway.networking.k8s.io"
 
@@ -95,7 +95,7 @@ def test_generation_and_timestamps(custom: client.CustomObjectsApi) -> None:
                                               {"spec": {"gatewayClassName": "other"}})
     assert g["metadata"]["generation"] == 2
     g = custom.patch_namespaced_custom_object_status(GW, "v1", "default", "gateways", "web",
-                                                     {"status": {"conditions": [{"type": "Accepted"}]}})
+                                                     {"status": {"conditions": [condition("Accepted")]}})
     assert g["metadata"]["generation"] == 2
     mf = g["metadata"]["managedFields"]
     assert any(e.get("subresource") == "status" for e in mf)
@@ -106,17 +106,17 @@ def test_status_subresource_isolation(custom: client.CustomObjectsApi) -> None:
                                            dict(_gateway(), status={"conditions": [{"type": "Bogus"}]}))
     g = custom.get_namespaced_custom_object(GW, "v1", "default", "gateways", "web")
     assert "status" not in g  # status is dropped on create
-    g["status"] = {"conditions": [{"type": "Accepted"}]}
+    g["status"] = {"conditions": [condition("Accepted")]}
     g["spec"]["gatewayClassName"] = "changed"
     g = custom.replace_namespaced_custom_object(GW, "v1", "default", "gateways", "web", g)
     assert g["spec"]["gatewayClassName"] == "changed" and "status" not in g  # PUT main ignores status
-    g["status"] = {"conditions": [{"type": "Accepted"}]}
+    g["status"] = {"conditions": [condition("Accepted")]}
     g["spec"]["gatewayClassName"] = "ignored"
     g = custom.replace_namespaced_custom_object_status(GW, "v1", "default", "gateways", "web", g)
     assert g["spec"]["gatewayClassName"] == "changed" and g["status"]["conditions"][0]["type"] == "Accepted"
     g = custom.patch_namespaced_custom_object_status(GW, "v1", "default", "gateways", "web",
                                                      {"spec": {"gatewayClassName": "nope"},
-                                                      "status": {"conditions": [{"type": "Programmed"}]}})
+                                                      "status": {"conditions": [condition("Programmed")]}})
     assert g["spec"]["gatewayClassName"] == "changed" and g["status"]["conditions"][0]["type"] == "Programmed"
 
 
@@ -182,7 +182,7 @@ def test_finalizers_delay_deletion(custom: client.CustomObjectsApi) -> None:
 
 
 def test_direct_helpers_emit_like_writes(server: FakeApiServer) -> None:
-    o = server.put_object(dict(_gateway(), status={"conditions": [{"type": "Accepted"}]}))
+    o = server.put_object(dict(_gateway(), status={"conditions": [condition("Accepted")]}))
     assert o["status"]["conditions"][0]["type"] == "Accepted" and o["metadata"]["generation"] == 1
     assert server.get_object("Gateway", "default", "web")["metadata"]["uid"] == o["metadata"]["uid"]
     o2 = server.update_object("gateways", "default", "web", lambda g: g["spec"].update(gatewayClassName="x"))
@@ -209,8 +209,9 @@ def test_unknown_fields_are_dropped_with_a_warning_or_rejected_when_strict(serve
     r = requests.post(url + "?fieldValidation=Strict", json={"metadata": {"name": "b"}, "datas": {}}, timeout=5)
     assert r.status_code == 400 and "strict decoding error" in r.json()["message"]
     r = requests.post(f"{server.url}/apis/{GW}/v1/namespaces/default/gateways",
-                      json={"metadata": {"name": "g"}, "spec": {}, "extra": 1}, timeout=5)
+                      json=dict(_gateway("g"), extra=1, spec=dict(_gateway()["spec"], bogus=True)), timeout=5)
     assert r.status_code == 201 and "extra" not in r.json() and r.json()["kind"] == "Gateway"
+    assert "bogus" not in r.json()["spec"] and 'unknown field \\"spec.bogus\\"' in r.headers["Warning"]
 
 
 def test_create_with_resource_version_is_refused(core: client.CoreV1Api) -> None:

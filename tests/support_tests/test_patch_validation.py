@@ -130,3 +130,35 @@ def test_apply_patch_needs_field_manager(server: FakeApiServer, core: client.Cor
     assert r.status_code == 201 and r.json()["data"] == {"k": "v"}
     bad = requests.patch(url, data="{}", headers={"Content-Type": "text/plain"}, timeout=5)
     assert bad.status_code == 415 and bad.json()["reason"] == "UnsupportedMediaType"
+
+
+def test_crd_schema_defaults_are_applied(custom: client.CustomObjectsApi, server: FakeApiServer) -> None:
+    r = custom.create_namespaced_custom_object(GW, "v1", "default", "httproutes", {
+        "apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "d"},
+        "spec": {"parentRefs": [{"name": "web"}], "rules": [{"backendRefs": [{"name": "svc", "port": 8080}]}]}})
+    assert r["spec"]["parentRefs"] == [{"group": GW, "kind": "Gateway", "name": "web"}]
+    rule = r["spec"]["rules"][0]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/"}}]
+    assert rule["backendRefs"] == [{"group": "", "kind": "Service", "name": "svc", "port": 8080, "weight": 1}]
+    seeded = server.put_object({"apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "e"},
+                                "spec": {"rules": [{}]}})
+    assert seeded["spec"]["rules"][0]["matches"][0]["path"]["type"] == "PathPrefix"
+
+
+def test_crd_schema_validation(custom: client.CustomObjectsApi) -> None:
+    with pytest.raises(ApiException) as e:
+        custom.create_namespaced_custom_object(GW, "v1", "default", "httproutes", {
+            "apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "bad"},
+            "spec": {"rules": [{"backendRefs": [{"name": "svc", "port": "http"}],
+                                "matches": [{"path": {"type": "Glob", "value": "/"}}]}]}})
+    st = status_of(e.value)
+    fields = {c["field"] for c in st["details"]["causes"]}
+    assert e.value.status == 422
+    assert {"spec.rules[0].backendRefs[0].port", "spec.rules[0].matches[0].path.type"} <= fields
+    _route(custom)
+    with pytest.raises(ApiException) as e:  # a condition without lastTransitionTime/reason/message
+        custom.patch_namespaced_custom_object_status(GW, "v1", "default", "httproutes", "r", {"status": {"parents": [
+            {"parentRef": {"name": "web"}, "controllerName": "titaniumproxy.com/gateway-controller",
+             "conditions": [{"type": "Accepted", "status": "True"}]}]}})
+    assert e.value.status == 422
+    assert "status.parents[0].conditions[0].lastTransitionTime" in {c["field"] for c in status_of(e.value)["details"]["causes"]}

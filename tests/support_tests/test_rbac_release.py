@@ -45,7 +45,8 @@ def _check_chart_permissions(server: FakeApiServer, rel: Release) -> None:
     assert _denied(coord.list_namespaced_lease, ns)
     # status only on Gateway API objects, and only by patch
     server.put_object({"apiVersion": f"{GW}/v1", "kind": "Gateway", "metadata": {"name": "g", "namespace": "default"},
-                       "spec": {"gatewayClassName": rel.gateway_class}})
+                       "spec": {"gatewayClassName": rel.gateway_class,
+                                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}})
     custom.patch_namespaced_custom_object_status(GW, "v1", "default", "gateways", "g", {"status": {"conditions": []}})
     assert _denied(custom.patch_namespaced_custom_object, GW, "v1", "default", "gateways", "g", {"metadata": {}})
     g = custom.get_namespaced_custom_object(GW, "v1", "default", "gateways", "g")

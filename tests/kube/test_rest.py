@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.apiserver import FakeApiServer
+from titanium_gateway.kube.api import CONFIG_MAPS, HTTPROUTES
+from titanium_gateway.kube.rest import (
+    PATCH_CONTENT_TYPES,
+    RestApi,
+    StrategicPatchNotSupported,
+    api_error_from_response,
+    parse_retry_after,
+)
+from titanium_gateway.metrics import Registry
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after(" 1.5 ") == 1.5
+    assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a past date: at once
+
+
+def test_api_error_from_status_body_and_header() -> None:
+    body = json.dumps({"kind": "Status", "status": "Failure", "reason": "TooManyRequests",
+                       "message": "slow down", "code": 429, "details": {"retryAfterSeconds": 4}}).encode()
+    e = api_error_from_response(429, body, {"Retry-After": "9"})
+    assert (e.status, e.reason, e.message, e.retry_after) == (429, "TooManyRequests", "slow down", 9.0)
+    assert e.body["code"] == 429
+    e2 = api_error_from_response(429, body, {})
+    assert e2.retry_after == 4.0  # from details when the header is absent
+    e3 = api_error_from_response(502, b"<html>bad gateway</html>", {})
+    assert e3.status == 502 and e3.reason == "" and "bad gateway" in e3.message
+    assert api_error_from_response(410, b"", {}).is_gone
+
+
+def test_patch_content_types() -> None:
+    assert PATCH_CONTENT_TYPES == {
+        "merge": "application/merge-patch+json",
+        "json": "application/json-patch+json",
+        "strategic": "application/strategic-merge-patch+json",
+        "apply": "application/apply-patch+yaml",
+    }
+
+
+def test_from_kubeconfig_and_local_validation(tmp_path: Path) -> None:
+    with FakeApiServer() as server:
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(server.kubeconfig()))
+        cfg = server.client_configuration()
+        api = RestApi.from_kubeconfig(str(path), registry=Registry(), qps=5, burst=3)
+        try:
+            assert api.host == f"127.0.0.1:{server.port}"
+            assert api.list(CONFIG_MAPS, "default")["items"] == []
+            assert api.limiter.tokens < 3  # every request takes a token of the client-side bucket
+            with pytest.raises(StrategicPatchNotSupported):
+                api.patch(HTTPROUTES, "default", "r", {}, patch_type="strategic")
+            with pytest.raises(ValueError):
+                api.patch(CONFIG_MAPS, "default", "x", {"not": "a list"}, patch_type="json")
+        finally:
+            api.close()
+        own = RestApi(cfg, registry=Registry())
+        assert own.configuration.retries is False  # urllib3 must not sleep on Retry-After itself
+        assert cfg.retries is None  # the caller's configuration is not modified
+        own.close()

@@ -80,3 +80,10 @@ def test_malformed_objects_never_raise() -> None:
                         "kubernetes.io/service-name": "x"}}, "endpoints": [None, {"addresses": [1]}]}})
     idx = BackendIndex(snap)
     assert resolve_backend(idx, "apps", "x", 80).reason == "BackendNotFound"
+
+
+def test_external_name_service_is_rejected() -> None:
+    ext = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ext", "namespace": "apps"},
+           "spec": {"type": "ExternalName", "externalName": "example.org", "ports": [{"port": 8080}]}}
+    res = resolve_backend(index(ext), "apps", "ext", 8080)
+    assert not res.ok and res.reason == "UnsupportedValue" and "ExternalName" in res.message

@@ -12,7 +12,8 @@ Public API (shared with the Ingress translation):
   Service and port names cannot contain dots, so the id is unambiguous.
 * :func:`resolve_backend` ``(index, namespace, service, port, settings) -> BackendResolution``
   — the cluster dict (``id``, optional ``algorithm``, ``destinations``, optional
-  ``sessionAffinity``/``httpClient``) or a reason (``BackendNotFound``) and message.
+  ``sessionAffinity``/``httpClient``) or a reason and message: ``BackendNotFound`` (no such
+  Service or port), ``UnsupportedValue`` (an ExternalName Service: it has no endpoints).
 
 Destinations are the READY endpoints (``conditions.ready`` not False; nil counts as ready, as
 the EndpointSlice API says) of every slice of the Service, on the slice port whose name is the
@@ -234,8 +235,16 @@ def resolve_backend(
     cached = index._cache.get(key)
     if cached is not None:
         return cached
-    if index.service(namespace, service) is None:
+    svc = index.service(namespace, service)
+    spec = svc.get("spec") if svc is not None else None
+    if svc is None:
         result = BackendResolution(None, "BackendNotFound", f"Service {namespace}/{service} not found")
+    elif isinstance(spec, Mapping) and spec.get("type") == "ExternalName":
+        # never any EndpointSlices: the data plane could only answer 503, so say so instead
+        result = BackendResolution(
+            None, "UnsupportedValue",
+            f"Service {namespace}/{service} is of type ExternalName, which is not supported as a backend",
+        )
     else:
         svc_port = index.service_port(namespace, service, port)
         if svc_port is None:

@@ -2,7 +2,8 @@
 
 Every line is one JSON object: ``ts`` (RFC 3339 UTC, milliseconds), ``level``, ``logger``,
 ``msg``, plus the ``extra`` fields a call passes (``kind``, ``namespace``, ``name``,
-``config_hash``, ``duration_ms``, ...). ``RedactionFilter`` rewrites any PEM private key block
+``config_hash``, ``duration_ms``, ...). ``name`` is reserved by ``logging.LogRecord``, so
+callers pass ``object_name`` and the line shows it as ``name``. ``RedactionFilter`` rewrites any PEM private key block
 and any registered secret (the admin token) in the message, the arguments, the extra fields and
 the formatted traceback, so neither ever reaches a log line.
 """
@@ -104,6 +105,8 @@ class _Formatter(JsonFormatter):
         log_record["level"] = record.levelname.lower()
         log_record["logger"] = record.name
         log_record["msg"] = log_record.pop("message", record.getMessage())
+        if "object_name" in log_record:  # "name" is a LogRecord attribute: callers pass object_name
+            log_record["name"] = log_record.pop("object_name")
         if record.exc_text:
             log_record["exc"] = redact(record.exc_text)
         log_record.pop("exc_info", None)

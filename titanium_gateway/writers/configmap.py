@@ -67,7 +67,7 @@ class ConfigMapWriter:
             raise
         self._known[name] = data
         self._writes.labels(object=what).inc()
-        log.info("wrote ConfigMap", extra={"kind": "ConfigMap", "namespace": self.namespace, "name": name,
+        log.info("wrote ConfigMap", extra={"kind": "ConfigMap", "namespace": self.namespace, "object_name": name,
                                             "bytes": sum(len(v) for v in data.values())})
         return True
 
@@ -103,7 +103,7 @@ class ConfigMapWriter:
                     self._put(part_name(self.name, n), {}, "part")
                 except WriteError:
                     # A part beyond what the chart created: nothing to empty.
-                    log.debug("part ConfigMap absent", extra={"name": part_name(self.name, n)})
+                    log.debug("part ConfigMap absent", extra={"object_name": part_name(self.name, n)})
                     self._known[part_name(self.name, n)] = {}
                 del self._stale[n]
                 done += 1

@@ -53,6 +53,6 @@ class DeploymentStamper:
                 raise
             self._stamped = value
             log.info("stamped data-plane Deployment listeners",
-                     extra={"kind": "Deployment", "namespace": self.namespace, "name": self.name,
+                     extra={"kind": "Deployment", "namespace": self.namespace, "object_name": self.name,
                             "listeners": value})
             return True

@@ -167,9 +167,9 @@ class EventWriter:
                 self.policy.record(d, name, ns)
                 n += 1
                 log.info("posted event", extra={"kind": d.record.kind, "namespace": d.record.namespace,
-                                                 "name": d.record.name, "reason": d.record.reason})
+                                                 "object_name": d.record.name, "reason": d.record.reason})
             except ApiError as e:
                 log.warning("event write failed", extra={"kind": d.record.kind, "namespace": d.record.namespace,
-                                                          "name": d.record.name, "reason": d.record.reason,
+                                                          "object_name": d.record.name, "reason": d.record.reason,
                                                           "error": str(e)})
         return n

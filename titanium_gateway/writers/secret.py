@@ -60,6 +60,6 @@ class SecretWriter:
                 raise
             self._known = data
             self._writes.labels(object="tls-secret").inc()
-            log.info("wrote TLS Secret", extra={"kind": "Secret", "namespace": self.namespace, "name": self.name,
+            log.info("wrote TLS Secret", extra={"kind": "Secret", "namespace": self.namespace, "object_name": self.name,
                                                  "files": sorted(data)})
             return True

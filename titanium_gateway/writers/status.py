@@ -125,7 +125,7 @@ class StatusWriter:
                 report.missing += 1
             elif outcome == "not-leader":
                 lost = True
-            elif outcome == "unchanged":
+            elif outcome in ("unchanged", "rejected"):
                 report.unchanged += 1
             else:
                 report.errors.append(err)
@@ -152,14 +152,20 @@ class StatusWriter:
             try:
                 self.api.patch(res, ns, st.name, body, patch_type="merge", subresource="status")
                 self._writes.labels(kind=st.kind).inc()
-                log.debug("wrote status", extra={"kind": st.kind, "namespace": st.namespace, "name": st.name})
+                log.debug("wrote status", extra={"kind": st.kind, "namespace": st.namespace, "object_name": st.name})
                 return "written", conflicts, ""
             except ApiError as e:
                 if e.is_not_found:
                     return "missing", conflicts, ""
+                if 400 <= e.status < 500 and e.status not in (408, 409, 429):
+                    # The server rejects this object's status (e.g. its spec is invalid): retrying
+                    # cannot help; the next change of the object brings a new attempt.
+                    log.warning("status rejected", extra={"kind": st.kind, "namespace": st.namespace,
+                                                          "object_name": st.name, "error": str(e)})
+                    return "rejected", conflicts, ""
                 if not e.is_conflict:
                     log.warning("status write failed", extra={"kind": st.kind, "namespace": st.namespace,
-                                                               "name": st.name, "error": str(e)})
+                                                               "object_name": st.name, "error": str(e)})
                     return "error", conflicts, f"{st.kind} {st.namespace}/{st.name}: {e}"
                 conflicts += 1
                 self._conflicts.labels(kind=st.kind).inc()

@@ -1,0 +1,89 @@
+"""Two controller instances in one process with separate identities: only the leader writes;
+when it stops, the other takes over (within the lease duration + one reconcile)."""
+
+from __future__ import annotations
+
+import time
+
+from titanium_gateway.controller.options import LeaseTimings
+
+from tests.integration.conftest import Env, wait_for
+
+
+def test_only_the_leader_writes_and_a_graceful_stop_hands_over(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    a = env.start_controller(identity="ctrl-a")
+    wait_for(lambda: a.is_leader, timeout=5, what="a leads")
+    b = env.start_controller(identity="ctrl-b")
+    env.wait_programmed()
+    assert not b.is_leader
+    assert b.runtime.controller.reconciles == 0 or b.runtime.controller.last_result is None
+    lease = env.get("Lease", env.rel.namespace, env.rel.lease)
+    assert lease["spec"]["holderIdentity"] == "ctrl-a"
+    assert a.shutdown() == 0  # SIGTERM path: workers stop, Lease released
+    t0 = time.monotonic()
+    wait_for(lambda: b.is_leader, timeout=5, what="b takes over after the release")
+    env.route(name="cart", host="cart.example.com")
+    wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
+    env.wait_programmed()
+    assert time.monotonic() - t0 < 15
+    assert b.runtime.controller.last_result is not None
+
+
+def test_crashed_leader_is_replaced_after_lease_expiry(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    a = env.start_controller(identity="ctrl-a")
+    wait_for(lambda: a.is_leader, timeout=5)
+    b = env.start_controller(identity="ctrl-b")
+    env.wait_programmed()
+    # a "crash": a's elector stops renewing and never releases the Lease; a stops counting
+    # itself leader once its renew deadline passed
+    t0 = time.monotonic()
+    a.runtime.elector.stop()  # type: ignore[union-attr]
+    wait_for(lambda: not a.is_leader, timeout=5)
+    wait_for(lambda: b.is_leader, timeout=10, what="b acquires the expired Lease")
+    took = time.monotonic() - t0
+    assert 1.5 <= took < 2.0 + 3 * 0.25 + 1  # the (2 s) lease expired first, then b's next attempt
+    env.route(name="cart", host="cart.example.com")
+    wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
+    assert env.get("Lease", env.rel.namespace, env.rel.lease)["spec"]["holderIdentity"] == "ctrl-b"
+
+
+def test_losing_the_lease_stops_writing_and_exits_nonzero(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    a = env.start_controller(identity="ctrl-a")
+    wait_for(lambda: a.is_leader, timeout=5)
+    env.wait_programmed()
+    # someone else takes the Lease: a's renewals fail (409 / held by another)
+    env.server.update_object("Lease", env.rel.namespace, env.rel.lease,
+                             lambda o: o["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600))
+    wait_for(lambda: not a.is_leader, timeout=5, what="a stops leading")
+    a.thread.join(10)
+    assert a.exit_code == [1]
+    env.server.clear_log()
+    env.route(name="cart", host="cart.example.com")
+    time.sleep(0.5)
+    assert [r for r in env.writes() if r.resource != "leases"] == []
+
+
+def test_default_lease_timings_hand_over_within_15s(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    defaults = LeaseTimings()
+    assert (defaults.lease_duration, defaults.renew_deadline, defaults.retry_period) == (15.0, 10.0, 2.0)
+    a = env.start_controller(identity="ctrl-a", lease=None)
+    wait_for(lambda: a.is_leader, timeout=5)
+    b = env.start_controller(identity="ctrl-b", lease=None)
+    env.wait_programmed()
+    assert a.shutdown() == 0
+    t0 = time.monotonic()
+    wait_for(lambda: b.is_leader, timeout=15, what="b leads with default timings")
+    env.route(name="cart", host="cart.example.com")
+    wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
+    assert time.monotonic() - t0 < 15 + 1

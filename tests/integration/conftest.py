@@ -13,15 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.support.apiserver import FakeApiServer
+from tests.support.dataplane import DataPlaneFleet
+from tests.support.release import Release, seed_release
 from titanium_gateway.controller.main import POOL_SIZE, Runtime, run
 from titanium_gateway.controller.options import ControllerOptions, LeaseTimings, parse_options
 from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.rest import RestApi
 from titanium_gateway.metrics import Registry
-
-from tests.support.apiserver import FakeApiServer
-from tests.support.dataplane import DataPlaneFleet
-from tests.support.release import Release, seed_release
 
 GW = "gateway.networking.k8s.io/v1"
 FAST_LEASE = LeaseTimings(lease_duration=2.0, renew_deadline=1.5, retry_period=0.25)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 
-from titanium_gateway.controller.options import LeaseTimings
-
 from tests.integration.conftest import Env, wait_for
+from titanium_gateway.controller.options import LeaseTimings
 
 
 def test_only_the_leader_writes_and_a_graceful_stop_hands_over(env: Env) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from tests.integration.conftest import Env, wait_for
 
 

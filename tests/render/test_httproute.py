@@ -373,3 +373,10 @@ def test_replace_prefix_match_per_match() -> None:
     default = one([rule(filters=[{"type": "URLRewrite", "urlRewrite": {"path": {
         "type": "ReplacePrefixMatch", "replacePrefixMatch": "/x"}}}])])
     assert _apply(routes(default)[0]["transforms"], "/y") == "/x/y"
+
+
+def test_regex_escape_minimal() -> None:
+    from titanium_gateway.render.httproute import regex_escape
+
+    assert regex_escape("/strip-prefix/a.b(c)") == "/strip-prefix/a\\.b\\(c\\)"
+    assert re.fullmatch(regex_escape("/x+y[1]{2}$^|?*\\"), "/x+y[1]{2}$^|?*\\")

@@ -41,7 +41,9 @@ _UNIT_MS = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 # A group that contains a quantifier and is itself quantified: catastrophic backtracking.
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:\?)?\)\s*(?:[+*]|\{[0-9,]+\})")
 _BACKREFERENCE = re.compile(r"\\[1-9]|\\k<")
-_REGEX_SPECIAL = set("\\.^$|?*+()[]{}#- \t\n\r\f\v")
+#: Metacharacters of .NET/ECMAScript regexes outside a character class (nothing else is
+#: escaped: ``\-`` or ``\#`` are errors in ECMAScript's unicode mode).
+_REGEX_SPECIAL = set("\\.^$|?*+()[]{}")
 
 
 def _s(value: Any) -> str:

@@ -323,3 +323,14 @@ def test_services_informer_cluster_wide(api: RestApi, server: FakeApiServer) -> 
     finally:
         inf.stop()
         server.close_watches()
+
+
+def test_stop_cuts_the_open_watch_at_once(api: RestApi, server: FakeApiServer) -> None:
+    inf = SharedInformer(api, CONFIG_MAPS, "default", watch_timeout=600, backoff_factory=fast)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    assert wait_until(lambda: server.watch_count("configmaps") == 1)
+    t0 = time.monotonic()
+    inf.stop(join_timeout=5)
+    assert time.monotonic() - t0 < 4  # not the 600 s watch timeout
+    assert all(not t.is_alive() for t in inf._threads)

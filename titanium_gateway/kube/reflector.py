@@ -15,6 +15,7 @@ selectors) by listing, then watching from the list's resourceVersion (client-go 
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 import threading
@@ -99,7 +100,8 @@ class Reflector:
         self.watches = 0
         self.errors = 0
         self.last_error: BaseException | None = None
-        self.sleeping_until: float | None = None  # clock time a back-off sleep ends (tests, debugging)
+        self.sleeping_until: float | None = None
+        self._stream: object | None = None  # clock time a back-off sleep ends (tests, debugging)
 
     # --- state --------------------------------------------------------------------------------
     def has_synced(self) -> bool:
@@ -114,10 +116,18 @@ class Reflector:
         return self._rv
 
     def stop(self) -> None:
-        """Ask ``run`` to return: at once when it sleeps, else at the next event or stream end."""
+        """Ask ``run`` to return: at once when it sleeps; a watch stream that can be closed from
+        another thread (``RestApi``'s) is cut, else it returns at the next event or stream end."""
         with self._cond:
             self._stopped = True
+            stream = self._stream
             self._cond.notify_all()
+        close = getattr(stream, "close", None)
+        if close is not None and not inspect.isgenerator(stream):
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                log.debug("reflector %s: closing the watch stream failed", self.name, exc_info=True)
 
     @property
     def stopped(self) -> bool:
@@ -223,6 +233,10 @@ class Reflector:
             stream = self.api.watch(self.resource, self.namespace, resource_version=self._rv,
                                     label_selector=self.label_selector, field_selector=self.field_selector,
                                     timeout_seconds=timeout, allow_bookmarks=True)
+            with self._cond:
+                self._stream = stream
+            if self._stopped:
+                self.stop()
             for ev in stream:
                 self._check_stop()
                 self._handle(ev)
@@ -237,6 +251,9 @@ class Reflector:
         except _Gone:
             self._gone()
             return
+        finally:
+            with self._cond:
+                self._stream = None
         self._check_stop()
         self._maybe_resync()
         if events == 0 and self.clock.now() - started < self.min_watch_duration:

@@ -97,6 +97,38 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
     return cfg
 
 
+class WatchStream(Iterator[Obj]):
+    """The events of one watch; ``close()`` may be called from another thread to cut the
+    connection (the reading thread then sees the stream end)."""
+
+    def __init__(self, raw: Any, events: Iterator[Obj]) -> None:
+        self._raw = raw
+        self._events = events
+        self.closed = False
+
+    def __iter__(self) -> WatchStream:
+        return self
+
+    def __next__(self) -> Obj:
+        try:
+            return next(self._events)
+        except WatchStreamError:
+            if self.closed:
+                raise StopIteration from None
+            raise
+
+    def close(self) -> None:
+        self.closed = True
+        shutdown = getattr(self._raw, "shutdown", None)
+        try:
+            if shutdown is not None:
+                shutdown()
+            else:
+                self._raw.close()
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+
+
 class RestApi:
     """``KubeApi`` over HTTP.
 
@@ -208,7 +240,7 @@ class RestApi:
             q.append(("allowWatchBookmarks", "true"))
         read_timeout = (timeout_seconds or 1800) + self.watch_read_margin
         raw = self._send("GET", res.path(namespace), q, timeout=(self.connect_timeout, read_timeout))
-        return self._iter_events(raw)
+        return WatchStream(raw, self._iter_events(raw))
 
     @staticmethod
     def _iter_events(raw: Any) -> Iterator[Obj]:

@@ -34,6 +34,14 @@ Context API for translators (HTTPRoute, Ingress):
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
 * ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.conditions.ConditionList`
   stamped with the object's generation and ``ctx.now``.
+* ``ctx.shared["gateways"]`` — ``{(ns, name): gateway.GatewayInfo}`` of our Gateways (read only).
+
+Precedence tiers (``precedence.TIER_*``): NORMAL for routes whose match is exact, DEGRADED for a
+500 route carrying only the expressible part of a match it cannot express (ordered after every
+normal route, so it never shadows), DEFAULT_BACKEND for the Ingress defaultBackend (last).
+A route that cannot be honoured is ``{"id", "match", "directResponse": {"status": 500, "body":
+"<Reason>: <why>"}}``; an invalid share of a weighted split points at a cluster with
+``destinations: []`` (503).
 """
 
 from __future__ import annotations

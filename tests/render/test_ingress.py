@@ -353,6 +353,21 @@ def test_backend_errors_answer_500(be: Any, reason: str) -> None:
     assert reasons(ctx) == [reason]
 
 
+def test_external_name_service_reports_only_ingress_reasons() -> None:
+    external = {
+        "kind": "Service",
+        "metadata": {"namespace": "apps", "name": "ext"},
+        "spec": {"type": "ExternalName", "externalName": "example.org", "ports": [{"name": "http", "port": 8080}]},
+    }
+    ctx = base(external, ing("a", paths=[path("/", be=backend("ext"))]))
+    r = only_route(ctx)
+    if "directResponse" in r:  # the core rejects ExternalName backends
+        assert reasons(ctx) == ["InvalidBackend"]
+        assert r["directResponse"]["body"].startswith("InvalidBackend")
+    else:
+        assert ctx.clusters[r["clusterId"]]["destinations"] == []
+
+
 def test_invalid_path_relative_has_no_route_and_others_serve() -> None:
     ctx = base(ing("a", paths=[path("api"), path("/ok")]))
     assert route_ids(ctx) == ["ingress/apps/a/r0p1"]

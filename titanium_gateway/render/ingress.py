@@ -527,7 +527,10 @@ class _Translator:
             return None, "InvalidBackend", f"the backend Service {name} has no port"
         resolution = resolve_backend(self.ctx.backends, ing.namespace, name, ref, settings)
         if not resolution.ok or resolution.cluster is None:
-            return "", resolution.reason or "BackendNotFound", resolution.message
+            # Only the Ingress page's reasons are reported on an Ingress: a backend the core
+            # rejects for another reason (e.g. an ExternalName Service) is an InvalidBackend.
+            reason = resolution.reason if resolution.reason == "BackendNotFound" else "InvalidBackend"
+            return None, reason, resolution.message
         cluster = resolution.cluster
         if id_suffix:
             cluster = dict(cluster)

@@ -1245,7 +1245,8 @@ class FakeApiServer:
         """Validation the real server does (422 Invalid)."""
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
-        errs: list[FieldError] = crdschema.validate(obj, schema) if schema is not None else []
+        errs: list[FieldError] = crdschema.ratchet(crdschema.validate(obj, schema), obj, old) \
+            if schema is not None else []
         if not name:
             errs.append(FieldError("metadata.name", "FieldValueRequired", "Required value: name or generateName is required"))
         else:

@@ -199,3 +199,39 @@ def validate(obj: Any, schema: Obj, path: str = "", root: bool = True) -> list[F
             errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
                                    f"{schema['maxProperties']} items"))
     return errs
+
+
+_MISSING = object()
+_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def value_at(obj: Any, path: str) -> Any:
+    """The value at a field path like ``spec.rules[0].matches`` (a sentinel when absent)."""
+    cur = obj
+    for name, idx in _TOKEN.findall(path):
+        if name:
+            if not isinstance(cur, dict) or name not in cur:
+                return _MISSING
+            cur = cur[name]
+        else:
+            i = int(idx)
+            if not isinstance(cur, list) or i >= len(cur):
+                return _MISSING
+            cur = cur[i]
+    return cur
+
+
+def ratchet(errors: list[FieldError], new: Any, old: Any) -> list[FieldError]:
+    """CRD validation ratcheting (Kubernetes 1.30+): an update may keep a value that was already
+    invalid; only errors on changed fields count."""
+    if old is None:
+        return errors
+
+    def unchanged(e: FieldError) -> bool:
+        path = e.field
+        if e.reason == "FieldValueRequired":  # the object missing the field must be unchanged
+            path = re.sub(r"(\.[^.\[\]]+|\[\d+\])$", "", path)
+        before = value_at(old, path)
+        return before is not _MISSING and before == value_at(new, path)
+
+    return [e for e in errors if not unchanged(e)]

@@ -162,3 +162,12 @@ def test_crd_schema_validation(custom: client.CustomObjectsApi) -> None:
              "conditions": [{"type": "Accepted", "status": "True"}]}]}})
     assert e.value.status == 422
     assert "status.parents[0].conditions[0].lastTransitionTime" in {c["field"] for c in status_of(e.value)["details"]["causes"]}
+
+
+def test_crd_validation_ratchets_unchanged_invalid_fields(server: FakeApiServer, custom: client.CustomObjectsApi) -> None:
+    server.put_object({"apiVersion": f"{GW}/v1", "kind": "Gateway", "metadata": {"name": "old"},
+                       "spec": {"gatewayClassName": "t", "listeners": []}})  # seeded below minItems 1
+    custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "old", {"metadata": {"labels": {"a": "b"}}})
+    with pytest.raises(ApiException) as e:
+        custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "old", {"spec": {"gatewayClassName": ""}})
+    assert e.value.status == 422

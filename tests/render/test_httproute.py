@@ -380,3 +380,29 @@ def test_regex_escape_minimal() -> None:
 
     assert regex_escape("/strip-prefix/a.b(c)") == "/strip-prefix/a\\.b\\(c\\)"
     assert re.fullmatch(regex_escape("/x+y[1]{2}$^|?*\\"), "/x+y[1]{2}$^|?*\\")
+
+
+def test_two_parents_status_in_spec_order_and_union_of_hosts() -> None:
+    a = gateway("a", listeners=[listener("http", 80, hostname="a.example.com")])
+    b = gateway("b", listeners=[listener("http", 80, hostname="b.example.com")])
+    closed = gateway("c", listeners=[listener("http", 80, hostname="c.example.com")])
+    r = route(parents=[{"name": "b"}, {"name": "a", "sectionName": "http"}, {"name": "c", "sectionName": "nope"}],
+              hostnames=["a.example.com", "b.example.com", "c.example.com"])
+    res = run([gatewayclass(), a, b, closed, service(), endpoints(), r])
+    parents = status_of(res, "HTTPRoute", "apps", "shop").status["parents"]
+    assert [(p["parentRef"]["name"], p["conditions"][0]["reason"]) for p in parents] == [
+        ("b", "Accepted"), ("a", "Accepted"), ("c", "NoMatchingParent")]
+    assert [r["match"]["host"] for r in routes(res)] == ["a.example.com", "b.example.com"]
+
+
+def test_old_entry_for_dropped_parent_is_not_listed() -> None:
+    old = {"parents": [
+        {"parentRef": {"name": "gone"}, "controllerName": CONTROLLER, "conditions": []},
+        {"parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "web"},
+         "controllerName": CONTROLLER,
+         "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "lastTransitionTime": "old"}]}]}
+    res = run(base_objects() + [route(status=old)], now="new")
+    parents = status_of(res, "HTTPRoute", "apps", "shop").status["parents"]
+    assert [p["parentRef"]["name"] for p in parents] == ["web"]
+    assert parent_cond(res, "Accepted")["lastTransitionTime"] == "old"
+    assert parent_cond(res, "ResolvedRefs")["lastTransitionTime"] == "new"

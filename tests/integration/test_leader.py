@@ -42,6 +42,7 @@ def test_crashed_leader_is_replaced_after_lease_expiry(env: Env) -> None:
     # a "crash": a's elector stops renewing and never releases the Lease; a stops counting
     # itself leader once its renew deadline passed
     t0 = time.monotonic()
+    a.runtime.elector.release = lambda: False  # type: ignore[method-assign,union-attr]  (a crash: no release)
     a.runtime.elector.stop()  # type: ignore[union-attr]
     wait_for(lambda: not a.is_leader, timeout=5)
     wait_for(lambda: b.is_leader, timeout=10, what="b acquires the expired Lease")

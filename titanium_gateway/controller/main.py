@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from titanium_gateway.controller.health import HealthServer, HealthState
-from titanium_gateway.controller.leader import LeaderElector
 from titanium_gateway.controller.logging import register_secret, setup_logging
 from titanium_gateway.controller.options import ControllerOptions, OptionsError, parse_options
 from titanium_gateway.controller.reconciler import Controller
 from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from titanium_gateway.metrics import REGISTRY, Registry
 
 log = logging.getLogger("titanium_gateway.controller")
@@ -50,18 +50,20 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
     lost = threading.Event()
     elector: LeaderElector | None = None
     is_leader: Callable[[], bool]
+    holder: list[Controller] = []
     if opts.leader_election:
-        holder: list[Controller] = []
-        elector = LeaderElector(api, opts.lease_namespace, opts.lease_name, opts.identity, timings=opts.lease,
-                                clock=clock, registry=reg,
-                                on_started_leading=lambda: holder[0].on_started_leading() if holder else None,
-                                on_stopped_leading=lost.set)
+        cfg = LeaderElectionConfig(
+            lease_name=opts.lease_name, lease_namespace=opts.lease_namespace, identity=opts.identity,
+            lease_duration=opts.lease.lease_duration, renew_deadline=opts.lease.renew_deadline,
+            retry_period=opts.lease.retry_period, release_on_cancel=True,
+            allow_create=False)  # the chart pre-creates the Lease; RBAC grants no create
+        elector = LeaderElector(api, cfg, clock=clock, registry=reg,
+                                on_started_leading=lambda: holder[0].on_started_leading() if holder else None)
         is_leader = elector.is_leader
     else:
         is_leader = lambda: True  # noqa: E731
     ctrl = Controller(opts, api, is_leader=is_leader, clock=clock, registry=reg, **(controller_kwargs or {}))
-    if elector is not None:
-        holder.append(ctrl)
+    holder.append(ctrl)
     rt.controller, rt.elector = ctrl, elector
     health: HealthServer | None = None
     if serve_health:
@@ -72,8 +74,16 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
                                            "data_plane_service": opts.data_plane_service,
                                            "leader_election": opts.leader_election})
     ctrl.start()
+    elector_thread: threading.Thread | None = None
     if elector is not None:
-        elector.start()
+        el = elector
+
+        def run_elector() -> None:
+            if not el.run():  # False: leadership lost (not a clean stop)
+                lost.set()
+
+        elector_thread = threading.Thread(target=run_elector, name="leader-elector", daemon=True)
+        elector_thread.start()
     rt.started.set()
     code = EXIT_OK
     try:
@@ -87,13 +97,11 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
                 code = EXIT_LOST_LEADERSHIP
                 break
     finally:
+        ctrl.stop()  # workers first: nothing writes after this
         if elector is not None:
-            elector.stop()
-        ctrl.stop()
-        if elector is not None and code == EXIT_OK:
-            elector.release()
-        if elector is not None:
-            elector.join(5)
+            elector.stop()  # a clean stop releases the Lease (holder "", duration 1 s)
+        if elector_thread is not None:
+            elector_thread.join(5)
         if health is not None:
             health.stop()
         log.info("controller stopped", extra={"exit_code": code})

@@ -201,3 +201,42 @@ def test_trigger_blocking_wait_and_shutdown() -> None:
     tr.shut_down()
     t.join(5)
     assert results == [True, False]
+
+
+def test_concurrent_workers_never_process_one_key_twice_at_once() -> None:
+    q: Queue[int] = Queue("t")
+    lock = threading.Lock()
+    in_progress: set[int] = set()
+    violations: list[int] = []
+    processed: list[int] = []
+
+    def worker() -> None:
+        while True:
+            item, stop = q.get()
+            if stop:
+                return
+            assert item is not None
+            with lock:
+                if item in in_progress:
+                    violations.append(item)
+                in_progress.add(item)
+            time.sleep(0.0005)
+            with lock:
+                in_progress.discard(item)
+                processed.append(item)
+            q.done(item)
+
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for i in range(400):
+        q.add(i % 3)
+    deadline = time.monotonic() + 5
+    while (len(q) or any(q.is_processing(k) for k in range(3))) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    q.shut_down()
+    for w in workers:
+        w.join(5)
+    assert violations == []
+    assert set(processed) == {0, 1, 2}
+    assert len(processed) < 400  # duplicate adds merged

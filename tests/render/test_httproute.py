@@ -60,6 +60,9 @@ def test_regex_checks() -> None:
     assert "nested" in check_regex("(a+)+$")
     assert "longer" in check_regex("a" * 1025)
     assert "backreference" in check_regex(r"(a)\1")
+    assert "does not support" in check_regex("(?P<x>a)")
+    assert "does not support" in check_regex("(?a)b")
+    assert check_regex("(?i)^/[a-z]+(?:/[0-9]+)?$") == ""
 
 
 def _apply(transforms: list[dict[str, Any]], path: str) -> str:

@@ -41,6 +41,8 @@ _UNIT_MS = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 # A group that contains a quantifier and is itself quantified: catastrophic backtracking.
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:\?)?\)\s*(?:[+*]|\{[0-9,]+\})")
 _BACKREFERENCE = re.compile(r"\\[1-9]|\\k<")
+# Python-only syntax the data plane's .NET engine would reject (a config it cannot load).
+_PYTHON_ONLY = re.compile(r"\(\?P|\(\?[aLu]+[):]|\\N\{")
 #: Metacharacters of .NET/ECMAScript regexes outside a character class (nothing else is
 #: escaped: ``\-`` or ``\#`` are errors in ECMAScript's unicode mode).
 _REGEX_SPECIAL = set("\\.^$|?*+()[]{}")
@@ -98,6 +100,8 @@ def check_regex(pattern: Any) -> str:
         return "the regular expression has nested quantifiers (catastrophic backtracking)"
     if _BACKREFERENCE.search(pattern):
         return "the regular expression uses a backreference"
+    if _PYTHON_ONLY.search(pattern):
+        return "the regular expression uses syntax the data plane does not support"
     try:
         re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:

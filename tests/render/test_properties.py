@@ -34,7 +34,9 @@ SETTINGS = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-CASES = [c for c in case_names() if not c.startswith("ingress-")] or ["<none>"]
+#: Per golden case (every case runs): a share of the example budget, at least 3.
+PER_CASE = settings(SETTINGS, max_examples=max(3, EXAMPLES // 5))
+CASES = case_names() or ["<none>"]
 
 
 def _render(objects: list[Mapping[str, Any]], options: RenderOptions | None = None, **snap: Any) -> RenderResult:
@@ -59,8 +61,9 @@ def _check_valid(result: RenderResult) -> None:
 # --- input order ----------------------------------------------------------------------
 
 
-@SETTINGS
-@given(case=st.sampled_from(CASES), data=st.data())
+@pytest.mark.parametrize("case", CASES)
+@PER_CASE
+@given(data=st.data())
 def test_input_order_does_not_matter(case: str, data: st.DataObject) -> None:
     if case == "<none>":
         pytest.skip("no golden cases")
@@ -128,8 +131,9 @@ def _mutate(obj: dict[str, Any], path: tuple[Any, ...], op: str, junk: Any) -> N
         parent.append(copy.deepcopy(parent[last]))
 
 
-@SETTINGS
-@given(case=st.sampled_from(CASES), data=st.data())
+@pytest.mark.parametrize("case", CASES)
+@PER_CASE
+@given(data=st.data())
 def test_mutated_golden_inputs_never_break_the_render(case: str, data: st.DataObject) -> None:
     if case == "<none>":
         pytest.skip("no golden cases")

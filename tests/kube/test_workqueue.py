@@ -240,3 +240,20 @@ def test_concurrent_workers_never_process_one_key_twice_at_once() -> None:
     assert violations == []
     assert set(processed) == {0, 1, 2}
     assert len(processed) < 400  # duplicate adds merged
+
+
+def test_metrics_thread_never_steals_a_workers_wakeup() -> None:
+    reg = Registry()
+    # the metrics thread starts waiting first: a notify() on a shared condition would wake it,
+    # not the worker
+    q: Queue[str] = Queue("m", metrics=PrometheusWorkqueueMetrics(reg), unfinished_work_update_period=10)
+    time.sleep(0.05)
+    got: list[str | None] = []
+    t = threading.Thread(target=lambda: got.append(q.get()[0]), daemon=True)
+    t.start()
+    time.sleep(0.02)
+    q.add("x")
+    t.join(2)
+    finished = not t.is_alive()
+    q.shut_down()
+    assert finished and got == ["x"]

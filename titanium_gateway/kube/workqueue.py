@@ -79,6 +79,7 @@ class Queue(Generic[T]):
         self.name = name
         self._clock = clock
         self._cond = threading.Condition()
+        self._metrics_cond = threading.Condition()
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
@@ -90,12 +91,17 @@ class Queue(Generic[T]):
             t.start()
 
     def _unfinished_loop(self, period: float) -> None:
-        with self._cond:
-            while not self._shutting_down:
+        # its own condition: a notify() meant for a worker blocked in get() must never wake this
+        # thread instead (the worker would then miss the item)
+        while True:
+            with self._cond:
+                if self._shutting_down:
+                    return
                 self._metrics.update_unfinished()
-                deadline = self._clock.now() + period
+            deadline = self._clock.now() + period
+            with self._metrics_cond:
                 while not self._shutting_down and self._clock.now() < deadline:
-                    self._clock.wait(self._cond, deadline - self._clock.now())
+                    self._clock.wait(self._metrics_cond, deadline - self._clock.now())
 
     def update_unfinished_work(self) -> None:
         """Refresh workqueue_unfinished_work_seconds / longest_running_processor_seconds now."""
@@ -164,6 +170,8 @@ class Queue(Generic[T]):
         with self._cond:
             self._shutting_down = True
             self._cond.notify_all()
+        with self._metrics_cond:
+            self._metrics_cond.notify_all()
 
     def shutting_down(self) -> bool:
         with self._cond:

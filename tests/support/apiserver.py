@@ -445,6 +445,7 @@ class FakeApiServer:
         self.token = token
         self.user = user
         self.latency = 0.0  # seconds added to every API request
+        self.event_delay = 0.0  # seconds each watch stream waits before sending an event
         self.now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         self._lock = threading.RLock()
         self._rv = 1
@@ -591,6 +592,8 @@ class FakeApiServer:
         ``resource``: plural (``httproutes``, ``gateways/status``) or ``*``. ``status=None`` only
         adds ``latency``; ``drop`` closes the connection without an answer.
         """
+        if status == 429 and retry_after is None:
+            retry_after = 1  # API Priority and Fairness always sends Retry-After with its 429s
         inj = Injection(verb, resource, status, retry_after, times, latency, namespace, name, drop, message)
         with self._lock:
             self._injections.append(inj)
@@ -1020,6 +1023,10 @@ class FakeApiServer:
         elif method == "DELETE":
             verb = "delete" if name else "deletecollection"
         else:
+            raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        if rt.namespaced and not ns and verb not in ("list", "watch"):
+            if name:  # /api/v1/configmaps/<name> does not exist
+                raise StatusError(404, "NotFound", "the server could not find the requested resource")
             raise StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         resource = rt.plural + (f"/{sub}" if sub else "")
         rec.verb, rec.resource, rec.group, rec.namespace, rec.name = verb, resource, group, ns, name
@@ -1902,6 +1909,8 @@ class _Handler(BaseHTTPRequestHandler):
                     abrupt = True
                     break
                 kind = item[0]
+                if api.event_delay and kind != "BOOKMARK":
+                    time.sleep(api.event_delay)
                 if kind == "BOOKMARK":
                     self._send_bookmark(w, item[1], item[2])
                 elif kind == "ERROR":

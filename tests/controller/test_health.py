@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import requests
+
+from titanium_gateway.controller.health import HealthServer, HealthState
+from titanium_gateway.metrics import Registry
+
+
+def test_endpoints() -> None:
+    flags = {"alive": True, "ready": False}
+    reg = Registry()
+    reg.counter("controller_runtime_reconcile_total", "x", ["result"]).labels(result="success").inc()
+    srv = HealthServer(HealthState(alive=lambda: flags["alive"], ready=lambda: flags["ready"]), 0,
+                       host="127.0.0.1", registry=reg).start()
+    try:
+        base = f"http://127.0.0.1:{srv.port}"
+        assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
+        assert requests.get(f"{base}/readyz", timeout=5).status_code == 503
+        flags["ready"] = True
+        assert requests.get(f"{base}/readyz", timeout=5).status_code == 200
+        flags["alive"] = False
+        assert requests.get(f"{base}/healthz", timeout=5).status_code == 503
+        m = requests.get(f"{base}/metrics", timeout=5)
+        assert m.status_code == 200 and m.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert 'controller_runtime_reconcile_total{result="success"} 1' in m.text
+        assert requests.get(f"{base}/nope", timeout=5).status_code == 404
+    finally:
+        srv.stop()

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+import responses
+from responses import matchers
+
+from titanium_gateway.metrics import Registry
+from titanium_gateway.prober.prober import Endpoint, Prober, ready_endpoints
+
+TOKEN = "admin-token"
+H = "a" * 64
+OLD = "b" * 64
+AUTH = [matchers.header_matcher({"Authorization": f"Bearer {TOKEN}"})]
+
+
+def slice_(eps: list[dict[str, Any]], svc: str = "titanium", ns: str = "gw") -> dict[str, Any]:
+    return {"metadata": {"name": f"{svc}-x", "namespace": ns, "labels": {"kubernetes.io/service-name": svc}},
+            "endpoints": eps}
+
+
+def ep(addr: str, pod: str, ready: bool | None = True, terminating: bool = False) -> dict[str, Any]:
+    cond: dict[str, Any] = {"terminating": terminating}
+    if ready is not None:
+        cond["ready"] = ready
+    return {"addresses": [addr], "conditions": cond, "targetRef": {"kind": "Pod", "name": pod}}
+
+
+def test_ready_endpoints_from_slices() -> None:
+    slices = [slice_([ep("10.0.0.1", "p1"), ep("10.0.0.2", "p2", ready=False), ep("10.0.0.3", "p3", ready=None),
+                      ep("10.0.0.4", "p4", terminating=True)]),
+              slice_([ep("10.9.9.9", "other")], svc="else"), slice_([ep("10.8.8.8", "x")], ns="elsewhere")]
+    assert ready_endpoints(slices, "gw", "titanium") == [Endpoint("p1", "10.0.0.1"), Endpoint("p3", "10.0.0.3")]
+
+
+def prober(reg: Registry | None = None) -> Prober:
+    return Prober(9901, TOKEN, timeout=0.5, attempts=2, retry_wait=0.0, registry=reg or Registry())
+
+
+def add_pod(rsps: responses.RequestsMock, addr: str, h: str, ready: int = 200) -> None:
+    rsps.get(f"http://{addr}:9901/readyz", status=ready)
+    rsps.get(f"http://{addr}:9901/version", json={"version": "7.1", "config_hash": h}, match=AUTH)
+
+
+@responses.activate
+def test_confirmed_only_when_every_ready_pod_reports_the_hash() -> None:
+    add_pod(responses.mock, "10.0.0.1", H)
+    add_pod(responses.mock, "10.0.0.2", H)
+    reg = Registry()
+    r = prober(reg).probe([Endpoint("p1", "10.0.0.1"), Endpoint("p2", "10.0.0.2")], H)
+    assert r.confirmed_hash == H and r.message == ""
+    assert reg.get("titanium_probe_results_total").value(result="confirmed") == 1  # type: ignore[union-attr]
+    # /version got the bearer token, /readyz did not need it
+    v = [c.request for c in responses.calls if c.request.url.endswith("/version")]
+    assert all(req.headers["Authorization"] == f"Bearer {TOKEN}" for req in v)
+
+
+@responses.activate
+def test_stale_pod_is_named_in_the_message() -> None:
+    add_pod(responses.mock, "10.0.0.1", H)
+    add_pod(responses.mock, "10.0.0.2", OLD)
+    r = prober().probe([Endpoint("p1", "10.0.0.1"), Endpoint("p2", "10.0.0.2")], H)
+    assert r.confirmed_hash is None
+    assert "p2" in r.message and OLD[:12] in r.message and H[:12] in r.message
+
+
+@responses.activate
+def test_not_ready_and_unauthorized() -> None:
+    add_pod(responses.mock, "10.0.0.1", H, ready=503)
+    r = prober().probe([Endpoint("p1", "10.0.0.1")], H)
+    assert r.confirmed_hash is None and "503" in r.message
+    responses.reset()
+    responses.get("http://10.0.0.1:9901/readyz", status=200)
+    responses.get("http://10.0.0.1:9901/version", status=401)
+    assert "401" in prober().probe([Endpoint("p1", "10.0.0.1")], H).message
+
+
+@responses.activate
+def test_connection_errors_are_retried_briefly_then_reported() -> None:
+    responses.get("http://10.0.0.1:9901/readyz", body=requests.ConnectionError("refused"))
+    responses.get("http://10.0.0.1:9901/readyz", status=200)
+    responses.get("http://10.0.0.1:9901/version", json={"config_hash": H})
+    assert prober().probe([Endpoint("p1", "10.0.0.1")], H).confirmed_hash == H
+    responses.reset()
+    responses.get("http://10.0.0.1:9901/readyz", body=requests.ConnectionError("refused"))
+    r = prober().probe([Endpoint("p1", "10.0.0.1")], H)
+    assert r.confirmed_hash is None and "unreachable" in r.message
+    assert len([c for c in responses.calls if c.request.url.endswith("/readyz")]) == 2  # attempts=2
+
+
+def test_no_ready_endpoints_is_pending() -> None:
+    r = prober().probe([], H)
+    assert r.confirmed_hash is None and "no ready" in r.message
+
+
+@responses.activate
+def test_token_not_in_message() -> None:
+    responses.get("http://10.0.0.1:9901/readyz", status=200)
+    responses.get("http://10.0.0.1:9901/version", body="not json")
+    r = prober().probe([Endpoint("p1", "10.0.0.1")], H)
+    assert "not JSON" in r.message and TOKEN not in r.message

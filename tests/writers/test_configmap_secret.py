@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+
+from titanium_gateway.kube.api import CONFIG_MAPS, SECRETS, ApiError
+from titanium_gateway.metrics import Registry
+from titanium_gateway.render.result import RenderResult
+from titanium_gateway.writers.base import LeaderGuard, NotLeader, WriteError
+from titanium_gateway.writers.configmap import ConfigMapWriter
+from titanium_gateway.writers.secret import SecretWriter
+
+from .fakes import RecordingApi
+
+NS = "gw"
+
+
+def result(root: str, parts: list[str] = (), tls: dict[str, bytes] | None = None,  # type: ignore[assignment]
+           delivery_error: str = "") -> RenderResult:
+    data = root.encode()
+    return RenderResult(config=data, config_hash=hashlib.sha256(data).hexdigest(),
+                        parts=tuple((f"twp.part-{i}.yaml", p.encode()) for i, p in enumerate(parts, 1)),
+                        tls_files=tls or {}, delivery_error=delivery_error)
+
+
+@pytest.fixture
+def api() -> RecordingApi:
+    a = RecordingApi()
+    for name in ["tp", *(f"tp-part-{i}" for i in range(1, 4))]:
+        a.put(CONFIG_MAPS, {"metadata": {"name": name, "namespace": NS}})
+    a.put(SECRETS, {"metadata": {"name": "tp-tls", "namespace": NS}, "type": "Opaque"})
+    return a
+
+
+def cm_writer(api: RecordingApi, leader: list[bool] | None = None) -> ConfigMapWriter:
+    flag = leader if leader is not None else [True]
+    return ConfigMapWriter(api, NS, "tp", max_parts=3, guard=LeaderGuard(lambda: flag[0]), registry=Registry())
+
+
+def data(api: RecordingApi, name: str) -> dict[str, str]:
+    return (api.obj(CONFIG_MAPS, NS, name) or {}).get("data") or {}
+
+
+def test_parts_before_root_and_only_on_change(api: RecordingApi) -> None:
+    w = cm_writer(api)
+    assert w.write(result("root1", ["p1", "p2"]))
+    names = [c["name"] for c in api.writes("configmaps")]
+    assert names == ["tp-part-1", "tp-part-2", "tp"]
+    assert data(api, "tp") == {"twp.yaml": "root1"} and data(api, "tp-part-2") == {"twp.part-2.yaml": "p2"}
+    assert not w.write(result("root1", ["p1", "p2"]))
+    assert len(api.writes("configmaps")) == 3
+    assert w.write(result("root2", ["p1", "p2x"]))  # only the changed part, then the root
+    assert [c["name"] for c in api.writes("configmaps")][3:] == ["tp-part-2", "tp"]
+    assert all(c["verb"] == "patch" for c in api.calls if c["verb"] != "get")
+
+
+def test_dropped_part_is_emptied_only_after_confirmation(api: RecordingApi) -> None:
+    w = cm_writer(api)
+    w.write(result("r1", ["p1", "p2"]))
+    r2 = result("r2", ["p1"])
+    w.write(r2)
+    assert data(api, "tp-part-2") == {"twp.part-2.yaml": "p2"}  # still there: pods may not have r2 yet
+    assert w.confirm(result("r1").config_hash) == 0  # confirming an older root empties nothing
+    assert data(api, "tp-part-2") == {"twp.part-2.yaml": "p2"}
+    assert w.confirm(r2.config_hash) >= 1
+    assert data(api, "tp-part-2") == {} and api.obj(CONFIG_MAPS, NS, "tp-part-2") is not None  # emptied, not deleted
+    n = len(api.writes())
+    assert w.confirm(r2.config_hash) == 0 and len(api.writes()) == n
+
+
+def test_not_leader_writes_nothing(api: RecordingApi) -> None:
+    leader = [False]
+    w = cm_writer(api, leader)
+    with pytest.raises(NotLeader):
+        w.write(result("r"))
+    assert api.writes() == []
+
+
+def test_missing_configmap_is_a_clear_error_never_created(api: RecordingApi) -> None:
+    del api.objects[("configmaps", NS, "tp")]
+    w = cm_writer(api)
+    with pytest.raises(WriteError, match="pre-creates"):
+        w.write(result("r"))
+    assert not [c for c in api.calls if c["verb"] == "create"]
+    api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS}})
+    assert w.write(result("r"))  # retried next time (nothing cached after a failure)
+
+
+def test_delivery_error_writes_nothing(api: RecordingApi) -> None:
+    assert not cm_writer(api).write(result("r", delivery_error="too big"))
+    assert api.writes() == []
+
+
+def test_transient_error_is_retried_next_time(api: RecordingApi) -> None:
+    w = cm_writer(api)
+    api.fail_next("patch", "configmaps", ApiError(500, "InternalError"))
+    with pytest.raises(ApiError):
+        w.write(result("r"))
+    assert w.write(result("r"))
+
+
+def test_secret_base64_only_on_change(api: RecordingApi) -> None:
+    w = SecretWriter(api, NS, "tp-tls", guard=LeaderGuard(), registry=Registry())
+    files = {"apps.shop.pfx": b"\x00\x01pfx", "ca.pem": b"pem"}
+    assert w.write(result("r", tls=files))
+    sec = api.obj(SECRETS, NS, "tp-tls")
+    assert sec["data"] == {k: base64.b64encode(v).decode() for k, v in files.items()}
+    assert sec["type"] == "Opaque"
+    assert not w.write(result("r2", tls=dict(files)))
+    assert w.write(result("r", tls={"apps.shop.pfx": b"rotated"}))
+    assert set(api.obj(SECRETS, NS, "tp-tls")["data"]) == {"apps.shop.pfx"}  # removed files go away
+    assert len(api.writes("secrets")) == 2
+
+
+def test_secret_missing_is_clear(api: RecordingApi) -> None:
+    del api.objects[("secrets", NS, "tp-tls")]
+    with pytest.raises(WriteError, match="tp-tls"):
+        SecretWriter(api, NS, "tp-tls", guard=LeaderGuard(), registry=Registry()).write(result("r"))

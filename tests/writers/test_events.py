@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import re
+
+from titanium_gateway.kube.api import EVENTS
+from titanium_gateway.kube.clock import FakeClock
+from titanium_gateway.render.result import EventRecord
+from titanium_gateway.writers.base import LeaderGuard
+from titanium_gateway.writers.events import REPEAT_INTERVAL, EventPolicy, EventWriter
+
+from .fakes import RecordingApi
+
+A = EventRecord("Ingress", "apps", "shop", "Warning", "InvalidPath", "path x is not absolute", uid="u1",
+                api_version="networking.k8s.io/v1")
+B = EventRecord("Ingress", "apps", "cart", "Warning", "UnknownAnnotation", "titanium.io/foo")
+
+
+def apply(policy: EventPolicy, current: list[EventRecord]) -> list[tuple[str, str, int]]:
+    out = []
+    for d in policy.decide(current):
+        policy.record(d, f"ev-{d.record.name}", d.record.namespace)
+        out.append((d.action, d.record.name, d.count))
+    return out
+
+
+def test_post_once_then_bump_every_30_minutes() -> None:
+    clock = FakeClock()
+    p = EventPolicy(clock=clock)
+    assert apply(p, [A]) == [("post", "shop", 1)]
+    for _ in range(5):
+        clock.step(60)
+        assert apply(p, [A]) == []
+    clock.step(REPEAT_INTERVAL - 300)
+    assert apply(p, [A]) == [("bump", "shop", 2)]
+    clock.step(REPEAT_INTERVAL - 1)
+    assert apply(p, [A]) == []
+    clock.step(1)
+    assert apply(p, [A]) == [("bump", "shop", 3)]
+
+
+def test_gone_then_back_posts_again_at_once() -> None:
+    clock = FakeClock()
+    p = EventPolicy(clock=clock)
+    apply(p, [A, B])
+    clock.step(1)
+    assert apply(p, [B]) == []  # A fixed: forgotten
+    clock.step(1)
+    assert apply(p, [A, B]) == [("post", "shop", 1)]
+
+
+def test_failed_write_is_retried() -> None:
+    p = EventPolicy(clock=FakeClock())
+    assert [d.action for d in p.decide([A])] == ["post"]  # not recorded: the post failed
+    assert [d.action for d in p.decide([A])] == ["post"]
+
+
+def test_memory_is_bounded() -> None:
+    p = EventPolicy(clock=FakeClock(), max_tracked=100)
+    recs = [EventRecord("Ingress", "apps", f"i{i}", "Warning", "R", "m") for i in range(1000)]
+    apply(p, recs)
+    assert len(p) == 100
+
+
+def test_writer_posts_events_k8s_io_and_bumps_series() -> None:
+    api = RecordingApi()
+    clock = FakeClock()
+    w = EventWriter(api, controller_name="titaniumproxy.com/gateway-controller", identity="pod-0",
+                    guard=LeaderGuard(), clock=clock)
+    assert w.write([A]) == 1
+    (create,) = [c for c in api.calls if c["verb"] == "create"]
+    body = create["body"]
+    assert create["plural"] == "events" and body["apiVersion"] == "events.k8s.io/v1"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", body["eventTime"])
+    assert (body["reportingController"], body["reportingInstance"], body["action"]) == (
+        "titaniumproxy.com/gateway-controller", "pod-0", "Reconcile")
+    assert body["regarding"] == {"kind": "Ingress", "namespace": "apps", "name": "shop", "uid": "u1",
+                                 "apiVersion": "networking.k8s.io/v1"}
+    assert (body["reason"], body["note"], body["type"]) == ("InvalidPath", "path x is not absolute", "Warning")
+    assert w.write([A]) == 0
+    clock.step(REPEAT_INTERVAL)
+    assert w.write([A]) == 1
+    (patch,) = [c for c in api.calls if c["verb"] == "patch"]
+    assert patch["plural"] == "events" and patch["name"] == body["metadata"]["name"]
+    assert patch["body"]["series"]["count"] == 2
+    assert api.obj(EVENTS, "apps", body["metadata"]["name"])["series"]["count"] == 2
+
+
+def test_expired_event_is_posted_again_on_bump() -> None:
+    api = RecordingApi()
+    clock = FakeClock()
+    w = EventWriter(api, controller_name="c", identity="i", guard=LeaderGuard(), clock=clock)
+    w.write([A])
+    api.objects.clear()  # the Event's TTL passed
+    clock.step(REPEAT_INTERVAL)
+    assert w.write([A]) == 1
+    assert len([c for c in api.calls if c["verb"] == "create"]) == 2

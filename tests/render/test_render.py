@@ -142,3 +142,12 @@ def test_ten_thousand_routes_render_fast() -> None:
     assert len(result.statuses) == 10_002
     assert result.parts  # 10k routes exceed one ConfigMap
     assert elapsed < 3.0, elapsed  # < 1 s on a quiet machine; headroom for CI
+
+
+def test_garbage_snapshot_values_never_raise() -> None:
+    from titanium_gateway.render.snapshot import KIND_FIELDS
+
+    junk: dict[str, Any] = {"a/b": None, "c/d": [], "e": "x", "f/g": {"metadata": None, "spec": None, "status": 5},
+                            "h/i": {"metadata": {"name": ["x"], "namespace": 3, "generation": "1"}, "spec": {}}}
+    result = render(Snapshot(**{f: junk for f in KIND_FIELDS.values()}), RenderOptions())
+    assert result.statuses == () and result.delivery_error == ""

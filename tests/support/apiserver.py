@@ -547,6 +547,13 @@ class FakeApiServer:
                 "users": [{"name": "fake", "user": user}],
                 "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}]}
 
+    def write_kubeconfig(self, path: Any) -> str:
+        """Write ``kubeconfig()`` as YAML to ``path`` (for ``--kubeconfig`` / ``$KUBECONFIG``)."""
+        from pathlib import Path
+
+        Path(path).write_text(yaml.safe_dump(self.kubeconfig()))
+        return str(path)
+
     # ----------------------------------------------------------------- test controls
 
     @property

@@ -135,3 +135,17 @@ def test_stop_cuts_pooled_connections_and_restart_keeps_state(server: FakeApiSer
     assert [ln for ln in r.text.splitlines() if ln][0].startswith('{"type":"ADDED"')
     server.restart()
     assert server.get_object("ConfigMap", "default", "b") is not None
+
+
+def test_kubeconfig_loads_with_the_official_loader(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from kubernetes import config
+
+    with FakeApiServer(token="t0k") as server:
+        path = server.write_kubeconfig(Path(str(tmp_path)) / "kubeconfig")
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=path, client_configuration=cfg)
+        assert cfg.host == server.url
+        names = [n.metadata.name for n in client.CoreV1Api(client.ApiClient(cfg)).list_namespace().items]
+        assert "default" in names

@@ -86,9 +86,9 @@ class Env:
         opts = _replace(opts, **changes)
         cfg = self.server.client_configuration()
         cfg.connection_pool_maxsize = POOL_SIZE
-        api = RestApi(cfg, qps=opts.kube_api_qps, burst=opts.kube_api_burst,
-                      request_timeout=10, watch_read_margin=5)
         reg = Registry()
+        api = RestApi(cfg, qps=opts.kube_api_qps, burst=opts.kube_api_burst,
+                      request_timeout=10, watch_read_margin=5, registry=reg)
         rt = Runtime()
         stop = threading.Event()
         codes: list[int] = []

@@ -1,0 +1,93 @@
+"""Split configs (parts), Ingress events, the metrics the controller exports."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import requests
+import yaml
+
+from tests.integration.conftest import Env, wait_for
+from titanium_gateway.render import render
+from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.snapshot import Snapshot
+
+
+def small_parts(snap: Snapshot, opts: RenderOptions) -> Any:
+    return render(snap, dataclasses.replace(opts, part_limit_bytes=2048))
+
+
+def part_data(env: Env, n: int) -> dict[str, str]:
+    cm = env.get("ConfigMap", env.rel.namespace, f"{env.rel.config_map}-part-{n}") or {}
+    return cm.get("data") or {}
+
+
+def test_split_config_parts_written_first_loaded_and_emptied_after_shrink(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    for i in range(40):
+        env.route(name=f"r{i}", host=f"host-{i}.example.com", path=f"/p{i}")
+    env.start_controller(render_fn=small_parts)
+    env.wait_programmed(timeout=20)
+    root = yaml.safe_load(env.root_config())
+    n = len(root["include"])
+    assert n >= 3
+    for i in range(1, n + 1):
+        assert f"twp.part-{i}.yaml" in part_data(env, i)
+    # parts were written before the root that includes them
+    cm_writes = [r.name for r in env.writes("configmaps")]
+    assert cm_writes.index(env.rel.config_map) > cm_writes.index(f"{env.rel.config_map}-part-{n}")
+    doc = env.fleet[0].document
+    assert len([r for r in doc["routes"] if "host-" in str(r)]) >= 40
+    # shrink: fewer parts; the parts no longer listed are emptied once the new root is confirmed
+    for i in range(2, 40):
+        env.server.delete_object("HTTPRoute", "apps", f"r{i}")
+    wait_for(lambda: len(yaml.safe_load(env.root_config()).get("include") or []) < n, timeout=10)
+    env.wait_programmed(timeout=15)
+    m = len(yaml.safe_load(env.root_config()).get("include") or [])
+    wait_for(lambda: all(part_data(env, i) == {} for i in range(m + 1, n + 1)), timeout=10, what="emptied parts")
+    assert env.get("ConfigMap", env.rel.namespace, f"{env.rel.config_map}-part-{n}") is not None
+
+
+def test_ingress_problem_posts_one_event(env: Env) -> None:
+    env.service("api")
+    env.ensure_ns("apps")
+    env.server.put_object({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {
+            "name": "shop", "namespace": "apps", "annotations": {"titanium.io/no-such-annotation": "x"}},
+        "spec": {"ingressClassName": env.rel.ingress_class, "rules": [{"host": "shop.example.com", "http": {
+            "paths": [{"path": "/", "pathType": "Prefix",
+                       "backend": {"service": {"name": "api", "port": {"number": 8080}}}}]}}]}})
+    inst = env.start_controller()
+    ev = wait_for(lambda: [e for e in env.server.list_objects("events.events.k8s.io", "apps")
+                           if e.get("reason") == "UnknownAnnotation"], timeout=15, what="UnknownAnnotation event")
+    e = ev[0]
+    assert e["regarding"]["kind"] == "Ingress" and e["regarding"]["name"] == "shop"
+    assert e["reportingController"] == env.rel.controller_name and e["reportingInstance"] == "ctrl-a"
+    ctrl = inst.runtime.controller
+    n = ctrl.reconciles
+    for _ in range(3):
+        ctrl.trigger.trigger()
+        wait_for(lambda n=n: ctrl.reconciles > n, timeout=5)
+        n = ctrl.reconciles
+    assert len([e for e in env.server.list_objects("events.events.k8s.io", "apps")
+                if e.get("reason") == "UnknownAnnotation"]) == 1  # posted once, not per reconcile
+
+
+def test_metrics_and_health_endpoints(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    inst = env.start_controller()
+    env.wait_programmed()
+    base = f"http://127.0.0.1:{inst.runtime.health.port}"  # type: ignore[union-attr]
+    assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
+    assert requests.get(f"{base}/readyz", timeout=5).status_code == 200
+    text = wait_for(lambda: (t := requests.get(f"{base}/metrics", timeout=5).text)
+                    and "titanium_status_writes_total" in t and t, timeout=5)
+    for name in ("controller_runtime_reconcile_total{result=\"success\"}", "controller_runtime_reconcile_time_seconds",
+                 "titanium_render_duration_seconds", "titanium_config_bytes", "titanium_config_writes_total",
+                 "titanium_status_writes_total", "titanium_probe_results_total{result=\"confirmed\"}",
+                 "leader_election_master_status", "rest_client_requests_total"):
+        assert name in text, name

@@ -55,6 +55,13 @@ def selected(args: argparse.Namespace) -> list[str]:
     return [f for f in FIGURES if f in chosen] or list(FIGURES)
 
 
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     if args.profile:
@@ -68,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     state: dict = {}
     rows: list[Row] = []
     started = time.time()
+    load_start = _loadavg()
 
     def run(fig: str, fn) -> None:  # noqa: ANN001
         t0 = time.perf_counter()
@@ -110,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
             run(fig, lambda: bench_controller.figure_status(args.status_n or (100 if q else 1000)))
     print(format_table(rows))
+    print(f"\nload average at start {load_start}, at end {_loadavg()} (other work on the machine skews timings)")
     if args.machine or not q:
         print()
         print(machine_info())

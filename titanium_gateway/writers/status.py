@@ -71,6 +71,10 @@ def _norm(v: Any) -> Any:
     return v
 
 
+def _rv(obj: Obj | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
 @dataclass
 class StatusReport:
     written: int = 0
@@ -93,6 +97,9 @@ class StatusWriter:
         self._conflicts = reg.counter("titanium_status_conflicts_total",
                                       "Status patches answered 409 Conflict (re-read and retried).", ["kind"])
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="status-writer")
+        # (kind, ns, name) -> (resourceVersion our write was based on, status written): while the
+        # informer still shows that resourceVersion, its copy is older than our write.
+        self._written: dict[tuple[str, str, str], tuple[str, Any]] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -101,6 +108,10 @@ class StatusWriter:
         """Write every changed status (in parallel); raises NotLeader if leadership was lost."""
         report = StatusReport()
         todo = []
+        statuses = list(statuses)
+        live = {st.key for st in statuses}
+        for k in [k for k in self._written if k not in live]:
+            del self._written[k]
         for st in statuses:
             if st.kind not in RESOURCES:
                 continue
@@ -108,8 +119,13 @@ class StatusWriter:
             if cur is None:
                 report.missing += 1
                 continue
-            if not status_differs(cur, merged_status(st.kind, cur, st.status, self.controller_name)):
+            want = merged_status(st.kind, cur, st.status, self.controller_name)
+            if not status_differs(cur, want):
                 report.unchanged += 1
+                continue
+            memo = self._written.get(st.key)
+            if memo is not None and memo == (_rv(cur), want):
+                report.unchanged += 1  # written already; the cache has not caught up yet
                 continue
             todo.append((st, cur))
         if not todo:
@@ -151,6 +167,7 @@ class StatusWriter:
                 return "not-leader", conflicts, ""
             try:
                 self.api.patch(res, ns, st.name, body, patch_type="merge", subresource="status")
+                self._written[st.key] = (_rv(cur), status)
                 self._writes.labels(kind=st.kind).inc()
                 log.debug("wrote status", extra={"kind": st.kind, "namespace": st.namespace, "object_name": st.name})
                 return "written", conflicts, ""

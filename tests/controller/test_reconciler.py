@@ -1,0 +1,151 @@
+"""The reconcile pass with a fake render and a recording API (no informer threads)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from tests.writers.fakes import RecordingApi
+from titanium_gateway.controller.options import parse_options
+from titanium_gateway.controller.reconciler import Controller
+from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
+from titanium_gateway.metrics import Registry
+from titanium_gateway.prober.prober import Endpoint, ProbeResult
+from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.result import EventRecord, ListenerKey, ObjectStatus, RenderResult
+from titanium_gateway.render.snapshot import Snapshot
+
+NS = "gw"
+
+
+class ScriptedProber:
+    def __init__(self) -> None:
+        self.answer: ProbeResult | None = None
+        self.calls: list[tuple[list[Endpoint], str]] = []
+
+    def probe(self, endpoints: Iterable[Endpoint], expected: str) -> ProbeResult:
+        eps = list(endpoints)
+        self.calls.append((eps, expected))
+        return self.answer or ProbeResult(None, "pod p0 runs config old")
+
+
+class FakeRender:
+    def __init__(self) -> None:
+        self.config = b"routes: []\n"
+        self.delivery_error = ""
+        self.snapshots: list[Snapshot] = []
+
+    def __call__(self, snap: Snapshot, opts: RenderOptions) -> RenderResult:
+        self.snapshots.append(snap)
+        h = hashlib.sha256(self.config).hexdigest()
+        programmed = "True" if snap.confirmed_config_hash == h else "False"
+        return RenderResult(
+            config=self.config, config_hash=h, tls_files={"apps.c.pfx": b"pfx"},
+            statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
+                                   {"conditions": [{"type": "Programmed", "status": programmed,
+                                                    "message": snap.probe_message}]}),),
+            events=(EventRecord("Ingress", "apps", "i", "Warning", "InvalidPath", "bad"),),
+            listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error)
+
+
+def setup(leader: bool = True) -> tuple[Controller, RecordingApi, FakeRender, ScriptedProber]:
+    api = RecordingApi()
+    api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS}})
+    api.put(CONFIG_MAPS, {"metadata": {"name": "tp-part-1", "namespace": NS}})
+    api.put(SECRETS, {"metadata": {"name": "tp-tls", "namespace": NS}})
+    api.put(DEPLOYMENTS, {"metadata": {"name": "tp", "namespace": NS}})
+    pod = api.put(PODS, {"metadata": {"name": "p0", "namespace": NS, "uid": "u0"}})
+    gw = api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}})
+    opts = parse_options([f"--data-plane-service={NS}/tp", f"--data-plane-namespace={NS}", "--config-parts=1",
+                          "--data-plane-deployment=tp", "--identity=me"], {})
+    render, prober = FakeRender(), ScriptedProber()
+    flag = {"leader": leader}
+    ctrl = Controller(opts, api, is_leader=lambda: flag["leader"], render_fn=render, registry=Registry(),
+                      prober=prober)  # type: ignore[arg-type]
+    ctrl.informers["Pod"].store.upsert(pod)
+    ctrl.informers["Gateway"].store.upsert(gw)
+    ctrl.informers["EndpointSlice"].store.upsert({
+        "metadata": {"name": "tp-a", "namespace": NS, "labels": {"kubernetes.io/service-name": "tp"}},
+        "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": True}, "targetRef": {"name": "p0"}}]})
+    return ctrl, api, render, prober
+
+
+def write_order(api: RecordingApi) -> list[tuple[str, str]]:
+    return [(c["plural"], c.get("name") or c["body"]["metadata"]["name"]) for c in api.writes()]
+
+
+def test_follower_renders_and_writes_nothing() -> None:
+    ctrl, api, render, prober = setup(leader=False)
+    assert ctrl.reconcile() is None
+    assert api.writes() == [] and render.snapshots == [] and prober.calls == []
+
+
+def test_leader_writes_in_order_then_probes() -> None:
+    ctrl, api, render, prober = setup()
+    res = ctrl.reconcile()
+    assert res is not None
+    order = write_order(api)
+    assert order[:4] == [("secrets", "tp-tls"), ("configmaps", "tp"), ("pods", "p0"), ("deployments", "tp")]
+    assert ("gateways", "web") in order and order[-1][0] == "events"
+    assert prober.calls == [([Endpoint("p0", "10.0.0.9")], res.config_hash)]
+    # pending: the probe message reaches the next render, a poll is scheduled
+    assert ctrl.trigger.pending()
+    ctrl.reconcile()
+    assert render.snapshots[-1].probe_message == "pod p0 runs config old"
+    assert render.snapshots[-1].now.endswith("Z")
+
+
+def test_confirmation_flips_programmed_and_triggers_at_once() -> None:
+    ctrl, api, render, prober = setup()
+    res = ctrl.reconcile()
+    assert res is not None
+    prober.answer = ProbeResult(res.config_hash)
+    ctrl.reconcile()
+    assert ctrl.trigger.pending() and ctrl.trigger.next_run_at() is not None
+    ctrl.reconcile()
+    assert render.snapshots[-1].confirmed_config_hash == res.config_hash
+    gw = api.obj(GATEWAYS, "apps", "web")
+    assert gw["status"]["conditions"][0]["status"] == "True"
+
+
+def test_noop_reconcile_writes_nothing() -> None:
+    ctrl, api, render, prober = setup()
+    ctrl.reconcile()
+    prober.answer = ProbeResult(render(Snapshot(), RenderOptions()).config_hash)
+    ctrl.reconcile()
+    # refresh the informer's Gateway (as the watch would) and the pod's poke annotation
+    ctrl.informers["Gateway"].store.upsert(api.obj(GATEWAYS, "apps", "web"))  # type: ignore[arg-type]
+    ctrl.informers["Pod"].store.upsert(api.obj(PODS, NS, "p0"))  # type: ignore[arg-type]
+    ctrl.reconcile()
+    n = len(api.writes())
+    ctrl.reconcile()
+    ctrl.reconcile()
+    assert len(api.writes()) == n
+
+
+def test_delivery_error_keeps_the_old_config_but_writes_status() -> None:
+    ctrl, api, render, prober = setup()
+    render.delivery_error = "the config needs 9 parts, the pods mount 8"
+    ctrl.reconcile()
+    plurals = {p for p, _ in write_order(api)}
+    assert "configmaps" not in plurals and "secrets" not in plurals and "gateways" in plurals
+    assert prober.calls == []
+
+
+def test_losing_leadership_mid_reconcile_stops_writes() -> None:
+    ctrl, api, render, prober = setup()
+    calls: dict[str, Any] = {"n": 0}
+
+    def flaky() -> bool:
+        calls["n"] += 1
+        return calls["n"] <= 2  # leader for the first checks only
+
+    ctrl.guard._is_leader = flaky
+    try:
+        ctrl.reconcile()
+        raise AssertionError("expected NotLeader")
+    except Exception as e:
+        assert type(e).__name__ == "NotLeader"
+    assert len(api.writes()) == 1  # the Secret, then the check before the ConfigMap failed
+

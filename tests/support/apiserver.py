@@ -81,6 +81,7 @@ KUBE_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4", "gitCommit
                 "compiler": "gc", "platform": "linux/amd64"}
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_ANNOTATION_BYTES = 256 * 1024
+MAX_REQUEST_BYTES = 3 * 1024 * 1024  # the API server's request body limit
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -1836,6 +1837,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        too_large = length > MAX_REQUEST_BYTES
         ctype = self.headers.get("Content-Type") or ""
         try:
             parsed: Any = json.loads(body) if body else None
@@ -1847,6 +1849,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if api.latency:
                 time.sleep(api.latency)
+            if too_large:
+                raise StatusError(413, "RequestEntityTooLarge",
+                                  f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
             result = api._route(method, split.path, query, self.headers, body, rec)
         except StatusError as e:
             result = _Response(e.code, e.status())

@@ -256,3 +256,9 @@ def test_immutable_fields_of_builtins(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as e:
         core.patch_namespaced_service("s", "default", {"spec": {"clusterIP": "10.0.0.1"}})
     assert e.value.status == 422
+
+
+def test_request_body_limit(server: FakeApiServer) -> None:
+    r = requests.post(f"{server.url}/api/v1/namespaces/default/configmaps",
+                      json={"metadata": {"name": "huge"}, "data": {"k": "x" * (3 * 1024 * 1024)}}, timeout=10)
+    assert r.status_code == 413 and r.json()["reason"] == "RequestEntityTooLarge"

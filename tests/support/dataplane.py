@@ -73,6 +73,8 @@ class StubDataPlane:
         self.name = name or f"titanium-{host.replace('.', '-')}"
         self.mounted_parts = mounted_parts
         self.lie_hash: str | None = None  # /version reports this instead of the loaded hash
+        self.delay = 0.0  # seconds every admin answer waits (a slow or hung pod)
+        self.fail_status: int | None = None  # answer every admin request with this status (e.g. 500)
         self._ready_override = True
         self._lag = False
         self._lock = threading.RLock()
@@ -323,7 +325,11 @@ class _AdminHandler(BaseHTTPRequestHandler):
         stub = self.stub
         path = self.path.split("?", 1)[0]
         authorized = self.headers.get("Authorization") == f"Bearer {stub.token}"
-        if path == "/readyz":
+        if stub.delay:
+            time.sleep(stub.delay)
+        if stub.fail_status is not None:
+            code, body, ctype = stub.fail_status, b"injected failure\n", "text/plain"
+        elif path == "/readyz":
             code, body, ctype = (200, b"ok\n", "text/plain") if stub.ready else (503, b"not ready\n", "text/plain")
         elif path in ("/version", "/metrics"):
             if not authorized:

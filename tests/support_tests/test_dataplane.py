@@ -140,3 +140,13 @@ def test_follow_without_pod_sees_every_change(stub: StubDataPlane) -> None:
                            "data": {"twp.yaml": "routes: [unclosed"}})
         time.sleep(0.2)
         assert stub.config_hash == sha256_hex(ROOT) and stub.rejected >= 1
+
+
+def test_slow_and_failing_pod(stub: StubDataPlane) -> None:
+    stub.load(ROOT)
+    stub.fail_status = 500
+    assert requests.get(f"{stub.url}/version", headers=_auth(), timeout=5).status_code == 500
+    stub.fail_status = None
+    stub.delay = 0.5
+    with pytest.raises(requests.Timeout):
+        requests.get(f"{stub.url}/readyz", timeout=0.2)

@@ -13,6 +13,7 @@ from typing import Any
 class TrackingHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 1024  # the stdlib's 5 drops SYNs under parallel clients (1 s retransmits)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._conns: set[socket.socket] = set()

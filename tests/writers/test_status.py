@@ -128,3 +128,14 @@ def test_lost_leadership_stops_status_writes() -> None:
     except Exception as e:
         assert type(e).__name__ == "NotLeader"
     assert api.writes() == []
+
+
+def test_fields_the_render_no_longer_sets_are_removed() -> None:
+    api = RecordingApi()
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"},
+                       "status": {"conditions": [cond("Accepted")], "addresses": [{"value": "1.2.3.4"}]}})
+    rep = writer(api).write_all([ObjectStatus("v1", "Gateway", "apps", "web", {"conditions": [cond("Accepted")]})])
+    assert rep.written == 1
+    assert "addresses" not in api.obj(GATEWAYS, "apps", "web")["status"]
+    assert writer(api).write_all([ObjectStatus("v1", "Gateway", "apps", "web",
+                                               {"conditions": [cond("Accepted")]})]).unchanged == 1

@@ -46,13 +46,16 @@ def merged_status(kind: str, current: Obj | None, wanted: Mapping[str, Any], con
     """The status to write for ``wanted`` given the object's current status."""
     cur = dict((current or {}).get("status") or {})
     if kind != "HTTPRoute":
-        return {k: v for k, v in wanted.items()}
+        # The whole status is ours: a field the render no longer sets is removed (null in a merge patch).
+        out: dict[str, Any] = {k: None for k in cur if k not in wanted}
+        out.update(wanted)
+        return out
     others = [p for p in cur.get("parents") or [] if isinstance(p, Mapping)
               and p.get("controllerName") != controller_name]
     ours = [p for p in wanted.get("parents") or [] if p.get("controllerName") == controller_name]
-    out = {k: v for k, v in wanted.items() if k != "parents"}
-    out["parents"] = others + ours
-    return out
+    merged = {k: v for k, v in wanted.items() if k != "parents"}
+    merged["parents"] = others + ours
+    return merged
 
 
 def status_differs(current: Obj | None, status: Mapping[str, Any]) -> bool:

@@ -917,18 +917,18 @@ class FakeApiServer:
 
     def _remove(self, rt: ResourceType, old: Obj) -> Obj:
         meta = old["metadata"]
+        if rt.plural == "namespaces" and rt.group == "":  # contents first, like the namespace controller
+            for other in RESOURCE_TYPES:
+                st = self._stores.get(other.key)
+                if other.namespaced and st is not None:
+                    for o in list((st.by_ns.get(meta["name"]) or {}).values()):
+                        self._remove(other, o)
         ns = meta.get("namespace", "") if rt.namespaced else ""
         self._store(rt).remove(f"{ns}/{meta['name']}", ns, meta["name"])
         rv = self._next_rv()
         gone = dict(old)
         gone["metadata"] = dict(meta, resourceVersion=str(rv))
         self._record(rt, "DELETED", gone, old)
-        if rt.plural == "namespaces" and rt.group == "":
-            for other in RESOURCE_TYPES:
-                st = self._stores.get(other.key)
-                if other.namespaced and st is not None:
-                    for o in list((st.by_ns.get(meta["name"]) or {}).values()):
-                        self._remove(other, o)
         return gone
 
     def _select(self, rt: ResourceType, ns: str, labels: list[Requirement], fields: list[FieldReq],
@@ -1609,6 +1609,16 @@ class FakeApiServer:
                 self._store(rt).put(f"{ns}/{name}", ns, name, new)
                 self._record(rt, "MODIFIED", new, old)
                 return _Response(202 if not rt.crd else 200, self._external(rt, version, new))
+            if rt.plural == "namespaces" and rt.group == "":
+                # the namespace goes Terminating, the namespace controller empties it, then it goes
+                term = copy.deepcopy(old)
+                term["metadata"]["deletionTimestamp"] = rfc3339(self.now())
+                term["metadata"]["deletionGracePeriodSeconds"] = 0
+                term["status"] = {"phase": "Terminating"}
+                term["metadata"]["resourceVersion"] = str(self._next_rv())
+                self._store(rt).put(f"/{name}", "", name, term)
+                self._record(rt, "MODIFIED", term, old)
+                old = term
             gone = self._remove(rt, old)
         if rt.crd or rt.plural in ("pods", "services", "namespaces"):
             return _Response(200, self._external(rt, version, gone))

@@ -262,3 +262,21 @@ def test_request_body_limit(server: FakeApiServer) -> None:
     r = requests.post(f"{server.url}/api/v1/namespaces/default/configmaps",
                       json={"metadata": {"name": "huge"}, "data": {"k": "x" * (3 * 1024 * 1024)}}, timeout=10)
     assert r.status_code == 413 and r.json()["reason"] == "RequestEntityTooLarge"
+
+
+def test_namespace_deletion_goes_terminating_then_empties(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    core.create_namespace({"metadata": {"name": "gone"}})
+    core.create_namespaced_config_map("gone", {"metadata": {"name": "c"}})
+    rv = core.list_namespace().metadata.resource_version
+    core.delete_namespace("gone")
+    r = requests.get(f"{server.url}/api/v1/configmaps", params={"watch": "1", "resourceVersion": rv,
+                                                                 "timeoutSeconds": "1"}, timeout=5)
+    assert [ln.split('"')[3] for ln in r.text.splitlines() if ln] == ["DELETED"]
+    r = requests.get(f"{server.url}/api/v1/namespaces", params={"watch": "1", "resourceVersion": rv,
+                                                                 "timeoutSeconds": "1", "fieldSelector": "metadata.name=gone"},
+                     timeout=5)
+    import json
+
+    evs = [json.loads(ln) for ln in r.text.splitlines() if ln]
+    assert [e["type"] for e in evs] == ["MODIFIED", "DELETED"]
+    assert evs[0]["object"]["status"]["phase"] == "Terminating"

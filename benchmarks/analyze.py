@@ -47,13 +47,64 @@ def gc_share(render, snap, options) -> tuple[float, float, int]:  # noqa: ANN001
     return total, spent[0], int(spent[1])
 
 
+def memory_sites(n: int, routes_only: bool, top: int) -> int:
+    """tracemalloc: what the caches hold, and the allocation sites alive at the end of emit."""
+    import tracemalloc
+
+    from titanium_gateway.render import emit as emit_mod
+
+    render = render_function()
+    options = bench_render.render_options()
+    import json
+
+    tracemalloc.start(1)
+    objs = [json.loads(json.dumps(o)) for o in workload.build(n, ingresses=not routes_only).objects]
+    snap = workload.snapshot(objs)
+    del objs
+    caches = tracemalloc.get_traced_memory()[0]
+    base = tracemalloc.take_snapshot()
+    taken: list = []
+    orig = emit_mod.emit
+
+    def spy(*a, **kw):  # noqa: ANN002, ANN003, ANN202
+        out = orig(*a, **kw)
+        taken.append(tracemalloc.take_snapshot())
+        return out
+
+    emit_mod.emit = spy
+    import titanium_gateway.render as pkg
+
+    patched = [m for m in vars(pkg).values() if getattr(m, "emit", None) is orig]
+    for m in patched:
+        m.emit = spy
+    try:
+        tracemalloc.reset_peak()
+        render(snap, options)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        emit_mod.emit = orig
+        for m in patched:
+            m.emit = orig
+    print(f"caches {caches / 2**20:.0f} MiB; render peak +{(peak - caches) / 2**20:.0f} MiB")
+    if taken:
+        print("alive at the end of emit (vs before the render), by line:")
+        for stat in taken[0].compare_to(base, "lineno")[:top]:
+            print(f"  {stat.size_diff / 2**20:8.1f} MiB  {stat.count_diff:9d} blocks  {stat.traceback}")
+    else:
+        print("emit() was not intercepted (the render imports it under another name)")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("n", type=int)
     p.add_argument("--routes-only", action="store_true")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--html", default="")
+    p.add_argument("--memory", action="store_true", help="tracemalloc top allocation sites near the render's peak")
     a = p.parse_args()
+    if a.memory:
+        return memory_sites(a.n, a.routes_only, a.top)
     render = render_function()
     options = bench_render.render_options()
     snap = workload.snapshot(workload.build(a.n, ingresses=not a.routes_only).objects)

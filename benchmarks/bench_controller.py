@@ -249,7 +249,7 @@ def _log_phases(path: Path | None, t0_wall: float) -> str:
         except ValueError:
             continue
         msg = str(rec.get("message") or rec.get("msg") or "")
-        ts = rec.get("time") or rec.get("timestamp") or rec.get("asctime")
+        ts = rec.get("ts") or rec.get("time") or rec.get("timestamp")
         if not msg or msg in seen or ts is None:
             continue
         if any(w in msg for w in ("synced", "starting controller", "config written", "reconcile")):

@@ -149,3 +149,34 @@ def test_losing_leadership_mid_reconcile_stops_writes() -> None:
         assert type(e).__name__ == "NotLeader"
     assert len(api.writes()) == 1  # the Secret, then the check before the ConfigMap failed
 
+
+
+def test_health_alive_turns_false_when_a_reconcile_is_stuck() -> None:
+    import threading
+    import time
+
+    ctrl, api, render, prober = setup()
+    gate = threading.Event()
+
+    def stuck(snap: Snapshot, opts: RenderOptions) -> RenderResult:
+        gate.wait(10)
+        return render(snap, opts)
+
+    ctrl.render_fn = stuck
+    ctrl.stuck_after = 0.2
+    ctrl.start()
+    try:
+        assert ctrl.informers.wait_for_sync(5)
+        ctrl.informers.stop()
+        deadline = time.monotonic() + 5
+        while ctrl.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not ctrl.alive()
+        gate.set()
+        deadline = time.monotonic() + 5
+        while not ctrl.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ctrl.alive()
+    finally:
+        gate.set()
+        ctrl.stop()

@@ -100,3 +100,29 @@ def test_token_not_in_message() -> None:
     responses.get("http://10.0.0.1:9901/version", body="not json")
     r = prober().probe([Endpoint("p1", "10.0.0.1")], H)
     assert "not JSON" in r.message and TOKEN not in r.message
+
+
+def test_pods_are_probed_in_parallel() -> None:
+    import threading
+    import time
+
+    class SlowProber(Prober):
+        def __init__(self) -> None:
+            super().__init__(9901, TOKEN, registry=Registry())
+            self.active = 0
+            self.peak = 0
+            self.lock = threading.Lock()
+
+        def check(self, ep: Endpoint, expected: str) -> str | None:
+            with self.lock:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+            time.sleep(0.2)
+            with self.lock:
+                self.active -= 1
+            return None
+
+    p = SlowProber()
+    t0 = time.monotonic()
+    assert p.probe([Endpoint(f"p{i}", f"10.0.0.{i}") for i in range(8)], H).confirmed_hash == H
+    assert time.monotonic() - t0 < 1.0 and p.peak > 1

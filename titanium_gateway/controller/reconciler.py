@@ -71,7 +71,7 @@ class Controller:
                  render_fn: RenderFn | None = None, clock: Clock = REAL_CLOCK, registry: Registry | None = None,
                  prober: Prober | None = None, watch_timeout: int = 300,
                  reflector_backoff: Callable[[], Backoff] | None = None,
-                 retry_backoff: tuple[float, float] = (0.5, 60.0)) -> None:
+                 retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0) -> None:
         self.opts = opts
         self.api = api
         self.clock = clock
@@ -109,6 +109,8 @@ class Controller:
         self._failures = 0
         self._retry_backoff = retry_backoff
         self._worker: threading.Thread | None = None
+        self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
+        self.stuck_after = stuck_after
         self._stopped = threading.Event()
         self.last_result: RenderResult | None = None
         self.reconciles = 0
@@ -150,7 +152,11 @@ class Controller:
         return self.informers.has_synced()
 
     def alive(self) -> bool:
-        return self._worker is not None and self._worker.is_alive()
+        """The worker thread runs and no reconcile has been running for ``stuck_after`` seconds."""
+        if self._worker is None or not self._worker.is_alive():
+            return False
+        busy = self._busy_since
+        return busy is None or time.monotonic() - busy < self.stuck_after
 
     def on_started_leading(self) -> None:
         """A new term: forget what we wrote before (a peer may have written since)."""
@@ -169,6 +175,7 @@ class Controller:
         self.trigger.trigger()
         while self.trigger.wait():
             start = time.monotonic()
+            self._busy_since = start
             result = "success"
             try:
                 self.reconcile()
@@ -184,6 +191,7 @@ class Controller:
                 log.exception("reconcile failed; retrying", extra={"retry_in_s": delay, "error": str(e)})
                 self.trigger.trigger(after=delay)
             finally:
+                self._busy_since = None
                 self.trigger.done()
                 self._m_total.labels(result=result).inc()
                 self._m_time.observe(time.monotonic() - start)

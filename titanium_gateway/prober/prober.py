@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,8 +66,9 @@ class _Transient(Exception):
 class Prober:
     def __init__(self, admin_port: int, token: str, *, timeout: float = 2.0, attempts: int = 2,
                  retry_wait: float = 0.2, registry: Registry | None = None,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None, max_parallel: int = 16) -> None:
         self.admin_port = admin_port
+        self.max_parallel = max(1, max_parallel)
         self.token = token
         self.timeout = timeout
         self.attempts = max(1, attempts)
@@ -121,7 +123,13 @@ class Prober:
         if not eps:
             self._results.labels(result="no-endpoints").inc()
             return ProbeResult(None, "no ready data-plane endpoints")
-        problems = [p for p in (self.check(ep, expected) for ep in eps) if p]
+        if len(eps) == 1:
+            answers = [self.check(eps[0], expected)]
+        else:  # in parallel: one slow pod must not delay the others (bounded by ``timeout`` x attempts)
+            with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(eps)),
+                                    thread_name_prefix="prober") as pool:
+                answers = list(pool.map(lambda ep: self.check(ep, expected), eps))
+        problems = [p for p in answers if p]
         if problems:
             self._results.labels(result="pending").inc()
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

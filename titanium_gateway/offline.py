@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -148,7 +148,8 @@ def _check_object(obj: Any, where: str) -> dict[str, Any]:
     if missing:
         kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "object"
         raise InputError(f"{where}: {kind} without {', '.join(missing)}")
-    if "namespace" in meta and meta["namespace"] is not None and not isinstance(meta["namespace"], str):
+    assert isinstance(meta, dict)
+    if meta.get("namespace") is not None and not isinstance(meta["namespace"], str):
         raise InputError(f"{where}: metadata.namespace must be a string")
     return obj
 
@@ -528,7 +529,7 @@ class _UsageError(Exception):
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(message)
 
 

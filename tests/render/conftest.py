@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import yaml
 from titanium_gateway.offline import build_snapshot, load_objects
 from titanium_gateway.render.options import RenderOptions, parse_port_map, parse_ports
 from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.snapshot import Snapshot
 
 TESTDATA = Path(__file__).parent / "testdata"
 SCHEMA_PATH = Path(__file__).parents[2] / "titanium_gateway" / "render" / "twp.schema.json"
@@ -34,13 +35,14 @@ def render_available() -> bool:
     return callable(getattr(pkg, "render", None))
 
 
-def require_render() -> Any:
+def require_render() -> Callable[[Snapshot, RenderOptions], RenderResult]:
     """The render function (a clear failure when the core is missing)."""
     if not render_available():
         pytest.fail("titanium_gateway.render.render is not importable")
     from titanium_gateway.render import render
 
-    return render
+    fn: Callable[[Snapshot, RenderOptions], RenderResult] = render
+    return fn
 
 
 def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
@@ -54,7 +56,7 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
     path = TESTDATA / case / "options.yaml"
     raw: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
     raw = dict(raw or {})
-    snap_kwargs = {k: raw.pop(k) for k in ("confirmed_config_hash", "probe_message", "now") if k in raw}
+    snap_kwargs: dict[str, Any] = {k: raw.pop(k) for k in ("confirmed_config_hash", "probe_message", "now") if k in raw}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "port_map":
@@ -85,7 +87,7 @@ def case_objects(case: str) -> tuple[Mapping[str, Any], ...]:
 
 @functools.cache
 def render_case(case: str) -> RenderResult:
-    render = require_render()
+    render: Callable[[Snapshot, RenderOptions], RenderResult] = require_render()
     options, snap_kwargs = case_options(case)
     if snap_kwargs.get("confirmed_config_hash") == "rendered":
         # "the data plane confirmed what this render produces": render once for the hash
@@ -98,7 +100,8 @@ def render_case(case: str) -> RenderResult:
 def twp_schema() -> dict[str, Any]:
     if not SCHEMA_PATH.exists():
         pytest.fail(f"{SCHEMA_PATH} is missing: every rendered twp.yaml must validate against it")
-    return json.loads(SCHEMA_PATH.read_text())
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return schema
 
 
 def validate_twp(data: bytes, what: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -39,7 +39,7 @@ PER_CASE = settings(SETTINGS, max_examples=max(3, EXAMPLES // 5))
 CASES = case_names() or ["<none>"]
 
 
-def _render(objects: list[Mapping[str, Any]], options: RenderOptions | None = None, **snap: Any) -> RenderResult:
+def _render(objects: Sequence[Mapping[str, Any]], options: RenderOptions | None = None, **snap: Any) -> RenderResult:
     render = require_render()
     return render(build_snapshot(objects, **snap), options or RenderOptions())
 

@@ -1571,12 +1571,14 @@ class FakeApiServer:
                 raise StatusError(422, "Invalid", str(e)) from None
             if not isinstance(patched, dict):
                 raise invalid(rt.group, rt.kind, name, [FieldError("patch", "FieldValueInvalid", "Invalid value: not an object")])
-            pmeta = patched.get("metadata") if isinstance(patched.get("metadata"), dict) else {}
+            raw_meta = patched.get("metadata")
+            pmeta: Obj = raw_meta if isinstance(raw_meta, dict) else {}
             if pmeta.get("name") != name:
                 raise bad_request(f"the name of the object ({pmeta.get('name', '')}) does not match the name on the URL ({name})")
+            prv = pmeta.get("resourceVersion")
             if ctype == "application/apply-patch+yaml":
                 pmeta.pop("resourceVersion", None)
-            elif str(pmeta.get("resourceVersion", "")) != old["metadata"]["resourceVersion"]:
+            elif prv not in (None, "") and str(prv) != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.group, rt.plural, name)
             op = "Apply" if ctype == "application/apply-patch+yaml" else "Update"
             mgr = query.get("fieldManager") or manager

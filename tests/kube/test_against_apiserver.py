@@ -289,14 +289,15 @@ def test_simultaneous_update_one_wins_409(api: RestApi, server: FakeApiServer) -
     assert not b.try_acquire_or_renew()  # sees a's fresh lease
 
 
-def test_missing_lease_with_create_forbidden(api: RestApi, server: FakeApiServer) -> None:
+def test_missing_lease_is_reported_and_never_created(api: RestApi, server: FakeApiServer) -> None:
     server.forbid("create", "leases")
     clock = FakeClock()
     le = elector(api, "a", clock)
     assert le.try_acquire_or_renew() is False
     assert le.condition == "LeaseMissing" and "pre-creates" in (le.last_error or "")
-    server.allow_all()
-    assert le.try_acquire_or_renew() is True  # the fallback create
+    assert not server.requests(method="POST")
+    put_lease(server)
+    assert le.try_acquire_or_renew() is True
     assert server.get_object("Lease", "default", "tg")["spec"]["holderIdentity"] == "a"  # type: ignore[index]
 
 

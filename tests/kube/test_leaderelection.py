@@ -127,23 +127,17 @@ def test_conflict_409_means_lost_race() -> None:
     assert not le.is_leader()
 
 
-def test_missing_lease_create_forbidden_is_a_clear_condition() -> None:
+def test_missing_lease_is_a_clear_condition_and_never_created() -> None:
     api, clock = FakeKubeApi(), FakeClock()
-    api.fail("create", ApiError(403, "Forbidden", "cannot create leases"))
     le = LeaderElector(api, cfg("a"), clock=clock)
     assert le.try_acquire_or_renew() is False
     assert le.condition == "LeaseMissing"
     assert "pre-creates" in (le.last_error or "") and "sys/tg" in (le.last_error or "")
-    # the fallback create works when allowed
+    assert api.count("create") == 0
+    # once the Lease exists (the chart created it) the elector takes it
+    api.put(LEASES, lease())
     assert le.try_acquire_or_renew() is True
     assert api.get(LEASES, "sys", "tg")["spec"]["holderIdentity"] == "a"
-
-
-def test_missing_lease_without_create_fallback() -> None:
-    api = FakeKubeApi()
-    le = LeaderElector(api, cfg("a", allow_create=False), clock=FakeClock())
-    assert le.try_acquire_or_renew() is False
-    assert le.condition == "LeaseMissing" and api.count("create") == 0
 
 
 def test_is_leader_turns_false_at_renew_deadline_before_lease_expiry() -> None:

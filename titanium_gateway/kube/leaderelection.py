@@ -4,8 +4,8 @@
   1.2 x retry_period (defaults 15 s / 10 s / 2 s).
 - ``LeaseLock`` reads and replaces the Lease with its resourceVersion (409: another replica won
   the race). The chart pre-creates the Lease and RBAC grants no ``create``: a missing Lease is
-  reported (``LeaderElector.condition == "LeaseMissing"``, a clear ``last_error``); creating it
-  is only a fallback that tolerates 403.
+  reported (``LeaderElector.condition == "LeaseMissing"``, a clear ``last_error``) and retried;
+  the elector never creates it.
 - MicroTime fields are written RFC 3339 with exactly 6 fractional digits and ``Z``.
 - Another holder's lease counts as expired ``leaseDurationSeconds`` after *we observed* its last
   change (local monotonic clock, immune to clock skew between nodes).
@@ -95,17 +95,16 @@ class LeaderElectionRecord:
 
 
 class LeaseMissing(Exception):
-    """The Lease does not exist and could not be created (RBAC grants no create)."""
+    """The Lease does not exist (the chart pre-creates it; RBAC grants no create)."""
 
 
 class LeaseLock:
-    """Get / create / update one Lease, remembering the last object read (for its resourceVersion)."""
+    """Get / update one pre-created Lease, remembering the last object read (for its resourceVersion)."""
 
-    def __init__(self, api: KubeApi, namespace: str, name: str, *, allow_create: bool = True) -> None:
+    def __init__(self, api: KubeApi, namespace: str, name: str) -> None:
         self.api = api
         self.namespace = namespace
         self.name = name
-        self.allow_create = allow_create
         self._lease: Obj | None = None
 
     def describe(self) -> str:
@@ -116,21 +115,6 @@ class LeaseLock:
         lease = self.api.get(LEASES, self.namespace, self.name)
         self._lease = lease
         return LeaderElectionRecord.from_lease(lease)
-
-    def create(self, record: LeaderElectionRecord) -> None:
-        """Create the Lease (fallback). Raises ``LeaseMissing`` when forbidden or disabled."""
-        if not self.allow_create:
-            raise LeaseMissing(f"Lease {self.describe()} does not exist (it is pre-created by the chart)")
-        body: Obj = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                     "metadata": {"name": self.name, "namespace": self.namespace}, "spec": record.to_spec()}
-        try:
-            self._lease = self.api.create(LEASES, self.namespace, body)
-        except ApiError as e:
-            if e.status == 403:
-                raise LeaseMissing(
-                    f"Lease {self.describe()} does not exist and RBAC forbids creating it: install the chart "
-                    f"(it pre-creates the Lease) or create the Lease by hand") from e
-            raise
 
     def update(self, record: LeaderElectionRecord) -> None:
         """Replace the Lease read last, with its resourceVersion (409 when someone else wrote first)."""
@@ -153,7 +137,6 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = True
-    allow_create: bool = True
 
     def validate(self) -> None:
         if not self.lease_name or not self.lease_namespace:
@@ -179,7 +162,7 @@ class LeaderElector:
                  rng: random.Random | None = None) -> None:
         config.validate()
         self.config = config
-        self.lock = LeaseLock(api, config.lease_namespace, config.lease_name, allow_create=config.allow_create)
+        self.lock = LeaseLock(api, config.lease_namespace, config.lease_name)
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
@@ -242,18 +225,10 @@ class LeaderElector:
             if not e.is_not_found:
                 self._fail("Error", f"get Lease {self.lock.describe()}: {e}")
                 return False
-            rec = LeaderElectionRecord(me, self._duration_s(), now_wall, now_wall, 0)
-            try:
-                self.lock.create(rec)
-            except LeaseMissing as lm:
-                self._fail("LeaseMissing", str(lm))
-                return False
-            except ApiError as ce:
-                self._fail("Error", f"create Lease {self.lock.describe()}: {ce}")
-                return False
-            self._observe(rec)
-            self._renewed()
-            return True
+            self._fail("LeaseMissing",
+                       f"Lease {self.lock.describe()} does not exist: the chart pre-creates it and RBAC grants "
+                       f"no create; install the chart or create the Lease by hand")
+            return False
 
         self._observe(old)
         now = self.clock.now()

@@ -171,3 +171,18 @@ def test_crd_validation_ratchets_unchanged_invalid_fields(server: FakeApiServer,
     with pytest.raises(ApiException) as e:
         custom.patch_namespaced_custom_object(GW, "v1", "default", "gateways", "old", {"spec": {"gatewayClassName": ""}})
     assert e.value.status == 422
+
+
+def test_patch_resource_version_precondition_is_optional(server: FakeApiServer) -> None:
+    import requests
+
+    server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
+    url = f"{server.url}/api/v1/namespaces/default/configmaps/a"
+    hdr = {"Content-Type": "application/merge-patch+json"}
+    r = requests.patch(url, json={"metadata": {"resourceVersion": None}, "data": {"k": "1"}}, headers=hdr, timeout=5)
+    assert r.status_code == 200 and r.json()["data"] == {"k": "1"}
+    r = requests.patch(url, json={"metadata": {"resourceVersion": "1"}, "data": {"k": "2"}}, headers=hdr, timeout=5)
+    assert r.status_code == 409
+    jp = [{"op": "test", "path": "/metadata/resourceVersion", "value": r.json()["details"]["name"]}]
+    r = requests.patch(url, json=jp, headers={"Content-Type": "application/json-patch+json"}, timeout=5)
+    assert r.status_code == 422

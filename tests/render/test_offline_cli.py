@@ -171,3 +171,24 @@ def test_loader_only_raises_input_error(tmp_path_factory: pytest.TempPathFactory
         assert "in.yaml" in str(exc)
         return
     build_snapshot(objs)
+
+
+@pytest.mark.parametrize("example", [QUICKSTART, HTTPS], ids=["quickstart", "https"])
+def test_examples_are_healthy(example: Path) -> None:
+    """The examples must stay a good first impression: everything accepted, resolved, programmed."""
+    require_render()
+    from titanium_gateway.render import render
+    from titanium_gateway.render.options import RenderOptions
+
+    result = render(build_snapshot(load_objects([example])), RenderOptions(assume_programmed=True))
+    bad = []
+    for st_ in result.statuses:
+        blocks = [st_.status] + list(st_.status.get("listeners") or []) + list(st_.status.get("parents") or [])
+        for block in blocks:
+            for cond in block.get("conditions") or []:
+                healthy = "False" if cond["type"] == "Conflicted" else "True"
+                if cond["status"] != healthy:
+                    bad.append(f"{st_.kind} {st_.namespace}/{st_.name}: {cond['type']}={cond['status']} {cond['message']}")
+    assert not bad
+    assert not result.events
+    assert {s.kind for s in result.statuses} >= {"GatewayClass", "Gateway", "HTTPRoute"}

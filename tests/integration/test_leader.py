@@ -87,3 +87,14 @@ def test_default_lease_timings_hand_over_within_15s(env: Env) -> None:
     env.route(name="cart", host="cart.example.com")
     wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
     assert time.monotonic() - t0 < 15 + 1
+
+
+def test_no_leader_election_writes_without_touching_the_lease(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    inst = env.start_controller("--no-leader-election", identity="solo")
+    env.wait_programmed()
+    assert inst.runtime.elector is None
+    assert env.server.requests(resource="leases") == []
+    assert inst.shutdown() == 0

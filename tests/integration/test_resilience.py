@@ -11,13 +11,18 @@ def test_watch_expiry_410_relists_and_misses_nothing(env: Env) -> None:
     env.route()
     env.start_controller()
     env.wait_programmed()
-    # changes made while every watch is cut and history compacted: the resume RV is expired (410)
+    lists_before = len([r for r in env.server.requests("list", "httproutes")])
+    # hold every re-watch back, cut the watches, change things, then compact the history: the
+    # resourceVersion each reflector resumes from is now expired (410)
+    slow = env.server.inject("watch", "*", status=None, latency=0.5, times=None)
     env.server.close_watches()
     env.route(name="cart", host="cart.example.com")
     env.server.delete_object("HTTPRoute", "apps", "shop")
     env.server.compact()
+    slow.cancel()
     wait_for(lambda: "cart.example.com" in env.root_config() and "shop.example.com" not in env.root_config(),
              timeout=10, what="state after relist")
+    assert len(env.server.requests("list", "httproutes")) > lists_before  # relisted after 410
     env.wait_programmed()
 
 

@@ -75,6 +75,7 @@ class Cluster:
     on_write: list[Callable[[Write], None]] = field(default_factory=list)
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
+    health_port: int = 0
 
     # --- set-up -------------------------------------------------------------------------
     @classmethod
@@ -163,8 +164,9 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TITANIUM_GATEWAY_")}
         env["TITANIUM_ADMIN_TOKEN"] = self.rel.token
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        self.health_port = _free_port()
         args = [sys.executable, "-m", "titanium_gateway", "controller", *self.rel.controller_args(),
-                f"--kubeconfig={kubeconfig}", "--health-port=0", "--admin-port=1", *extra]
+                f"--kubeconfig={kubeconfig}", f"--health-port={self.health_port}", "--admin-port=1", *extra]
         log = open(self.log_path, "wb")  # noqa: SIM115 - closed with the process
         t0 = time.monotonic()
         self.proc = subprocess.Popen(args, cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -181,6 +183,41 @@ class Cluster:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(5)
+
+    def metrics(self) -> dict[str, float]:
+        """``name -> value`` of the controller's /metrics (sums and counts of histograms)."""
+        import urllib.request
+
+        out: dict[str, float] = {}
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/metrics", timeout=10) as r:  # noqa: S310
+                text = r.read().decode()
+        except OSError:
+            return out
+        for line in text.splitlines():
+            if line.startswith("#") or " " not in line:
+                continue
+            name, _, value = line.rpartition(" ")
+            try:
+                out[name] = out.get(name, 0.0) + float(value)
+            except ValueError:
+                continue
+        return out
+
+    def reconcile_summary(self, before: dict[str, float] | None = None) -> str:
+        """Reconciles and mean reconcile/render time from /metrics (since ``before``)."""
+        m = self.metrics()
+        b = before or {}
+
+        def d(name: str) -> float:
+            return m.get(name, 0.0) - b.get(name, 0.0)
+
+        n = d("controller_runtime_reconcile_time_seconds_count")
+        r = d("titanium_render_duration_seconds_count")
+        if not n:
+            return "no /metrics"
+        return (f"{n:.0f} reconciles, mean {d('controller_runtime_reconcile_time_seconds_sum') / n:.2f} s "
+                f"(render {d('titanium_render_duration_seconds_sum') / max(r, 1):.2f} s)")
 
     def controller_rss(self) -> dict[str, int]:
         return proc_status(self.proc.pid) if self.proc is not None else {}
@@ -217,6 +254,14 @@ class Cluster:
         """Write requests the controller sent (from the server's request log), by wall time."""
         return [r for r in self.server.requests() if r.method in ("POST", "PUT", "PATCH", "DELETE")
                 and r.time >= since and (until is None or r.time < until)]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _plain(value: Any) -> Any:
@@ -292,6 +337,7 @@ def figure_startup(n: int) -> list[Row]:
             if phases:
                 rows.append(Row("startup", "phases (controller log)", phases, "", None))
             time.sleep(3)  # statuses, events: let the first reconcile finish
+            rows.append(Row("startup", "first reconcile (controller /metrics)", c.reconcile_summary(), "", None))
             st = c.controller_rss()
             rows.append(Row("memory", f"controller process, N={n} after start-up",
                             f"RSS {mib(st.get('VmRSS', 0))}, peak {mib(st.get('VmHWM', 0))}",
@@ -337,6 +383,7 @@ def figure_churn(n: int, rate: float, duration: float, quiet_seconds: float) -> 
             c.wait_config(t0, timeout=120)
             time.sleep(2.0)  # the first reconcile's statuses and events
             c.on_write.append(on_write)
+            before = c.metrics()
             total = int(rate * duration)
             start = time.monotonic()
             start_wall = time.time()
@@ -385,6 +432,7 @@ def figure_churn(n: int, rate: float, duration: float, quiet_seconds: float) -> 
             else:
                 rows.append(Row("churn", "update -> ConfigMap latency", f"no update seen in a config ({lost} pending)",
                                 "p99 < 1.5 s", False))
+            rows.append(Row("churn", "controller work during churn", c.reconcile_summary(before), "", None))
             tls = [w for w in c.writes if w.kind == "Secret" and w.name == c.rel.tls_secret and w.t >= start]
             rows.append(Row("churn", "TLS Secret writes during churn", f"{len(tls)}", "0 (certs unchanged)", not tls))
             # quiet period: nothing changes, nothing may be written
@@ -449,6 +497,7 @@ def figure_status(n: int) -> list[Row]:
             time.sleep(2.0)
             c.on_write.append(on_write)
             c.server.clear_log()
+            before = c.metrics()
             t_wall = time.time()
             t_create = time.monotonic()
             for r in routes:
@@ -468,6 +517,7 @@ def figure_status(n: int) -> list[Row]:
                             f"all Accepted + attachedRoutes={len(keys)} after {seconds(took)} "
                             f"(creating took {seconds(t_created - t_create)})",
                             "< 2 s", took < 2.0))
+            rows.append(Row("status", "controller work", c.reconcile_summary(before), "", None))
             rows.append(Row("status", "status writes",
                             f"{len(route_writes)} HTTPRoute ({per_obj:.2f}/route), {len(gw_writes)} Gateway "
                             f"status writes; {len(reqs)} API writes in total",

@@ -55,8 +55,7 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
         cfg = LeaderElectionConfig(
             lease_name=opts.lease_name, lease_namespace=opts.lease_namespace, identity=opts.identity,
             lease_duration=opts.lease.lease_duration, renew_deadline=opts.lease.renew_deadline,
-            retry_period=opts.lease.retry_period, release_on_cancel=True,
-            allow_create=False)  # the chart pre-creates the Lease; RBAC grants no create
+            retry_period=opts.lease.retry_period, release_on_cancel=True)  # never creates the Lease
         elector = LeaderElector(api, cfg, clock=clock, registry=reg,
                                 on_started_leading=lambda: holder[0].on_started_leading() if holder else None)
         is_leader = elector.is_leader

@@ -95,13 +95,22 @@ class Env:
         kwargs = {"watch_timeout": 30, "reflector_backoff": lambda: Backoff(0.05, 2.0, 1.0),
                   "retry_backoff": (0.1, 2.0)}
         kwargs.update(ckw)
-        t = threading.Thread(target=lambda: codes.append(run(opts, api, stop, registry=reg, runtime=rt,
-                                                             controller_kwargs=kwargs)),
-                             name=f"controller-{identity}", daemon=True)
+        failure: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                codes.append(run(opts, api, stop, registry=reg, runtime=rt, controller_kwargs=kwargs))
+            except BaseException as e:  # surfaced below instead of a silent dead thread
+                failure.append(e)
+                raise
+
+        t = threading.Thread(target=target, name=f"controller-{identity}", daemon=True)
         t.start()
         inst = Instance(opts, api, stop, rt, t, reg, codes)
         self.instances.append(inst)
-        assert rt.started.wait(10)
+        wait_for(lambda: rt.started.is_set() or failure, timeout=10, what="controller start")
+        if failure:
+            raise AssertionError(f"controller {identity} failed to start: {failure[0]!r}") from failure[0]
         return inst
 
     # --- objects ---------------------------------------------------------------------------

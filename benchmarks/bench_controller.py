@@ -36,6 +36,8 @@ from benchmarks.common import ROOT, Row, error_row, mib, not_measured, percentil
 GW = "gateway.networking.k8s.io"
 #: Part ConfigMaps pre-created for the controller (the default 8 cannot hold a 10k-route mix).
 PARTS = 48
+#: Extra controller flags for every figure (run.py --controller-args).
+EXTRA_ARGS: list[str] = []
 _MARKER = re.compile(rb"172\.(?:1[6-9]|2[0-9]|3[01])\.[0-9]{1,3}\.[0-9]{1,3}")
 
 
@@ -166,7 +168,7 @@ class Cluster:
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         self.health_port = _free_port()
         args = [sys.executable, "-m", "titanium_gateway", "controller", *self.rel.controller_args(),
-                f"--kubeconfig={kubeconfig}", f"--health-port={self.health_port}", "--admin-port=1", *extra]
+                f"--kubeconfig={kubeconfig}", f"--health-port={self.health_port}", "--admin-port=1", *EXTRA_ARGS, *extra]
         log = open(self.log_path, "wb")  # noqa: SIM115 - closed with the process
         t0 = time.monotonic()
         self.proc = subprocess.Popen(args, cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -349,7 +351,7 @@ def figure_startup(n: int) -> list[Row]:
 
 
 def figure_churn(n: int, rate: float, duration: float, quiet_seconds: float) -> list[Row]:
-    label = f"N={n}, {rate:.0f} slice updates/s for {duration:.0f} s"
+    label = f"N={n}, {rate:.0f} slice updates/s for {duration:.0f} s" + (f" ({' '.join(EXTRA_ARGS)})" if EXTRA_ARGS else "")
     why = _missing()
     if why:
         return [not_measured("churn", label, why, "<= 2 writes/s, p99 < 1.5 s")]
@@ -455,7 +457,7 @@ def figure_churn(n: int, rate: float, duration: float, quiet_seconds: float) -> 
 
 
 def figure_status(n: int) -> list[Row]:
-    label = f"{n} HTTPRoutes created at once"
+    label = f"{n} HTTPRoutes created at once" + (f" ({' '.join(EXTRA_ARGS)})" if EXTRA_ARGS else "")
     why = _missing()
     if why:
         return [not_measured("status", label, why, "< 2 s, 1 write per object")]

@@ -40,6 +40,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--churn-rate", type=float, default=200.0, help="EndpointSlice updates per second")
     p.add_argument("--churn-seconds", type=float, default=0.0, help="churn duration (default 30)")
     p.add_argument("--status-n", type=int, default=0, help="HTTPRoutes created at once (default 1000)")
+    p.add_argument("--controller-args", default="",
+                   help="extra controller flags for startup/churn/status, e.g. '--kube-api-qps=500 --kube-api-burst=1000'")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="print a pyinstrument profile of one warm render of N routes and exit")
     p.add_argument("--machine", action="store_true", help="print the machine description too")
@@ -86,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(error_row(fig, exc))
         print(f"[bench] {fig}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
 
+    if args.controller_args:
+        from benchmarks import bench_controller
+
+        bench_controller.EXTRA_ARGS[:] = args.controller_args.split()
     for fig in selected(args):
         if fig == "render":
             from benchmarks import bench_render

@@ -125,3 +125,17 @@ def test_stale_pod_keeps_programmed_pending_until_it_catches_up(env: Env) -> Non
     assert env.wait_programmed(status="False", timeout=1)["reason"] == "Pending"
     stale.release()
     env.wait_programmed(status="True", timeout=10)
+
+
+def test_pod_falling_behind_after_confirmation_turns_pending(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    inst = env.start_controller()
+    env.wait_programmed()
+    env.fleet[0].lie_hash = "0" * 64  # e.g. restarted on an old volume
+    inst.runtime.controller.trigger.trigger()  # type: ignore[union-attr]  (any event does)
+    c = env.wait_programmed(status="False", timeout=10)
+    assert c["reason"] == "Pending" and env.fleet[0].name in c["message"]
+    env.fleet[0].lie_hash = None
+    env.wait_programmed(timeout=10)

@@ -73,6 +73,9 @@ def test_ingress_problem_posts_one_event(env: Env) -> None:
         n = ctrl.reconciles
     assert len([e for e in env.server.list_objects("events.events.k8s.io", "apps")
                 if e.get("reason") == "UnknownAnnotation"]) == 1  # posted once, not per reconcile
+    # the Ingress still serves, and its status carries the data-plane address
+    wait_for(lambda: ((env.get("Ingress", "apps", "shop") or {}).get("status") or {}).get("loadBalancer"),
+             timeout=10, what="Ingress status.loadBalancer")
 
 
 def test_metrics_and_health_endpoints(env: Env) -> None:

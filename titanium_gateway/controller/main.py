@@ -91,7 +91,7 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
                 log.error("leadership lost: stopping so a fresh replica can take over")
                 code = EXIT_LOST_LEADERSHIP
                 break
-            if not ctrl.alive():
+            if not ctrl.worker_running():
                 log.error("reconcile worker died")
                 code = EXIT_LOST_LEADERSHIP
                 break
@@ -137,5 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         return run(opts, api, stop)
+    except OSError as e:  # e.g. the health port is taken
+        log.error("cannot start the controller", extra={"error": str(e)})
+        return 1
     finally:
         api.close()

@@ -151,6 +151,9 @@ class Controller:
     def synced(self) -> bool:
         return self.informers.has_synced()
 
+    def worker_running(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
     def alive(self) -> bool:
         """The worker thread runs and no reconcile has been running for ``stuck_after`` seconds."""
         if self._worker is None or not self._worker.is_alive():

@@ -181,7 +181,8 @@ class Controller:
             self._busy_since = start
             result = "success"
             try:
-                self.reconcile()
+                if self.reconcile() is None:
+                    result = "skipped"  # a follower: caches only
                 self._failures = 0
             except NotLeader as e:
                 result = "not_leader"

@@ -98,3 +98,22 @@ def test_no_leader_election_writes_without_touching_the_lease(env: Env) -> None:
     assert inst.runtime.elector is None
     assert env.server.requests(resource="leases") == []
     assert inst.shutdown() == 0
+
+
+def test_default_timings_crashed_leader_replaced_after_about_15s(env: Env) -> None:
+    """A leader that dies without releasing: with the defaults (15 s / 10 s / 2 s) the follower
+    takes over once 15 s passed since it last saw the Lease change, at its next attempt."""
+    env.service("api")
+    env.gateway()
+    a = env.start_controller(identity="ctrl-a", lease=None)
+    wait_for(lambda: a.is_leader, timeout=10)
+    b = env.start_controller(identity="ctrl-b", lease=None)
+    env.wait_programmed()
+    a.runtime.elector.release = lambda: False  # type: ignore[method-assign,union-attr]  (a crash: no release)
+    t0 = time.monotonic()
+    a.runtime.elector.stop()  # type: ignore[union-attr]
+    wait_for(lambda: b.is_leader, timeout=25, interval=0.1, what="b leads after the lease expired")
+    took = time.monotonic() - t0
+    assert 12.0 <= took <= 15.0 + 2 * 2.0 * 1.2 + 1.0, took
+    env.route(name="cart", host="cart.example.com")
+    wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)

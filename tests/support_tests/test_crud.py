@@ -280,3 +280,14 @@ def test_namespace_deletion_goes_terminating_then_empties(server: FakeApiServer,
     evs = [json.loads(ln) for ln in r.text.splitlines() if ln]
     assert [e["type"] for e in evs] == ["MODIFIED", "DELETED"]
     assert evs[0]["object"]["status"]["phase"] == "Terminating"
+
+
+def test_dry_run_changes_nothing(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    rv = server.resource_version
+    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "dry"}}, dry_run="All")
+    assert cm.metadata.name == "dry" and server.get_object("ConfigMap", "default", "dry") is None
+    server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "real"}, "data": {"k": "1"}})
+    core.patch_namespaced_config_map("real", "default", {"data": {"k": "2"}}, dry_run="All")
+    core.delete_namespaced_config_map("real", "default", dry_run="All")
+    assert server.get_object("ConfigMap", "default", "real")["data"] == {"k": "1"}
+    assert server.resource_version == rv + 1

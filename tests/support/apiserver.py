@@ -82,6 +82,7 @@ KUBE_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4", "gitCommit
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_ANNOTATION_BYTES = 256 * 1024
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # the API server's request body limit
+GZIP_MIN_BYTES = 128 * 1024  # answers above this are gzipped when the client accepts gzip
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -1887,8 +1888,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         data = result.body.encode() if isinstance(result.body, str) else json.dumps(
             result.body, separators=(",", ":")).encode()
+        gzipped = len(data) > GZIP_MIN_BYTES and "gzip" in (self.headers.get("Accept-Encoding") or "")
+        if gzipped:  # APIResponseCompression: large answers are gzipped for clients that accept it
+            import gzip
+
+            data = gzip.compress(data, compresslevel=1)
         self.send_response(result.code)
         self.send_header("Content-Type", "text/plain; charset=utf-8" if isinstance(result.body, str) else "application/json")
+        if gzipped:
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Audit-Id", str(uuid.uuid4()))

@@ -149,3 +149,12 @@ def test_kubeconfig_loads_with_the_official_loader(tmp_path: object) -> None:
         assert cfg.host == server.url
         names = [n.metadata.name for n in client.CoreV1Api(client.ApiClient(cfg)).list_namespace().items]
         assert "default" in names
+
+
+def test_large_answers_are_gzipped_for_clients_that_accept_it(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    for i in range(300):
+        server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i:03d}"},
+                           "data": {"k": "v" * 500}})
+    r = requests.get(f"{server.url}/api/v1/namespaces/default/configmaps", timeout=5)  # requests sends gzip
+    assert r.headers.get("Content-Encoding") == "gzip" and len(r.json()["items"]) == 300
+    assert len(core.list_namespaced_config_map("default").items) == 300

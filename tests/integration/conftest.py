@@ -18,6 +18,7 @@ from tests.support.dataplane import DataPlaneFleet
 from tests.support.release import Release, seed_release
 from titanium_gateway.controller.main import POOL_SIZE, Runtime, run
 from titanium_gateway.controller.options import ControllerOptions, LeaseTimings, parse_options
+from titanium_gateway.controller.reconciler import Controller
 from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.rest import RestApi
 from titanium_gateway.metrics import Registry
@@ -59,6 +60,28 @@ class Instance:
         self.thread.join(timeout)
         self.api.close()
         return self.exit_code[0] if self.exit_code else None
+
+    @property
+    def ctrl(self) -> Controller:
+        assert self.runtime.controller is not None
+        return self.runtime.controller
+
+    def metric(self, name: str, **labels: str) -> float:
+        fam = self.registry.get(name)
+        assert fam is not None, f"metric {name} not registered"
+        return float(fam.value(**labels))  # type: ignore[attr-defined]
+
+    @property
+    def health_port(self) -> int:
+        assert self.runtime.health is not None
+        return self.runtime.health.port
+
+    def crash_elector(self) -> None:
+        """Stop renewing WITHOUT releasing the Lease (as a killed process would)."""
+        el = self.runtime.elector
+        assert el is not None
+        setattr(el, "release", lambda: False)  # noqa: B010
+        el.stop()
 
     @property
     def is_leader(self) -> bool:
@@ -145,6 +168,11 @@ class Env:
 
     def get(self, kind: str, ns: str | None, name: str) -> dict[str, Any] | None:
         return self.server.get_object(kind, ns, name)
+
+    def must(self, kind: str, ns: str | None, name: str) -> dict[str, Any]:
+        obj = self.get(kind, ns, name)
+        assert obj is not None, f"{kind} {ns}/{name} does not exist"
+        return obj
 
     def root_config(self) -> str:
         cm = self.get("ConfigMap", self.rel.namespace, self.rel.config_map) or {}

@@ -28,12 +28,12 @@ def test_burst_of_changes_is_coalesced(env: Env) -> None:
     env.gateway()
     inst = env.start_controller(min_reconcile_ms=500)
     env.wait_programmed()
-    before = inst.runtime.controller.reconciles
+    before = inst.ctrl.reconciles
     for i in range(30):
         env.route(name=f"r{i}", host=f"h{i}.example.com")
     wait_for(lambda: "h29.example.com" in env.root_config(), timeout=10)
     # 30 changes in a burst: a handful of reconciles, not 30
-    assert inst.runtime.controller.reconciles - before < 12
+    assert inst.ctrl.reconciles - before < 12
 
 
 def test_no_write_on_noop_resync(env: Env) -> None:
@@ -42,7 +42,7 @@ def test_no_write_on_noop_resync(env: Env) -> None:
     env.route()
     inst = env.start_controller()
     env.wait_programmed()
-    ctrl = inst.runtime.controller
+    ctrl = inst.ctrl
     # quiesce: wait until nothing more is written for a while
     wait_for(lambda: not ctrl.trigger.pending(), timeout=10)
     time.sleep(0.3)
@@ -50,7 +50,7 @@ def test_no_write_on_noop_resync(env: Env) -> None:
     n = ctrl.reconciles
     for _ in range(3):
         ctrl.trigger.trigger()
-        wait_for(lambda n=n: ctrl.reconciles > n, timeout=5)
+        wait_for(lambda: ctrl.reconciles > n, timeout=5)  # noqa: B023 - called at once
         n = ctrl.reconciles
     # a watched object that changes nothing the render reads
     env.server.update_object("Namespace", None, "apps", lambda o: o["metadata"].setdefault("labels", {}).update(x="1"))
@@ -78,7 +78,7 @@ def test_certificate_rotation_updates_tls_secret(env: Env) -> None:
     assert "apps.shop-tls.pfx" in cfg and "PRIVATE KEY" not in cfg
     env.server.put_object(make_tls_secret("shop-tls", "apps"))  # rotated: new key and certificate
     wait_for(lambda: pfx() and pfx() != first, timeout=5, what="rotated pfx")
-    sec = env.get("Secret", env.rel.namespace, env.rel.tls_secret)
+    sec = env.must("Secret", env.rel.namespace, env.rel.tls_secret)
     assert sec["type"] == "Opaque"
 
 
@@ -117,8 +117,8 @@ def test_stale_pod_keeps_programmed_pending_until_it_catches_up(env: Env) -> Non
     env.route(name="cart", host="cart.example.com")
     c = env.wait_programmed(status="False", timeout=10)
     assert c["reason"] == "Pending"
-    wait_for(lambda: stale.name in ((env.get("Gateway", "apps", "web")["status"]["conditions"])
-                                    and next(x for x in env.get("Gateway", "apps", "web")["status"]["conditions"]
+    wait_for(lambda: stale.name in ((env.must("Gateway", "apps", "web")["status"]["conditions"])
+                                    and next(x for x in env.must("Gateway", "apps", "web")["status"]["conditions"]
                                              if x["type"] == "Programmed")["message"]),
              timeout=5, what="Pending message naming the stale pod")
     time.sleep(1.5)  # several probe periods: still pending while the pod is stale
@@ -134,7 +134,7 @@ def test_pod_falling_behind_after_confirmation_turns_pending(env: Env) -> None:
     inst = env.start_controller()
     env.wait_programmed()
     env.fleet[0].lie_hash = "0" * 64  # e.g. restarted on an old volume
-    inst.runtime.controller.trigger.trigger()  # type: ignore[union-attr]  (any event does)
+    inst.ctrl.trigger.trigger()  # any event does
     c = env.wait_programmed(status="False", timeout=10)
     assert c["reason"] == "Pending" and env.fleet[0].name in c["message"]
     env.fleet[0].lie_hash = None

@@ -18,8 +18,8 @@ def test_only_the_leader_writes_and_a_graceful_stop_hands_over(env: Env) -> None
     b = env.start_controller(identity="ctrl-b")
     env.wait_programmed()
     assert not b.is_leader
-    assert b.runtime.controller.reconciles == 0 or b.runtime.controller.last_result is None
-    lease = env.get("Lease", env.rel.namespace, env.rel.lease)
+    assert b.ctrl.reconciles == 0 or b.ctrl.last_result is None
+    lease = env.must("Lease", env.rel.namespace, env.rel.lease)
     assert lease["spec"]["holderIdentity"] == "ctrl-a"
     assert a.shutdown() == 0  # SIGTERM path: workers stop, Lease released
     t0 = time.monotonic()
@@ -28,7 +28,7 @@ def test_only_the_leader_writes_and_a_graceful_stop_hands_over(env: Env) -> None
     wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
     env.wait_programmed()
     assert time.monotonic() - t0 < 15
-    assert b.runtime.controller.last_result is not None
+    assert b.ctrl.last_result is not None
 
 
 def test_crashed_leader_is_replaced_after_lease_expiry(env: Env) -> None:
@@ -42,15 +42,14 @@ def test_crashed_leader_is_replaced_after_lease_expiry(env: Env) -> None:
     # a "crash": a's elector stops renewing and never releases the Lease; a stops counting
     # itself leader once its renew deadline passed
     t0 = time.monotonic()
-    a.runtime.elector.release = lambda: False  # type: ignore[method-assign,union-attr]  (a crash: no release)
-    a.runtime.elector.stop()  # type: ignore[union-attr]
+    a.crash_elector()
     wait_for(lambda: not a.is_leader, timeout=5)
     wait_for(lambda: b.is_leader, timeout=10, what="b acquires the expired Lease")
     took = time.monotonic() - t0
     assert 1.5 <= took < 2.0 + 3 * 0.25 + 1  # the (2 s) lease expired first, then b's next attempt
     env.route(name="cart", host="cart.example.com")
     wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
-    assert env.get("Lease", env.rel.namespace, env.rel.lease)["spec"]["holderIdentity"] == "ctrl-b"
+    assert env.must("Lease", env.rel.namespace, env.rel.lease)["spec"]["holderIdentity"] == "ctrl-b"
 
 
 def test_losing_the_lease_stops_writing_and_exits_nonzero(env: Env) -> None:
@@ -109,9 +108,8 @@ def test_default_timings_crashed_leader_replaced_after_about_15s(env: Env) -> No
     wait_for(lambda: a.is_leader, timeout=10)
     b = env.start_controller(identity="ctrl-b", lease=None)
     env.wait_programmed()
-    a.runtime.elector.release = lambda: False  # type: ignore[method-assign,union-attr]  (a crash: no release)
     t0 = time.monotonic()
-    a.runtime.elector.stop()  # type: ignore[union-attr]
+    a.crash_elector()
     wait_for(lambda: b.is_leader, timeout=25, interval=0.1, what="b leads after the lease expired")
     took = time.monotonic() - t0
     assert 12.0 <= took <= 15.0 + 2 * 2.0 * 1.2 + 1.0, took

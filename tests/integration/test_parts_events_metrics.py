@@ -65,11 +65,11 @@ def test_ingress_problem_posts_one_event(env: Env) -> None:
     e = ev[0]
     assert e["regarding"]["kind"] == "Ingress" and e["regarding"]["name"] == "shop"
     assert e["reportingController"] == env.rel.controller_name and e["reportingInstance"] == "ctrl-a"
-    ctrl = inst.runtime.controller
+    ctrl = inst.ctrl
     n = ctrl.reconciles
     for _ in range(3):
         ctrl.trigger.trigger()
-        wait_for(lambda n=n: ctrl.reconciles > n, timeout=5)
+        wait_for(lambda: ctrl.reconciles > n, timeout=5)  # noqa: B023 - called at once
         n = ctrl.reconciles
     assert len([e for e in env.server.list_objects("events.events.k8s.io", "apps")
                 if e.get("reason") == "UnknownAnnotation"]) == 1  # posted once, not per reconcile
@@ -84,7 +84,7 @@ def test_metrics_and_health_endpoints(env: Env) -> None:
     env.route()
     inst = env.start_controller()
     env.wait_programmed()
-    base = f"http://127.0.0.1:{inst.runtime.health.port}"  # type: ignore[union-attr]
+    base = f"http://127.0.0.1:{inst.health_port}"
     assert requests.get(f"{base}/healthz", timeout=5).status_code == 200
     assert requests.get(f"{base}/readyz", timeout=5).status_code == 200
     text = wait_for(lambda: (t := requests.get(f"{base}/metrics", timeout=5).text)

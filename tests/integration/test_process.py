@@ -30,7 +30,7 @@ def test_cli_process_sigterm_releases_lease_and_logs_no_secrets(env: Env, tmp_pa
     proc = subprocess.Popen(args, env=proc_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         env.wait_programmed(timeout=30)
-        assert env.get("Lease", env.rel.namespace, env.rel.lease)["spec"]["holderIdentity"] == "ctrl-proc"
+        assert env.must("Lease", env.rel.namespace, env.rel.lease)["spec"]["holderIdentity"] == "ctrl-proc"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     finally:
@@ -38,7 +38,7 @@ def test_cli_process_sigterm_releases_lease_and_logs_no_secrets(env: Env, tmp_pa
             proc.kill()
             proc.communicate(timeout=5)
     assert proc.returncode == 0, err[-3000:]
-    assert env.get("Lease", env.rel.namespace, env.rel.lease)["spec"].get("holderIdentity", "") == ""
+    assert env.must("Lease", env.rel.namespace, env.rel.lease)["spec"].get("holderIdentity", "") == ""
     lines = [json.loads(x) for x in err.splitlines() if x.strip()]
     assert lines and all({"ts", "level", "logger", "msg"} <= set(x) for x in lines)
     assert any(x["msg"] == "config written" and x.get("config_hash") for x in lines)

@@ -18,16 +18,16 @@ def test_quick_start_reaches_programmed(env: Env) -> None:
     assert doc["listeners"][0]["port"] == 8080
     for stub in env.fleet:
         assert stub.config_hash is not None
-    route = env.get("HTTPRoute", "apps", "shop")
+    route = env.must("HTTPRoute", "apps", "shop")
     parents = route["status"]["parents"]
     assert parents[0]["controllerName"] == env.rel.controller_name
     accepted = [c for c in parents[0]["conditions"] if c["type"] == "Accepted"]
     assert accepted and accepted[0]["status"] == "True"
     # poked pods carry the confirmed hash
-    pods = [env.get("Pod", env.rel.namespace, s.name) for s in env.fleet]
+    pods = [env.must("Pod", env.rel.namespace, s.name) for s in env.fleet]
     h = env.fleet[0].config_hash
     assert all(p["metadata"]["annotations"]["gateway.titaniumproxy.com/config-poke"] == h for p in pods)
     # the Deployment is stamped with the listener set
-    dep = env.get("Deployment", env.rel.namespace, env.rel.data_plane)
+    dep = env.must("Deployment", env.rel.namespace, env.rel.data_plane)
     assert dep["spec"]["template"]["metadata"]["annotations"]["gateway.titaniumproxy.com/listeners"] == "8080/http"
     wait_for(lambda: env.fleet[0].config_hash == env.fleet[1].config_hash)

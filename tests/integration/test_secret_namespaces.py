@@ -19,7 +19,7 @@ def test_secret_namespaces_scope_the_watch(env: Env) -> None:
     secret_reads = [r for r in env.server.requests(method="GET") if r.resource == "secrets"]
     assert secret_reads and {r.namespace for r in secret_reads} <= {"apps", "tenants"}
     assert all(r.query.get("fieldSelector") == "type=kubernetes.io/tls" for r in secret_reads)
-    cache = inst.runtime.controller.informers["Secret"].store  # type: ignore[union-attr]
+    cache = inst.ctrl.informers["Secret"].store
     assert cache.keys() == ["apps/shop-tls"]
     wait_for(lambda: "apps.shop-tls.pfx" in ((env.get("Secret", env.rel.namespace, env.rel.tls_secret) or {})
                                              .get("data") or {}), timeout=5)

@@ -52,7 +52,7 @@ def test_confirmed_only_when_every_ready_pod_reports_the_hash() -> None:
     assert r.confirmed_hash == H and r.message == ""
     assert reg.get("titanium_probe_results_total").value(result="confirmed") == 1  # type: ignore[union-attr]
     # /version got the bearer token, /readyz did not need it
-    v = [c.request for c in responses.calls if c.request.url.endswith("/version")]
+    v = [c.request for c in responses.calls if str(c.request.url).endswith("/version")]
     assert all(req.headers["Authorization"] == f"Bearer {TOKEN}" for req in v)
 
 
@@ -86,7 +86,7 @@ def test_connection_errors_are_retried_briefly_then_reported() -> None:
     responses.get("http://10.0.0.1:9901/readyz", body=requests.ConnectionError("refused"))
     r = prober().probe([Endpoint("p1", "10.0.0.1")], H)
     assert r.confirmed_hash is None and "unreachable" in r.message
-    assert len([c for c in responses.calls if c.request.url.endswith("/readyz")]) == 2  # attempts=2
+    assert len([c for c in responses.calls if str(c.request.url).endswith("/readyz")]) == 2  # attempts=2
 
 
 def test_no_ready_endpoints_is_pending() -> None:

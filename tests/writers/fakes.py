@@ -40,8 +40,15 @@ class RecordingApi:
             self.objects[(res.plural, md.get("namespace") or "", md["name"])] = o
             return copy.deepcopy(o)
 
-    def obj(self, res: Resource, ns: str | None, name: str) -> Obj | None:
+    def find(self, res: Resource, ns: str | None, name: str) -> Obj | None:
         return self.objects.get((res.plural, ns or "", name))
+
+    def obj(self, res: Resource, ns: str | None, name: str) -> Obj:
+        """The stored object (a test error when absent)."""
+        o = self.find(res, ns, name)
+        if o is None:
+            raise AssertionError(f"{res.plural} {ns}/{name} does not exist")
+        return o
 
     def fail_next(self, verb: str, plural: str, err: ApiError) -> None:
         self.errors.append((verb, plural, err))
@@ -69,7 +76,7 @@ class RecordingApi:
         with self.lock:
             self.calls.append({"verb": "get", "plural": res.plural, "namespace": namespace, "name": name})
             self._maybe_fail("get", res.plural)
-            o = self.obj(res, namespace, name)
+            o = self.find(res, namespace, name)
             if o is None:
                 raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
             return copy.deepcopy(o)
@@ -92,7 +99,7 @@ class RecordingApi:
             self.calls.append({"verb": "patch", "plural": res.plural, "namespace": namespace, "name": name,
                                "body": copy.deepcopy(body), "patch_type": patch_type, "subresource": subresource})
             self._maybe_fail("patch", res.plural)
-            cur = self.obj(res, namespace, name)
+            cur = self.find(res, namespace, name)
             if cur is None:
                 raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
             if patch_type == "strategic" and res.is_custom:

@@ -40,7 +40,7 @@ def cm_writer(api: RecordingApi, leader: list[bool] | None = None) -> ConfigMapW
 
 
 def data(api: RecordingApi, name: str) -> dict[str, str]:
-    return (api.obj(CONFIG_MAPS, NS, name) or {}).get("data") or {}
+    return api.obj(CONFIG_MAPS, NS, name).get("data") or {}
 
 
 def test_parts_before_root_and_only_on_change(api: RecordingApi) -> None:
@@ -65,7 +65,7 @@ def test_dropped_part_is_emptied_only_after_confirmation(api: RecordingApi) -> N
     assert w.confirm(result("r1").config_hash) == 0  # confirming an older root empties nothing
     assert data(api, "tp-part-2") == {"twp.part-2.yaml": "p2"}
     assert w.confirm(r2.config_hash) >= 1
-    assert data(api, "tp-part-2") == {} and api.obj(CONFIG_MAPS, NS, "tp-part-2") is not None  # emptied, not deleted
+    assert data(api, "tp-part-2") == {} and api.find(CONFIG_MAPS, NS, "tp-part-2") is not None  # emptied, not deleted
     n = len(api.writes())
     assert w.confirm(r2.config_hash) == 0 and len(api.writes()) == n
 

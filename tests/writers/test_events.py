@@ -16,7 +16,7 @@ B = EventRecord("Ingress", "apps", "cart", "Warning", "UnknownAnnotation", "tita
 
 
 def apply(policy: EventPolicy, current: list[EventRecord]) -> list[tuple[str, str, int]]:
-    out = []
+    out: list[tuple[str, str, int]] = []
     for d in policy.decide(current):
         policy.record(d, f"ev-{d.record.name}", d.record.namespace)
         out.append((d.action, d.record.name, d.count))

@@ -26,7 +26,7 @@ def parent(gw: str, ctrl: str = OURS) -> dict[str, Any]:
 def writer(api: RecordingApi, reg: Registry | None = None, leader: bool = True) -> StatusWriter:
     def current(kind: str, ns: str, name: str) -> Any:
         res = {"Gateway": GATEWAYS, "HTTPRoute": HTTPROUTES, "Ingress": INGRESSES}[kind]
-        return api.obj(res, ns, name)
+        return api.find(res, ns, name)
 
     return StatusWriter(api, controller_name=OURS, guard=LeaderGuard(lambda: leader), current=current,
                         registry=reg or Registry())

@@ -80,6 +80,11 @@ def test_certificate_rotation_updates_tls_secret(env: Env) -> None:
     wait_for(lambda: pfx() and pfx() != first, timeout=5, what="rotated pfx")
     sec = env.must("Secret", env.rel.namespace, env.rel.tls_secret)
     assert sec["type"] == "Opaque"
+    # no longer referenced: the file leaves the Secret once the config without it is confirmed
+    env.gateway()
+    wait_for(lambda: "apps.shop-tls.pfx" not in env.root_config(), timeout=5)
+    wait_for(lambda: not pfx(), timeout=10, what="pfx removed after confirmation")
+    env.wait_programmed()
 
 
 def test_listener_change_stamps_deployment(env: Env) -> None:

@@ -110,8 +110,28 @@ def test_secret_base64_only_on_change(api: RecordingApi) -> None:
     assert sec["type"] == "Opaque"
     assert not w.write(result("r2", tls=dict(files)))
     assert w.write(result("r", tls={"apps.shop.pfx": b"rotated"}))
-    assert set(api.obj(SECRETS, NS, "tp-tls")["data"]) == {"apps.shop.pfx"}  # removed files go away
+    assert api.obj(SECRETS, NS, "tp-tls")["data"]["apps.shop.pfx"] == base64.b64encode(b"rotated").decode()
     assert len(api.writes("secrets")) == 2
+
+
+def test_secret_file_dropped_only_after_the_config_is_confirmed(api: RecordingApi) -> None:
+    w = SecretWriter(api, NS, "tp-tls", guard=LeaderGuard(), registry=Registry())
+    w.write(result("r1", tls={"a.pfx": b"a", "b.pfx": b"b"}))
+    r2 = result("r2", tls={"a.pfx": b"a"})
+    w.write(r2)
+    assert set(api.obj(SECRETS, NS, "tp-tls")["data"]) == {"a.pfx", "b.pfx"}  # pods may still use b
+    assert not w.confirm(result("r1").config_hash)
+    assert w.confirm(r2.config_hash)
+    assert set(api.obj(SECRETS, NS, "tp-tls")["data"]) == {"a.pfx"}
+    n = len(api.writes("secrets"))
+    assert not w.write(r2) and not w.confirm(r2.config_hash)
+    assert len(api.writes("secrets")) == n
+    # named again before confirmation: simply kept
+    w.write(result("r3", tls={"a.pfx": b"a", "c.pfx": b"c"}))
+    w.write(result("r4", tls={"a.pfx": b"a"}))
+    w.write(result("r5", tls={"a.pfx": b"a", "c.pfx": b"c"}))
+    assert not w.confirm(result("r4", tls={"a.pfx": b"a"}).config_hash)
+    assert set(api.obj(SECRETS, NS, "tp-tls")["data"]) == {"a.pfx", "c.pfx"}
 
 
 def test_secret_missing_is_clear(api: RecordingApi) -> None:

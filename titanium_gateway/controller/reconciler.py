@@ -225,6 +225,7 @@ class Controller:
         else:
             if self._confirmed == result.config_hash:
                 self.config_writer.confirm(result.config_hash)
+                self.secret_writer.confirm(result.config_hash)
             self.secret_writer.write(result)
             if self.config_writer.write(result):
                 log.info("config written", extra={"config_hash": result.config_hash,
@@ -255,6 +256,7 @@ class Controller:
                 self._confirmed = result.config_hash
                 self._probe_message = ""
                 self.config_writer.confirm(result.config_hash)
+                self.secret_writer.confirm(result.config_hash)
                 self.trigger.trigger()
             return
         if pr.message != self._probe_message:

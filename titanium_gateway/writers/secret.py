@@ -1,7 +1,9 @@
 """The generated TLS Secret (type Opaque): ``data`` = the render's ``tls_files`` in base64.
 
 Written (a JSON patch replacing ``/data``) only when the bytes change; the chart pre-creates
-the Secret, so a missing one is a clear error. The private keys inside the PFX files live only
+the Secret, so a missing one is a clear error. Like dropped config parts, a file the new config
+no longer names is kept until that config is confirmed by every pod (``confirm``): pods still
+running the previous config may reference it until they reload. The private keys inside the PFX files live only
 in memory and in this Secret: nothing here logs file contents.
 """
 
@@ -33,11 +35,24 @@ class SecretWriter:
         self.guard = guard
         self._lock = threading.Lock()
         self._known: dict[str, str] | None = None
+        #: files kept after the config stopped naming them: name -> (base64, config_hash)
+        self._retired: dict[str, tuple[str, str]] = {}
         self._writes = config_writes(registry)
 
     def reset(self) -> None:
         with self._lock:
             self._known = None
+            self._retired.clear()
+
+    def confirm(self, config_hash: str) -> bool:
+        """The config ``config_hash`` runs everywhere: drop the files it no longer names."""
+        with self._lock:
+            gone = [f for f, (_, h) in self._retired.items() if h == config_hash]
+            if not gone or self._known is None:
+                return False
+            for f in gone:
+                del self._retired[f]
+            return self._patch({k: v for k, v in self._known.items() if k not in gone})
 
     def write(self, result: RenderResult) -> bool:
         """Returns True when the Secret was written."""
@@ -45,21 +60,34 @@ class SecretWriter:
             return False
         data = encode_files(result.tls_files)
         with self._lock:
+            for f in list(self._retired):
+                if f in data:
+                    del self._retired[f]  # named again
+            if self._known is not None:
+                for f, v in self._known.items():
+                    if f not in data:
+                        # keep it until this config is confirmed (re-pinned to the newest config)
+                        self._retired[f] = (self._retired.get(f, (v, ""))[0], result.config_hash)
+            for f, (v, _) in self._retired.items():
+                data[f] = v
             if data == self._known:
                 return False
-            self.guard.check(f"write Secret {self.namespace}/{self.name}")
-            body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
-            try:
-                self.api.patch(SECRETS, self.namespace, self.name, body, patch_type="json")
-            except ApiError as e:
-                self._known = None
-                if e.is_not_found:
-                    raise WriteError(
-                        f"Secret {self.namespace}/{self.name} does not exist: the chart pre-creates it and "
-                        "the controller never creates it (check --tls-secret and the release)") from e
-                raise
-            self._known = data
-            self._writes.labels(object="tls-secret").inc()
-            log.info("wrote TLS Secret", extra={"kind": "Secret", "namespace": self.namespace, "object_name": self.name,
-                                                 "files": sorted(data)})
-            return True
+            return self._patch(data)
+
+    def _patch(self, data: dict[str, str]) -> bool:
+        self.guard.check(f"write Secret {self.namespace}/{self.name}")
+        body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
+        try:
+            self.api.patch(SECRETS, self.namespace, self.name, body, patch_type="json")
+        except ApiError as e:
+            self._known = None
+            if e.is_not_found:
+                raise WriteError(
+                    f"Secret {self.namespace}/{self.name} does not exist: the chart pre-creates it and "
+                    "the controller never creates it (check --tls-secret and the release)") from e
+            raise
+        self._known = data
+        self._writes.labels(object="tls-secret").inc()
+        log.info("wrote TLS Secret", extra={"kind": "Secret", "namespace": self.namespace,
+                                             "object_name": self.name, "files": sorted(data)})
+        return True

@@ -19,7 +19,7 @@ def test_change_reaches_configmap_within_one_coalescing_window(env: Env) -> None
     env.route(name="cart", host="cart.example.com")
     wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5, what="new host in twp.yaml")
     # one coalescing window (500 ms) plus the watch and the write, not a poll period
-    assert time.monotonic() - t0 < 1.5
+    assert time.monotonic() - t0 < 2.0  # the 5 s probe poll or a resync would be far slower
     env.wait_programmed()
 
 

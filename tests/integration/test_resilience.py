@@ -124,3 +124,23 @@ def test_missing_precreated_configmap_is_a_clear_error_and_recovers(env: Env, ca
     env.server.put_object({"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": env.rel.config_map, "namespace": env.rel.namespace}})
     env.wait_programmed(timeout=15)
+
+
+def test_route_moved_to_another_controller_loses_our_parent_entry(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    env.start_controller()
+    env.wait_programmed()
+    wait_for(lambda: (env.must("HTTPRoute", "apps", "shop").get("status") or {}).get("parents"), timeout=5)
+    other = {"parentRef": {"name": "theirs"}, "controllerName": "example.com/other",
+             "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                             "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1}]}
+
+    def move(o: dict) -> None:  # type: ignore[type-arg]
+        o["spec"]["parentRefs"] = [{"name": "theirs"}]
+        o["status"]["parents"].append(other)
+
+    env.server.update_object("HTTPRoute", "apps", "shop", move)
+    wait_for(lambda: [p["controllerName"] for p in env.must("HTTPRoute", "apps", "shop")["status"]["parents"]]
+             == ["example.com/other"], timeout=10, what="only the other controller's entry left")

@@ -28,7 +28,7 @@ from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, Registry
 from titanium_gateway.prober.prober import Prober, ready_endpoints
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
@@ -232,7 +232,7 @@ class Controller:
                                                    "bytes": len(result.config), "parts": len(result.parts)})
             self.poker.poke(self.informers["Pod"].list(), result.config_hash)
             self.stamper.stamp(result.listeners)
-        report = self.status_writer.write_all(result.statuses)
+        report = self.status_writer.write_all((*result.statuses, *self._orphaned_route_statuses(result)))
         if report.written or report.errors:
             log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
                                                  "errors": len(report.errors)})
@@ -244,6 +244,22 @@ class Controller:
         log.debug("reconciled", extra={"config_hash": result.config_hash,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
         return result
+
+    def _orphaned_route_statuses(self, result: RenderResult) -> list[ObjectStatus]:
+        """HTTPRoutes that carry a parent entry of ours but that the render no longer reports on
+        (e.g. now attached only to another controller's Gateway): our entries must go."""
+        wanted = {st.key for st in result.statuses if st.kind == "HTTPRoute"}
+        out = []
+        for route in self.informers["HTTPRoute"].list():
+            md = route.get("metadata") or {}
+            key = ("HTTPRoute", str(md.get("namespace") or ""), str(md.get("name") or ""))
+            if key in wanted:
+                continue
+            parents = ((route.get("status") or {}).get("parents")) or []
+            if any(isinstance(p, Mapping) and p.get("controllerName") == self.opts.controller_name for p in parents):
+                out.append(ObjectStatus(str(route.get("apiVersion") or k.HTTPROUTES.api_version), "HTTPRoute",
+                                        key[1], key[2], {"parents": []}))
+        return out
 
     def _probe(self, result: RenderResult, snap: Snapshot) -> None:
         svc_ns, svc = self.render_options.data_plane_service

@@ -115,3 +115,28 @@ def test_default_timings_crashed_leader_replaced_after_about_15s(env: Env) -> No
     assert 12.0 <= took <= 15.0 + 2 * 2.0 * 1.2 + 1.0, took
     env.route(name="cart", host="cart.example.com")
     wait_for(lambda: "cart.example.com" in env.root_config(), timeout=5)
+
+
+def test_leader_change_does_not_repost_events(env: Env) -> None:
+    env.service("api")
+    env.ensure_ns("apps")
+    env.server.put_object({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {
+            "name": "shop", "namespace": "apps", "annotations": {"titanium.io/no-such-annotation": "x"}},
+        "spec": {"ingressClassName": env.rel.ingress_class, "rules": [{"host": "shop.example.com", "http": {
+            "paths": [{"path": "/", "pathType": "Prefix",
+                       "backend": {"service": {"name": "api", "port": {"number": 8080}}}}]}}]}})
+
+    def events() -> list[dict]:  # type: ignore[type-arg]
+        return [e for e in env.server.list_objects("events.events.k8s.io", "apps") if e.get("reason") == "UnknownAnnotation"]
+
+    a = env.start_controller(identity="ctrl-a")
+    wait_for(lambda: a.is_leader, timeout=5)
+    b = env.start_controller(identity="ctrl-b")
+    wait_for(events, timeout=10, what="event posted by a")
+    assert a.shutdown() == 0
+    wait_for(lambda: b.is_leader and b.ctrl.last_result is not None, timeout=10)
+    n = b.ctrl.reconciles
+    b.ctrl.trigger.trigger()
+    wait_for(lambda: b.ctrl.reconciles > n, timeout=5)
+    assert len(events()) == 1 and events()[0]["reportingInstance"] == "ctrl-a"

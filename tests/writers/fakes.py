@@ -87,6 +87,8 @@ class RecordingApi:
             self._maybe_fail("create", res.plural)
         b = copy.deepcopy(body)
         b.setdefault("metadata", {})["namespace"] = namespace
+        if self.find(res, namespace, b["metadata"]["name"]) is not None:
+            raise ApiError(409, "AlreadyExists", f"{res.plural} {b['metadata']['name']} already exists")
         return self.put(res, b)
 
     def replace(self, res: Resource, namespace: str | None, name: str, body: Obj, *,

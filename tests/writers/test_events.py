@@ -94,3 +94,40 @@ def test_expired_event_is_posted_again_on_bump() -> None:
     clock.step(REPEAT_INTERVAL)
     assert w.write([A]) == 1
     assert len([c for c in api.calls if c["verb"] == "create"]) == 2
+
+
+def test_new_leader_adopts_the_event_of_its_predecessor() -> None:
+    api = RecordingApi()
+    clock = FakeClock()
+    old = EventWriter(api, controller_name="c", identity="old", guard=LeaderGuard(), clock=clock)
+    assert old.write([A]) == 1
+    clock.step(60)
+    new = EventWriter(api, controller_name="c", identity="new", guard=LeaderGuard(), clock=clock)
+    new.write([A])  # 409 AlreadyExists -> adopted, not a second Event
+    assert len([o for (p, _, _), o in api.objects.items() if p == "events"]) == 1
+    assert not any(c["verb"] == "patch" and c["body"] for c in api.calls)  # not due: no bump yet
+    clock.step(REPEAT_INTERVAL - 60)
+    assert new.write([A]) == 1  # due 30 min after the ORIGINAL post
+    (ev,) = [o for (p, _, _), o in api.objects.items() if p == "events"]
+    assert ev["series"]["count"] == 2
+
+
+def test_adopting_an_overdue_event_bumps_it_at_once() -> None:
+    api = RecordingApi()
+    clock = FakeClock()
+    EventWriter(api, controller_name="c", identity="old", guard=LeaderGuard(), clock=clock).write([A])
+    clock.step(REPEAT_INTERVAL + 5)
+    new = EventWriter(api, controller_name="c", identity="new", guard=LeaderGuard(), clock=clock)
+    assert new.write([A]) == 2  # read + bump
+    (ev,) = [o for (p, _, _), o in api.objects.items() if p == "events"]
+    assert ev["series"]["count"] == 2
+
+
+def test_problem_returning_in_the_same_term_gets_a_new_event() -> None:
+    api = RecordingApi()
+    clock = FakeClock()
+    w = EventWriter(api, controller_name="c", identity="i", guard=LeaderGuard(), clock=clock)
+    w.write([A])
+    w.write([])
+    assert w.write([A]) == 1
+    assert len([o for (p, _, _), o in api.objects.items() if p == "events"]) == 2

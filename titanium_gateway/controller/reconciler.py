@@ -165,7 +165,7 @@ class Controller:
         """A new term: forget what we wrote before (a peer may have written since)."""
         for w in (self.config_writer, self.secret_writer, self.stamper, self.poker):
             w.reset()
-        self.event_writer.policy.reset()
+        self.event_writer.reset()
         self._confirmed = None
         self.trigger.trigger()
 

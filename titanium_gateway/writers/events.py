@@ -9,12 +9,14 @@ returns it is posted again at once. Memory is bounded (least recently seen entri
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from titanium_gateway.kube.api import EVENTS, ApiError, KubeApi
@@ -99,15 +101,33 @@ class EventPolicy:
         with self._lock:
             self._tracked.clear()
 
+    def backdate(self, key: DedupeKey, seconds: float) -> None:
+        """The tracked problem was last emitted ``seconds`` ago (an adopted Event)."""
+        with self._lock:
+            t = self._tracked.get(key)
+            if t is not None:
+                t.last_emitted = self.clock.now() - max(0.0, seconds)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._tracked)
 
 
-def event_name(rec: EventRecord, when: float) -> str:
-    digest = hashlib.sha256(repr((rec.dedupe_key, when)).encode()).hexdigest()[:16]
+def event_name(rec: EventRecord, occurrence: int = 1) -> str:
+    """Deterministic per problem and occurrence, so a new leader finds the Event its
+    predecessor posted (create answers 409 AlreadyExists) instead of posting a duplicate."""
+    digest = hashlib.sha256(repr(rec.dedupe_key).encode()).hexdigest()[:12]
     base = (rec.name or "object")[:200]
-    return f"{base}.{digest}"
+    return f"{base}.{digest}.{occurrence}"
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 class EventWriter:
@@ -121,6 +141,38 @@ class EventWriter:
         self.clock = clock
         self.policy = policy or EventPolicy(clock=clock)
         self.default_namespace = default_namespace
+        #: dedupe key -> occurrences posted in this term (a problem that returns gets a new Event)
+        self._occurrences: OrderedDict[DedupeKey, int] = OrderedDict()
+
+    def reset(self) -> None:
+        """A new leadership term: forget what was posted (existing Events are adopted on 409)."""
+        self.policy.reset()
+        self._occurrences.clear()
+
+    def _next_occurrence(self, key: DedupeKey) -> int:
+        n = self._occurrences.get(key, 0) + 1
+        self._occurrences[key] = n
+        self._occurrences.move_to_end(key)
+        while len(self._occurrences) > self.policy.max_tracked:
+            self._occurrences.popitem(last=False)
+        return n
+
+    def _adopt(self, d: Decision, name: str, ns: str) -> int:
+        """The Event exists (posted by a previous leader): track it, bump it when it is due."""
+        ev = self.api.patch(EVENTS, ns, name, {}, patch_type="merge")  # an empty patch reads it
+        series = ev.get("series") or {}
+        count = int(series.get("count") or 1)
+        last = _parse_time(series.get("lastObservedTime")) or _parse_time(ev.get("eventTime"))
+        age = (self.clock.wall() - last).total_seconds() if last is not None else self.policy.repeat_interval
+        if age >= self.policy.repeat_interval:
+            count += 1
+            self.api.patch(EVENTS, ns, name, {
+                "series": {"count": count, "lastObservedTime": microtime(self.clock.wall())}}, patch_type="merge")
+            self.policy.record(dataclasses.replace(d, count=count), name, ns)
+            return 2
+        self.policy.record(dataclasses.replace(d, count=count), name, ns)
+        self.policy.backdate(d.record.dedupe_key, age)
+        return 1
 
     def body(self, rec: EventRecord, name: str, namespace: str) -> dict[str, Any]:
         regarding: dict[str, Any] = {"kind": rec.kind, "name": rec.name}
@@ -162,8 +214,14 @@ class EventWriter:
                             raise
                         # The Event expired (TTL): post a fresh one.
                 ns = d.record.namespace or self.default_namespace
-                name = event_name(d.record, self.clock.now())
-                self.api.create(EVENTS, ns, self.body(d.record, name, ns))
+                name = event_name(d.record, self._next_occurrence(d.record.dedupe_key))
+                try:
+                    self.api.create(EVENTS, ns, self.body(d.record, name, ns))
+                except ApiError as e:
+                    if e.status != 409:
+                        raise
+                    n += self._adopt(d, name, ns)
+                    continue
                 self.policy.record(d, name, ns)
                 n += 1
                 log.info("posted event", extra={"kind": d.record.kind, "namespace": d.record.namespace,

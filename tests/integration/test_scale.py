@@ -26,3 +26,19 @@ def test_thousand_route_statuses_within_seconds(env: Env) -> None:
     writes = inst.metric("titanium_status_writes_total", kind="HTTPRoute")
     assert writes >= 1000
     assert took < 15, took  # ~3 s here: rendered once, 1000 patches through the bounded pool
+
+
+def test_status_writes_honour_the_client_qps(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    for i in range(200):
+        env.server.put_object({"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": f"r{i}", "namespace": "apps"},
+                               "spec": {"parentRefs": [{"name": "web"}], "hostnames": [f"h{i}.example.com"],
+                                        "rules": [{"backendRefs": [{"name": "api", "port": 8080}]}]}})
+    inst = env.start_controller(qps=100, burst=20)
+    wait_for(lambda: inst.metric("titanium_status_writes_total", kind="HTTPRoute") >= 200, timeout=30)
+    patches = sorted(r.time for r in env.server.requests("patch", "httproutes/status"))
+    assert len(patches) >= 200
+    span = patches[199] - patches[0]
+    # 200 requests at 100/s after a burst of at most 20: at least ~1.8 s, however many threads
+    assert span >= 1.5, span

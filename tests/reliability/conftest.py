@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from tests.integration.conftest import env  # noqa: F401 - the integration harness fixture
 from tests.reliability import fuzzlib
 
 

@@ -440,11 +440,13 @@ def figure_churn(n: int, rate: float, duration: float, quiet_seconds: float) -> 
             # quiet period: nothing changes, nothing may be written
             time.sleep(2.0)
             q0, q0_wall = time.monotonic(), time.time()
+            q_metrics = c.metrics()
             time.sleep(quiet_seconds)
             quiet_cm = c.config_writes(q0, root_only=False)
             quiet_api = c.api_writes(q0_wall)
             rows.append(Row("churn", f"quiet period {quiet_seconds:.0f} s",
-                            f"{len(quiet_cm)} ConfigMap writes, {len(quiet_api)} API writes in total",
+                            f"{len(quiet_cm)} ConfigMap writes, {len(quiet_api)} API writes in total; "
+                            f"{c.reconcile_summary(q_metrics)}",
                             "0 writes", not quiet_cm and not quiet_api))
             st = c.controller_rss()
             rows.append(Row("memory", f"controller process, N={n} after churn",

@@ -106,7 +106,7 @@ def figure_memory(n: int) -> list[Row]:
             r = _run_child(path, trace=False)
             rows.append(Row(
                 "memory", f"N={n} ({count} objs, {r['caches']}) RSS",
-                f"imports {mib(r['rss_imports'])}, +caches {mib(r['rss_caches'])}, "
+                f"imports {mib(r['rss_imports'])}, after caches {mib(r['rss_caches'])}, "
                 f"peak after 1 render {mib(r['rss_peak'])}",
                 "< 300 MiB", r["rss_peak"] < GOAL_RSS,
             ))

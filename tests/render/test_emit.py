@@ -37,7 +37,7 @@ def test_fragment_assembly_parses_back_and_matches_pyyaml_layout() -> None:
     data = {"schemaVersion": "7.1", "listeners": LISTENERS, "certificates": {"items": []},
             "routes": _routes(5), "clusters": _clusters(5)}
     assert yaml.safe_load(out.config) == data
-    # the fast writer lays plain data out exactly as PyYAML's block style does
+    # the fast writer lays plain data out as PyYAML's block style does (only the quote style differs)
     assert out.config == dump(data).encode()
     assert out.config_hash == hashlib.sha256(out.config).hexdigest()
     assert out.parts == () and out.delivery_error == ""
@@ -129,3 +129,12 @@ def test_fast_writer_round_trips_any_item(item: dict[str, Any]) -> None:
                                    "- x", "2024-01-01", "=", "<<", ".inf", "x:", "", " lead", "tab\t", "é", "\x7f"])
 def test_fast_writer_quotes_what_yaml_would_misread(value: str) -> None:
     assert yaml.safe_load("routes:\n" + _fragment({"v": value, value: 1})) == {"routes": [{"v": value, value: 1}]}
+
+
+def test_output_is_ascii_even_for_lone_surrogates_and_line_separators() -> None:
+    weird = ["a\ud800", "x\u2028y\x85", "\ufeff\x00", "\U0001f600"]
+    routes = [{"id": f"r{i}", "order": i + 1, "match": {"headers": {"h": w}}, "directResponse": {"status": 500, "body": w}}
+              for i, w in enumerate(weird)]
+    out = emit(LISTENERS, [], routes, [], part_limit=1 << 20, max_parts=8)
+    assert out.config.isascii()
+    assert yaml.safe_load(out.config)["routes"] == routes

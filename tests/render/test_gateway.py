@@ -230,3 +230,11 @@ def test_existing_last_transition_time_kept() -> None:
     assert gw_cond(again, "Accepted")["lastTransitionTime"] == "2025-01-01T00:00:00Z"
     assert lcond(again, "http", "Accepted")["lastTransitionTime"] == "2025-01-01T00:00:00Z"
     assert yaml.safe_dump(status_of(again, "Gateway", "apps", "web").status)
+
+
+def test_invalid_listener_hostname_is_not_accepted() -> None:
+    gw = gateway(listeners=[listener("bad", 80, hostname="a..b"), listener("ok", 80, hostname="OK.example.com")])
+    res = run([gatewayclass(), gw])
+    assert lcond(res, "bad", "Accepted")["reason"] == "UnsupportedValue"
+    assert "hostname" in lcond(res, "bad", "Accepted")["message"]
+    assert lcond(res, "ok", "Accepted")["status"] == "True"

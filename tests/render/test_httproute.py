@@ -57,7 +57,11 @@ def test_durations_and_timespans() -> None:
 def test_regex_checks() -> None:
     assert check_regex("^/[0-9]+$") == ""
     assert "compile" in check_regex("([a-z")
-    assert "nested" in check_regex("(a+)+$")
+    assert "catastrophic" in check_regex("(a+)+$")
+    for risky in ("(a|aa)*$", "(a|a?)+$", "(\\w+\\s?)*$", "(?:a|b|ab)*c", "(.*a){20}", "((a{1,10}){1,10}){1,10}"):
+        assert "catastrophic" in check_regex(risky), risky
+    for fine in ("^/(foo|bar)$", "[(]+", "\\(a+\\)+", "(ab){2}", "(a)?", "^/users/[0-9]{1,6}$"):
+        assert check_regex(fine) == "", fine
     assert "longer" in check_regex("a" * 1025)
     assert "backreference" in check_regex(r"(a)\1")
     assert "does not support" in check_regex("(?P<x>a)")
@@ -409,3 +413,66 @@ def test_old_entry_for_dropped_parent_is_not_listed() -> None:
     assert [p["parentRef"]["name"] for p in parents] == ["web"]
     assert parent_cond(res, "Accepted")["lastTransitionTime"] == "old"
     assert parent_cond(res, "ResolvedRefs")["lastTransitionTime"] == "new"
+
+
+def test_weights_above_gateway_api_maximum_rejected() -> None:
+    res = one([{"backendRefs": [{"name": "api", "port": 8080, "weight": 1_000_001}]}])
+    assert routes(res)[0]["directResponse"]["status"] == 500
+    assert "weight" in parent_cond(res, "Accepted")["message"]
+    ok = one([{"backendRefs": [{"name": "api", "port": 8080, "weight": 1_000_000}]}])
+    assert routes(ok)[0]["clusterId"] == "svc-apps.api.8080"
+
+
+@pytest.mark.parametrize("hostname", ["a\x00b.example.com", " ", "bücher.example", "a..b", "host:80", "*", 5])
+def test_invalid_route_hostnames_reject_the_route(hostname: Any) -> None:
+    res = one([rule()], hostnames=["ok.example.com", hostname])
+    assert routes(res) == []
+    accepted = parent_cond(res, "Accepted")
+    assert accepted["reason"] == "UnsupportedValue" and "spec.hostnames[1]" in accepted["message"]
+    # the listener still counts the route (attachment is allowedRoutes + parentRefs)
+    assert listener_status(res, "http")["attachedRoutes"] == 1
+
+
+def test_upper_case_hostnames_are_lowered() -> None:
+    res = one([rule()], hostnames=["Shop.Example.COM"])
+    assert routes(res)[0]["match"]["host"] == "shop.example.com"
+
+
+def test_empty_replace_prefix_match_strips_the_prefix() -> None:
+    res = one([rule(matches=[{"path": {"value": "/foo"}}], filters=[{"type": "URLRewrite", "urlRewrite": {
+        "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": ""}}}])])
+    transforms = routes(res)[0]["transforms"]
+    assert _apply(transforms, "/foo/bar") == "/bar"
+    assert _apply(transforms, "/foo") == "/"
+
+
+def test_attached_routes_count_ignores_hostnames_and_listener_health() -> None:
+    gw = gateway(listeners=[listener("h", 80, hostname="a.example.com"),
+                            listener("bad", 81, "HTTP"),  # PortUnavailable
+                            listener("tcp", 82, "TCP")])
+    res = run([gatewayclass(), gw, service(), endpoints(), route(hostnames=["other.example.com"])])
+    assert parent_cond(res, "Accepted")["reason"] == "NoMatchingListenerHostname"
+    assert listener_status(res, "h")["attachedRoutes"] == 1
+    assert listener_status(res, "bad")["attachedRoutes"] == 1
+    assert listener_status(res, "tcp")["attachedRoutes"] == 0  # serves no HTTPRoute
+    assert routes(res) == []
+
+
+def test_messages_stay_bounded_and_config_linear() -> None:
+    def invalid(n: int) -> list[dict[str, Any]]:
+        return [{"headers": [{"name": f"x-{i}", "type": "RegularExpression", "value": ".*"}]} for i in range(n)]
+
+    small = one([{"matches": invalid(50), "backendRefs": BACKEND}])
+    big = one([{"matches": invalid(600), "backendRefs": BACKEND}])
+    msg = parent_cond(big, "Accepted")["message"]
+    assert len(msg) < 32768 and msg.endswith("and 595 more")
+    assert len(big.config) + sum(len(b) for _, b in big.parts) < 20 * (len(small.config) + 1)
+
+
+def test_deeply_nested_values_never_raise() -> None:
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    res = one([{"matches": [{"path": {"type": "Exact", "value": deep}}], "backendRefs": BACKEND,
+                "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": deep}}]}])
+    assert "path a list does not start with /" in parent_cond(res, "Accepted")["message"]

@@ -1,10 +1,13 @@
 """Deterministic twp.yaml bytes, config hash and parts.
 
 Key order is fixed (see the ``*_KEYS`` tuples) so the file reads top-down like the contract.
-The head (schemaVersion, listeners, certificates, include) is dumped with PyYAML
-(``CSafeDumper`` when libyaml is there). Routes and clusters are assembled from per-item
-block-style fragments written by a small fast writer (see :func:`_fragment`), which also gives
-exact sizes for splitting into parts in one pass. Every fragment parses back to its item.
+The whole document is written by a small block-style writer (see :func:`_fragment`): PyYAML's
+Python representer costs ~40 µs per route (too slow for 10k routes), and libyaml raises on a
+lone surrogate. Strings are plain when YAML reads them back as the same string, JSON
+double-quoted when they are other printable ASCII, and escaped double-quoted otherwise, so the
+file is pure ASCII. Anything that is not plain data falls back to PyYAML (``CSafeDumper`` when
+libyaml is there). Routes and clusters are per-item fragments, which gives exact sizes for
+splitting into parts in one pass. Every fragment parses back to its item.
 """
 
 from __future__ import annotations
@@ -90,6 +93,27 @@ _PLAIN = re.compile(r"[A-Za-z0-9/_.][A-Za-z0-9/_.:*@=+-]*")
 _scalar_cache: dict[str, str] = {}
 
 
+def _quote(value: str) -> str:
+    """A YAML double-quoted scalar in pure ASCII: anything but printable ASCII is escaped
+    (``\\xXX``, ``\\uXXXX``, ``\\UXXXXXXXX``), so lone surrogates, control characters, NEL and
+    LINE SEPARATOR can never break the file or its UTF-8 encoding."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif 0x20 <= code <= 0x7E:
+            out.append(ch)
+        elif code <= 0xFF:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def _scalar(value: Any) -> str:
     if type(value) is str:
         cached = _scalar_cache.get(value)
@@ -113,8 +137,8 @@ def _scalar(value: Any) -> str:
     if text is not None:
         return text
     if not (value.isascii() and value.isprintable()):
-        raise _Fallback
-    if (_PLAIN.fullmatch(value) and not value.endswith(":")
+        text = _quote(value)
+    elif (_PLAIN.fullmatch(value) and not value.endswith(":")
             and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG):
         text = value
     else:
@@ -167,10 +191,7 @@ def _write_sequence(items: Sequence[Any], indent: int, out: list[str]) -> None:
 def _fragment(item: Any) -> str:
     """One list item in block style (``- key: ...``).
 
-    A small writer for the plain JSON-like data of routes and clusters (PyYAML's Python
-    representer costs ~40 µs per route, too slow for 10k routes); strings are plain when
-    YAML reads them back as the same string, else JSON double-quoted. Anything unusual
-    (non-ASCII or non-printable text, other types) goes through PyYAML instead.
+    See the module doc; anything that is not plain data goes through PyYAML instead.
     """
     out: list[str] = []
     try:
@@ -178,6 +199,19 @@ def _fragment(item: Any) -> str:
     except _Fallback:
         return dump([item])
     return "".join(out)
+
+
+def _document(data: Mapping[str, Any]) -> str:
+    """The small head (schemaVersion, listeners, certificates, include) through PyYAML; the
+    fast writer when libyaml cannot encode it (a lone surrogate in a name)."""
+    try:
+        text = dump(dict(data))
+        text.encode()
+        return text
+    except (UnicodeError, yaml.YAMLError):
+        out: list[str] = []
+        _write_mapping(data, 0, out)
+        return "".join(out)
 
 
 def _list_block(key: str, fragments: Sequence[str]) -> str:
@@ -204,7 +238,7 @@ def emit(
     max_parts: int,
 ) -> Emitted:
     """Assemble the root document (and parts past ``part_limit`` bytes)."""
-    head = dump({
+    head = _document({
         "schemaVersion": SCHEMA_VERSION,
         "listeners": [dict(x) for x in listeners],
         "certificates": {"items": [dict(c) for c in certificates]},
@@ -238,7 +272,7 @@ def emit(
         text = _list_block("routes", part["routes"]) + _list_block("clusters", part["clusters"])
         part_files.append((f"twp.part-{n}.yaml", text.encode()))
     include = [{"file": name, "sha256": hashlib.sha256(body).hexdigest()} for name, body in part_files]
-    root = (head + dump({"include": include})).encode()
+    root = (head + _document({"include": include})).encode()
     if not error and len(part_files) > max_parts:
         error = (f"the config is {len(data)} bytes: it needs {len(part_files)} parts of at most {part_limit} bytes, "
                  f"but the data-plane pods mount only {max_parts}")

@@ -22,6 +22,7 @@ by :func:`finalize` once the config hash is known.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,15 @@ def _port(value: Any) -> int | None:
 
 
 # -- hostnames ------------------------------------------------------------------------------
+MAX_HOSTNAME_LENGTH = 253
+_HOSTNAME = re.compile(r"(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def valid_hostname(host: str) -> bool:
+    """An RFC 1123 DNS name, optionally with a leading ``*.`` (the Gateway API Hostname)."""
+    return len(host) <= MAX_HOSTNAME_LENGTH and _HOSTNAME.fullmatch(host) is not None
+
+
 def host_matches(pattern: str, host: str) -> bool:
     """Does ``pattern`` (exact or ``*.suffix``: one or more labels) cover ``host``?"""
     pattern, host = pattern.lower(), host.lower()
@@ -254,7 +264,8 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
             seen_names.add(lname)
             port = _port(raw.get("port")) or 0
             protocol = _s(raw.get("protocol"))
-            hostname = _s(raw.get("hostname")) or None
+            raw_hostname = raw.get("hostname")
+            hostname = _s(raw_hostname).lower() or None
             li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0,
                               protocol, hostname)
             lc = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
@@ -266,6 +277,9 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
                 accepted_reason, accepted_msg = "UnsupportedProtocol", f"protocol {protocol!r} is not supported"
             elif protocol == "HTTPS" and _s(tls.get("mode") or "Terminate") != "Terminate":
                 accepted_reason, accepted_msg = "UnsupportedProtocol", "TLS mode Passthrough is not supported"
+            elif raw_hostname is not None and (hostname is None or not valid_hostname(hostname)):
+                shown = repr(raw_hostname[:64]) if isinstance(raw_hostname, str) else f"a {type(raw_hostname).__name__}"
+                accepted_reason, accepted_msg = "UnsupportedValue", f"hostname {shown} is not a valid hostname"
             elif not port:
                 accepted_reason, accepted_msg = "PortUnavailable", "the listener has no valid port"
             elif li.dp_port not in ctx.options.data_plane_ports:

@@ -24,7 +24,7 @@ from typing import Any
 from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions
-from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname
+from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.precedence import TIER_DEGRADED, TIER_NORMAL, creation_timestamp, key_from_match
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import ObjectStatus
@@ -66,6 +66,30 @@ def _list(value: Any) -> list[Any]:
 
 
 # -- small validated conversions ------------------------------------------------------------
+_BRIEF_LIMIT = 64
+MAX_PROBLEMS_LISTED = 5
+MAX_WEIGHT = 1_000_000
+
+
+def brief(value: Any) -> str:
+    """A short, safe rendering of an input value for messages (never a deep repr)."""
+    if isinstance(value, str):
+        text = value if len(value) <= _BRIEF_LIMIT else value[:_BRIEF_LIMIT] + "..."
+        return repr(text)
+    if value is None or isinstance(value, (bool, int, float)):
+        text = repr(value)
+        return text if len(text) <= _BRIEF_LIMIT else text[:_BRIEF_LIMIT] + "..."
+    return f"a {type(value).__name__}"
+
+
+def summarize(problems: list[str], limit: int = MAX_PROBLEMS_LISTED) -> str:
+    """The first ``limit`` distinct problems joined, plus how many more (bounded length)."""
+    unique = list(dict.fromkeys(problems))
+    text = "; ".join(p if len(p) <= 300 else p[:300] + "..." for p in unique[:limit])
+    if len(unique) > limit:
+        text += f"; and {len(unique) - limit} more"
+    return text
+
 def parse_duration_ms(text: Any) -> int | None:
     """GEP-2257 duration (``10s``, ``500ms``, ``1h30m``) -> milliseconds; None when invalid."""
     if not isinstance(text, str) or not _DURATION.match(text):
@@ -90,14 +114,76 @@ def timespan(ms: int) -> str:
     return text
 
 
+def _quantifier_at(pattern: str, i: int) -> bool:
+    """Is there a repeating quantifier (``*``, ``+``, ``{n}``, ``{n,}``, ``{n,m}``) at ``i``?"""
+    if i >= len(pattern):
+        return False
+    if pattern[i] in "*+":
+        return True
+    if pattern[i] == "{":
+        m = re.match(r"\{([0-9]+)(,([0-9]*))?\}", pattern[i:])
+        if m:
+            low, comma, high = int(m.group(1)), m.group(2), m.group(3)
+            return bool(comma) or low > 1 or (bool(high) and int(high) > 1)
+    return False
+
+
+def backtracking_risk(pattern: str) -> bool:
+    """True when a repeated group contains a quantifier or an alternation.
+
+    ``(a+)+``, ``(a|aa)*``, ``(\\w+\\s?)*``, ``(.*a){20}`` all backtrack exponentially (or
+    with a high polynomial) in a backtracking engine such as .NET's. Conservative: some safe
+    patterns (``(/[a-z]+)*``) are rejected too.
+    """
+    stack: list[bool] = [False]  # per open group: does its body hold a quantifier or "|"?
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            stack.append(False)
+            i += 1
+            if i < n and pattern[i] == "?":  # (?:, (?=, (?!, (?<=, (?<!, (?i) ...
+                i += 1
+                if i < n and pattern[i] == "<" and i + 1 < n and pattern[i + 1] in "=!":
+                    i += 1
+                i += 1
+            continue
+        if c == ")":
+            risky = stack.pop() if len(stack) > 1 else False
+            repeated = _quantifier_at(pattern, i + 1)
+            if risky and repeated:
+                return True
+            stack[-1] = stack[-1] or risky or repeated
+            i += 1
+            continue
+        if c == "|" or c in "*+?" or (c == "{" and re.match(r"\{[0-9]", pattern[i:])):
+            stack[-1] = True
+        i += 1
+    return False
+
+
 def check_regex(pattern: Any) -> str:
     """'' when the regex is acceptable, else why not (length, syntax, unsafe constructs)."""
     if not isinstance(pattern, str) or not pattern:
         return "the regular expression is empty"
     if len(pattern) > MAX_REGEX_LENGTH:
         return f"the regular expression is longer than {MAX_REGEX_LENGTH} characters"
-    if _NESTED_QUANTIFIER.search(pattern):
-        return "the regular expression has nested quantifiers (catastrophic backtracking)"
+    if _NESTED_QUANTIFIER.search(pattern) or backtracking_risk(pattern):
+        return ("the regular expression repeats a group that holds a quantifier or an alternation "
+                "(catastrophic backtracking)")
     if _BACKREFERENCE.search(pattern):
         return "the regular expression uses a backreference"
     if _PYTHON_ONLY.search(pattern):
@@ -125,6 +211,7 @@ def prefix_rewrite_transforms(prefix: str, replacement: str) -> list[dict[str, A
     ``/foo/bar`` -> ``/bar``, ``/foo`` -> ``/`` (never ``//bar``).
     """
     p = normalize_prefix(prefix)
+    replacement = replacement or "/"  # "" removes the prefix, as "/" does (/foo/bar -> /bar)
 
     def t(pattern: str, repl: str) -> dict[str, Any]:
         return {"kind": "PathRegexReplace", "parameters": {"pattern": pattern, "replacement": repl}}
@@ -195,7 +282,7 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
         value = path.get("value") if "value" in path else "/"
         if ptype in ("Exact", "PathPrefix"):
             if not isinstance(value, str) or not value.startswith("/"):
-                out.unsupported.append(f"path {value!r} does not start with /")
+                out.unsupported.append(f"path {brief(value)} does not start with /")
                 degraded = True
             else:
                 match["path"] = normalize_prefix(value) if ptype == "PathPrefix" else value
@@ -209,7 +296,7 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
                 match["path"] = value
                 match["pathKind"] = "Regex"
         else:
-            out.unsupported.append(f"path match type {ptype!r} is not supported")
+            out.unsupported.append(f"path match type {brief(ptype)} is not supported")
             degraded = True
     method = raw.get("method")
     if method is not None:
@@ -227,7 +314,7 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
             degraded = True
             continue
         if htype != "Exact":
-            out.unsupported.append(f"header match type {htype} ({name}) is not supported")
+            out.unsupported.append(f"header match type {brief(htype)} ({brief(name)}) is not supported")
             degraded = True
             continue
         headers.setdefault(name, value)
@@ -249,12 +336,12 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
         elif qtype == "RegularExpression":
             why = check_regex(value)
             if why:
-                out.unsupported.append(f"query {name} RegularExpression: {why}")
+                out.unsupported.append(f"query {brief(name)} RegularExpression: {why}")
                 degraded = True
                 continue
             query_regex[name] = value
         else:
-            out.unsupported.append(f"query match type {qtype} is not supported")
+            out.unsupported.append(f"query match type {brief(qtype)} is not supported")
             degraded = True
     if query:
         match["query"] = dict(sorted(query.items()))
@@ -327,11 +414,11 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     if "request" in timeouts:
         request_ms = parse_duration_ms(timeouts.get("request"))
         if request_ms is None:
-            out.unsupported.append(f"timeouts.request {timeouts.get('request')!r} is not a valid duration")
+            out.unsupported.append(f"timeouts.request {brief(timeouts.get('request'))} is not a valid duration")
     if "backendRequest" in timeouts:
         backend_ms = parse_duration_ms(timeouts.get("backendRequest"))
         if backend_ms is None:
-            out.unsupported.append(f"timeouts.backendRequest {timeouts.get('backendRequest')!r} is not a valid duration")
+            out.unsupported.append(f"timeouts.backendRequest {brief(timeouts.get('backendRequest'))} is not a valid duration")
     if request_ms and backend_ms and backend_ms > request_ms:
         out.unsupported.append("timeouts.backendRequest is longer than timeouts.request")
     if request_ms:
@@ -358,21 +445,22 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
             ptype = _s(path.get("type"))
             if ptype == "ReplaceFullPath" and _s(path.get("replaceFullPath")).startswith("/"):
                 transforms.append({"kind": "PathSet", "parameters": {"path": path["replaceFullPath"]}})
-            elif ptype == "ReplacePrefixMatch" and _s(path.get("replacePrefixMatch")).startswith("/"):
+            elif ptype == "ReplacePrefixMatch" and isinstance(path.get("replacePrefixMatch"), str) and (
+                    path["replacePrefixMatch"] == "" or path["replacePrefixMatch"].startswith("/")):
                 if any(m.match.get("pathKind") != "Prefix" for m in out.matches):
                     out.unsupported.append("URLRewrite ReplacePrefixMatch needs PathPrefix matches")
                 else:
                     # expanded per match (each match is its own data-plane route) in _emit_rules
                     transforms.append({"kind": _PREFIX_REWRITE, "parameters": {"replacement": path["replacePrefixMatch"]}})
             elif path:
-                out.unsupported.append(f"URLRewrite path {ptype or 'malformed'} is not supported")
+                out.unsupported.append(f"URLRewrite path {brief(ptype) if ptype else 'malformed'} is not supported")
         elif ftype == "RequestRedirect":
             spec = _dict(f.get("requestRedirect"))
             redirect = _redirect(spec, out, one_port)
         elif ftype == "RequestMirror":
             mirrors.append(_dict(f.get("requestMirror")))
         else:
-            out.unsupported.append(f"filter type {ftype or 'missing'} is not supported")
+            out.unsupported.append(f"filter type {brief(ftype) if ftype else 'missing'} is not supported")
     if redirect is not None and rewrite_seen:
         out.unsupported.append("RequestRedirect and URLRewrite cannot be combined")
     if len(mirrors) > 1:
@@ -396,7 +484,10 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         ref = _dict(ref)
         weight = ref.get("weight", 1)
         if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
-            out.unsupported.append(f"backendRef weight {weight!r} is invalid")
+            out.unsupported.append(f"backendRef weight {brief(weight)} is invalid")
+            continue
+        if weight > MAX_WEIGHT:
+            out.unsupported.append(f"backendRef weight {weight} is larger than {MAX_WEIGHT}")
             continue
         if _list(ref.get("filters")):
             out.unsupported.append("filters on a backendRef are not supported")
@@ -434,18 +525,18 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
 def _redirect(spec: Mapping[str, Any], out: RuleOut, one_port: tuple[int, str] | None) -> dict[str, Any]:
     status = spec.get("statusCode", 302)
     if status not in (301, 302) or isinstance(status, bool):
-        out.unsupported.append(f"RequestRedirect statusCode {status!r} is not supported (301 or 302 only)")
+        out.unsupported.append(f"RequestRedirect statusCode {brief(status)} is not supported (301 or 302 only)")
     redirect: dict[str, Any] = {"statusCode": status if status in (301, 302) else 302}
     scheme = _s(spec.get("scheme"))
     if scheme:
         if scheme not in ("http", "https"):
-            out.unsupported.append(f"RequestRedirect scheme {scheme!r} is not supported")
+            out.unsupported.append(f"RequestRedirect scheme {brief(scheme)} is not supported")
         redirect["scheme"] = scheme
     if _s(spec.get("hostname")):
         redirect["host"] = spec["hostname"]
     port = spec.get("port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
-        out.unsupported.append(f"RequestRedirect port {port!r} is invalid")
+        out.unsupported.append(f"RequestRedirect port {brief(port)} is invalid")
         port = None
     effective_scheme = scheme or (one_port[1].lower() if one_port else "")
     if port is None and not scheme and one_port is not None:
@@ -470,7 +561,7 @@ def _mirror(ctx: RenderContext, spec: Mapping[str, Any], route_ns: str, out: Rul
     if "percent" in spec:
         p = spec.get("percent")
         if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 100:
-            out.unsupported.append(f"RequestMirror percent {p!r} is invalid")
+            out.unsupported.append(f"RequestMirror percent {brief(p)} is invalid")
             return
         percent = float(p)
     elif "fraction" in spec:
@@ -499,27 +590,32 @@ class _Parent:
     reason: str
     message: str
     listeners: list[ListenerInfo]
+    #: listeners whose attachedRoutes count this route (allowedRoutes + parentRef only)
+    counted: list[ListenerInfo]
 
 
-def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_ns: str,
-            route_hosts: list[str]) -> tuple[bool, str, str, list[ListenerInfo]]:
+def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_ns: str, route_hosts: list[str]
+            ) -> tuple[bool, str, str, list[ListenerInfo], list[ListenerInfo]]:
     section = _s(ref.get("sectionName"))
-    port = ref.get("port") if isinstance(ref.get("port"), int) else None
+    port = ref.get("port") if isinstance(ref.get("port"), int) and not isinstance(ref.get("port"), bool) else None
     selected = [li for li in gw.listeners if (not section or li.name == section) and (port is None or li.port == port)]
     if not selected:
-        what = f"sectionName {section!r}" if section else ""
+        what = f"sectionName {brief(section)}" if section else ""
         what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
-        return False, "NoMatchingParent", f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", []
-    allowed = [li for li in selected if li.attachable and li.allows_namespace(ctx, route_ns)]
+        return (False, "NoMatchingParent",
+                f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [], [])
+    counted = [li for li in selected if li.serves_httproute and li.allows_namespace(ctx, route_ns)]
+    allowed = [li for li in counted if li.attachable]
     if not allowed:
         if not gw.accepted:
-            return False, "NotAllowedByListeners", "the Gateway is not accepted", []
-        return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", []
+            return False, "NotAllowedByListeners", "the Gateway is not accepted", [], counted
+        return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", [], counted
     matched = [li for li in allowed
                if not route_hosts or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
     if not matched:
-        return False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames", []
-    return True, "Accepted", "the route is accepted", matched
+        return (False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames",
+                [], counted)
+    return True, "Accepted", "the route is accepted", matched, counted
 
 
 def _effective_hosts(listeners: list[ListenerInfo], route_hosts: list[str]) -> list[str | None]:
@@ -553,7 +649,13 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) 
         status = _dict(route.get("status"))
         old_parents = [p for p in _list(status.get("parents"))
                        if isinstance(p, Mapping) and p.get("controllerName") == controller]
-        route_hosts = [h for h in _list(spec.get("hostnames")) if isinstance(h, str) and h]
+        route_hosts: list[str] = []
+        bad_hosts: list[str] = []
+        for index, h in enumerate(_list(spec.get("hostnames"))):
+            if isinstance(h, str) and valid_hostname(h.lower()):
+                route_hosts.append(h.lower())
+            else:
+                bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
         parents: list[_Parent] = []
         for ref in _list(spec.get("parentRefs")):
             if not isinstance(ref, Mapping):
@@ -566,16 +668,20 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) 
                 continue  # not ours (other class) or absent: never reported
             if any(p.identity == ident for p in parents):
                 continue
-            ok, reason, message, listeners = _attach(ctx, gw, ref, ns, route_hosts)
-            parents.append(_Parent(ref, ident, ok, reason, message, listeners))
+            ok, reason, message, listeners, counted = _attach(ctx, gw, ref, ns, route_hosts)
+            if bad_hosts and ok:
+                # emitting the valid names only could widen the route (none left = any host)
+                ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
+            parents.append(_Parent(ref, ident, ok, reason, message, listeners, counted))
         if not parents:
             if old_parents:
                 ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
             continue
+        # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
+        for li in {id(li): li for p in parents for li in p.counted}.values():
+            li.attached += 1
         attached = [li for p in parents if p.accepted for li in p.listeners]
         unique_listeners = {id(li): li for li in attached}
-        for li in unique_listeners.values():
-            li.attached += 1
         unsupported: list[str] = []
         refs: list[tuple[str, str]] = []
         serving = [li for li in unique_listeners.values() if li.usable]
@@ -599,6 +705,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         out = _rule(ctx, rule, ns, one_port)
         refs.extend(out.refs)
         rule_unsupported = list(out.unsupported)
+        rule_message = summarize(rule_unsupported, 3)
         if emit and not rule_unsupported:
             for cluster in out.clusters:
                 ctx.add_cluster(cluster)
@@ -611,7 +718,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                     match = {"host": host, **match}
                 body: dict[str, Any] = {"id": rid, "match": match}
                 if rule_unsupported:
-                    body["directResponse"] = {"status": 500, "body": "UnsupportedValue: " + "; ".join(rule_unsupported)}
+                    body["directResponse"] = {"status": 500, "body": "UnsupportedValue: " + rule_message}
                 elif out.redirect is not None:
                     if host and not host.startswith("*"):
                         body["redirect"] = {**out.redirect, "host": host}
@@ -666,11 +773,11 @@ def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, pa
         if not p.accepted:
             conds.set("Accepted", False, p.reason, p.message)
         elif unsupported:
-            conds.set("Accepted", False, "UnsupportedValue", "; ".join(dict.fromkeys(unsupported)))
+            conds.set("Accepted", False, "UnsupportedValue", summarize(unsupported))
         else:
             conds.set("Accepted", True, "Accepted", p.message)
         if refs:
-            conds.set("ResolvedRefs", False, refs[0][0], "; ".join(dict.fromkeys(m for _, m in refs)))
+            conds.set("ResolvedRefs", False, refs[0][0], summarize([m for _, m in refs]))
         else:
             conds.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
         entries.append({

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(profile_render(args.profile))
         return 0
     q = args.quick
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()] or ([200, 400] if q else [1000, 5000, 10000, 20000])
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()] or ([100, 200] if q else [1000, 5000, 10000, 20000])
     repeats = args.repeats or (2 if q else 3)
     state: dict = {}
     rows: list[Row] = []

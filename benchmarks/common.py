@@ -100,19 +100,17 @@ def seconds(s: float) -> str:
 
 
 def machine_info() -> str:
-    """``nproc``, the first lines of ``lscpu`` and the Python version."""
-    lines = [f"nproc: {os.cpu_count()}"]
+    """``nproc``, ``lscpu | head`` and the Python (and PyYAML/libyaml) version."""
+    lines = [f"$ nproc\n{os.cpu_count()}", "$ lscpu | head"]
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout.splitlines()
-        wanted = ("Architecture", "CPU(s)", "Model name", "Thread(s) per core", "CPU MHz", "L3 cache")
-        lines += [ln.strip() for ln in lscpu if ln.split(":")[0].strip() in wanted]
+        lines += lscpu[:10]
     except (OSError, subprocess.SubprocessError):
         lines.append("lscpu: unavailable")
     import yaml
 
-    lines.append(f"python: {platform.python_implementation()} {platform.python_version()}; "
-                 f"PyYAML {yaml.__version__} (libyaml {'yes' if getattr(yaml, '__with_libyaml__', False) else 'no'})")
-    lines.append(f"platform: {platform.platform()}")
+    lines.append(f"$ python3 --version\nPython {platform.python_version()} ({platform.python_implementation()}); "
+                 f"PyYAML {yaml.__version__}, libyaml {'yes' if getattr(yaml, '__with_libyaml__', False) else 'no'}")
     return "\n".join(lines)
 
 

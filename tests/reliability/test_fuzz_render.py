@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tests.reliability import fuzzlib
 
-MODES = [pytest.param(False, id="quick"), pytest.param(True, id="full", marks=pytest.mark.slow)]
+MODES = [pytest.param(False, id="quick"),
+         pytest.param(True, id="full", marks=[pytest.mark.slow, pytest.mark.timeout(7200)])]
 
 
 def _examples(full: bool, quick: int) -> int:
@@ -32,7 +33,7 @@ def test_generated_worlds(full: bool) -> None:
     """Whole generated clusters (Gateways, HTTPRoutes, Ingresses, Services, Secrets) keep every invariant."""
     secrets = fuzzlib.certs().private_keys()
 
-    @fuzzlib.fuzz_settings(_examples(full, 40))
+    @fuzzlib.fuzz_settings(_examples(full, 30))
     @given(fuzzlib.worlds())
     def run(objects: list) -> None:
         fuzzlib.STATS.count_objects(objects)
@@ -77,7 +78,7 @@ def test_routes_with_hostile_values_everywhere(full: bool) -> None:
              {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": "apps"},
               "spec": {"ports": [{"port": 8080, "targetPort": 9000}]}}]
 
-    @fuzzlib.fuzz_settings(_examples(full, 30))
+    @fuzzlib.fuzz_settings(_examples(full, 20))
     @given(st.data())
     def run(data: st.DataObject) -> None:
         routes = [data.draw(fuzzlib.httproutes(i)) for i in range(data.draw(st.integers(1, 3)))]

@@ -792,7 +792,7 @@ def test_invalid_tls_keeps_http(objects: tuple[Any, ...], fragment: str) -> None
 def test_tls_on_unmapped_https_port() -> None:
     opts = RenderOptions(port_map={80: 8080})  # 443 -> 443, not a data-plane port
     ctx = base(tls_secret("shop-tls"), ing("a", tls=[{"secretName": "shop-tls"}]), options=opts)
-    assert reasons(ctx) == ["InvalidTLS", "PortUnavailable"]
+    assert reasons(ctx) == ["PortUnavailable"]  # one cause, one event (spec audit F5)
     assert ctx.listeners == {8080: False}
     assert "clusterId" in only_route(ctx)
 
@@ -807,7 +807,30 @@ def test_gateway_listener_with_other_protocol_makes_port_unavailable() -> None:
     ctx = base(ing("a"), gateway_ports={8080: "HTTPS"})
     assert reasons(ctx) == ["PortUnavailable"]
     ctx = base(tls_secret("t"), ing("a", tls=[{"secretName": "t"}]), gateway_ports={8443: "HTTP"})
-    assert reasons(ctx) == ["InvalidTLS", "PortUnavailable"]
+    assert reasons(ctx) == ["PortUnavailable"]
+
+
+def test_https_port_clash_is_one_event_and_does_not_mask_a_missing_secret() -> None:
+    """Spec audit F5: the port clash is reported once (PortUnavailable), not as an InvalidTLS per
+    tls entry; a Secret that is genuinely missing or invalid is still InvalidTLS."""
+    ctx = base(
+        tls_secret("c"),
+        tls_secret("opaque", stype="Opaque"),
+        ing("a", tls=[{"secretName": "c"}, {"secretName": "missing"}, {"secretName": "opaque"}, {}]),
+        gateway_ports={8443: "HTTP"},
+    )
+    evs = events(ctx)
+    assert [r for _, r, _ in evs].count("PortUnavailable") == 1
+    invalid = sorted(m for _, r, m in evs if r == "InvalidTLS")
+    assert len(invalid) == 3, evs
+    assert any("tls 1" in m and "apps/missing not found" in m for m in invalid)
+    assert any("tls 2" in m and "kubernetes.io/tls" in m for m in invalid)
+    assert any("tls 3" in m and "no secretName" in m for m in invalid)
+    assert not any("Secret c" in m or "apps/c" in m for m in invalid)
+    assert ("apps/a", "PortUnavailable", "HTTPS port 8443 is used by a Gateway listener with protocol HTTP") in evs
+    assert ctx.certificate_entries() == () and ctx.tls_files == {}
+    assert ctx.listeners == {8080: False}
+    assert "clusterId" in only_route(ctx)
 
 
 def test_gateway_listener_same_protocol_is_shared() -> None:

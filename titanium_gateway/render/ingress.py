@@ -462,15 +462,17 @@ class _Translator:
 
     # -- TLS ------------------------------------------------------------------------------
     def tls(self, ing: _Ingress) -> None:
-        for t, entry in enumerate(_list(_map(ing.obj.get("spec")).get("tls"))):
+        entries = _list(_map(ing.obj.get("spec")).get("tls"))
+        if entries and not self.https_ok:
+            # One cause, one event: the port is PortUnavailable (once per Ingress, not an
+            # InvalidTLS per entry); each entry is still validated below, so a bad Secret is
+            # reported too, yet nothing is bound and no decrypting listener opened.
+            self.event(ing, "PortUnavailable", self.https_why)
+        for t, entry in enumerate(entries):
             entry = _map(entry)
             secret = entry.get("secretName")
             if not isinstance(secret, str) or not secret:
                 self.event(ing, "InvalidTLS", f"tls {t}: no secretName")
-                continue
-            if not self.https_ok:
-                self.event(ing, "InvalidTLS", f"tls {t} (Secret {secret}): {self.https_why}")
-                self.event(ing, "PortUnavailable", self.https_why)
                 continue
             hosts: list[str] = []
             bad = False
@@ -483,12 +485,26 @@ class _Translator:
                 hosts.append(host)
             if bad:
                 continue
+            if not self.https_ok:
+                error = self.check_tls_secret(ing.namespace, secret)
+                if error:
+                    self.event(ing, "InvalidTLS", f"tls {t}: {error}")
+                continue  # no certificate bound, no decrypting listener
             rank = None if hosts else (ing.created, ing.namespace, ing.name, t)
             conversion = self.ctx.bind_certificate(ing.namespace, secret, sorted(set(hosts)), rank)
             if not conversion.ok:
                 self.event(ing, "InvalidTLS", f"tls {t}: {conversion.error}")
                 continue
             self.https_needed = True
+
+    def check_tls_secret(self, namespace: str, name: str) -> str:
+        """Why the Secret ``namespace/name`` cannot be a certificate ("" when it can), with the
+        same messages as ``ctx.bind_certificate``, but binding nothing."""
+        secret = self.ctx.snapshot.secrets.get(f"{namespace}/{name}")
+        if secret is None:
+            return f"Secret {namespace}/{name} not found"
+        conversion = convert_tls_secret(secret)
+        return "" if conversion.ok else f"Secret {namespace}/{name}: {conversion.error}"
 
     # -- backends -------------------------------------------------------------------------
     def backend_cluster(

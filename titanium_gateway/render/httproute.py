@@ -82,6 +82,12 @@ def brief(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def _listed(named: int) -> int:
+    """How many problems a condition lists: every one a 500 body names, within the API's
+    32768-character message limit (at most 90 problems of at most 303 characters)."""
+    return min(90, max(MAX_PROBLEMS_LISTED, named))
+
+
 def summarize(problems: list[str], limit: int = MAX_PROBLEMS_LISTED) -> str:
     """The first ``limit`` distinct problems joined, plus how many more (bounded length)."""
     unique = list(dict.fromkeys(problems))
@@ -270,6 +276,7 @@ class RuleOut:
     unsupported: list[str] = field(default_factory=list)
     refs: list[tuple[str, str]] = field(default_factory=list)
     redirect: dict[str, Any] | None = None  # redirect needing a host per route hostname
+    first_ref: str = ""  # the backend problem the rule's 500 body names
     clusters: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -495,7 +502,9 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         cluster, reason, message = _resolve_ref(ctx, ref, route_ns, settings)
         if cluster is None:
             out.refs.append((reason, message))
-            first_error = first_error if first_error[0] else (reason, message)
+            if not first_error[0]:
+                first_error = (reason, message)
+                out.first_ref = message
             invalid_weight += weight
             continue
         out.clusters.append(cluster)
@@ -691,13 +700,18 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) 
         one_port = next(iter(ports)) if len(ports) == 1 else None
         hosts = _effective_hosts(basis, route_hosts) if basis else (
             sorted({h.lower() for h in route_hosts}) or [None])
-        _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs, emit=bool(serving))
-        _status(ctx, route, ns, name, parents, old_parents, unsupported, refs)
+        firsts: list[str] = []  # the problem each 500 body starts with: always named in the status
+        ref_firsts: list[str] = []
+        _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs, firsts, ref_firsts,
+                    emit=bool(serving))
+        _status(ctx, route, ns, name, parents, old_parents, firsts + unsupported, ref_firsts + [m for _, m in refs],
+                refs[0][0] if refs else "", len(set(firsts)), len(set(ref_firsts)))
 
 
 def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                 hosts: list[str | None], one_port: tuple[int, str] | None,
-                unsupported: list[str], refs: list[tuple[str, str]], *, emit: bool) -> None:
+                unsupported: list[str], refs: list[tuple[str, str]], firsts: list[str], ref_firsts: list[str],
+                *, emit: bool) -> None:
     created = creation_timestamp(route)
     for ri, rule in enumerate(_list(spec.get("rules"))):
         if not isinstance(rule, Mapping):
@@ -706,6 +720,10 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         refs.extend(out.refs)
         rule_unsupported = list(out.unsupported)
         rule_message = summarize(rule_unsupported, 3)
+        if rule_unsupported:
+            firsts.append(rule_unsupported[0])
+        elif out.first_ref and "directResponse" in out.action:
+            ref_firsts.append(out.first_ref)
         if emit and not rule_unsupported:
             for cluster in out.clusters:
                 ctx.add_cluster(cluster)
@@ -728,6 +746,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                         why = "RequestRedirect without hostname needs a concrete route hostname"
                         if why not in unsupported:
                             unsupported.append(why)
+                            firsts.append(why)
                         body["directResponse"] = {"status": 500, "body": f"UnsupportedValue: {why}"}
                 else:
                     body.update(out.action)
@@ -761,7 +780,9 @@ def _expand_transforms(transforms: list[dict[str, Any]], match: Mapping[str, Any
 
 
 def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, parents: list[_Parent],
-            old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[tuple[str, str]]) -> None:
+            old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[str], ref_reason: str,
+            n_firsts: int, n_ref_firsts: int) -> None:
+    """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed)."""
     entries: list[dict[str, Any]] = []
     for p in parents:
         previous: list[Mapping[str, Any]] = []
@@ -773,11 +794,11 @@ def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, pa
         if not p.accepted:
             conds.set("Accepted", False, p.reason, p.message)
         elif unsupported:
-            conds.set("Accepted", False, "UnsupportedValue", summarize(unsupported))
+            conds.set("Accepted", False, "UnsupportedValue", summarize(unsupported, _listed(n_firsts)))
         else:
             conds.set("Accepted", True, "Accepted", p.message)
         if refs:
-            conds.set("ResolvedRefs", False, refs[0][0], summarize([m for _, m in refs]))
+            conds.set("ResolvedRefs", False, ref_reason, summarize(refs, _listed(n_ref_firsts)))
         else:
             conds.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
         entries.append({

@@ -257,3 +257,27 @@ def test_metrics_thread_never_steals_a_workers_wakeup() -> None:
     finished = not t.is_alive()
     q.shut_down()
     assert finished and got == ["x"]
+
+
+def test_coalescing_trigger_reports_client_go_workqueue_metrics() -> None:
+    clock = FakeClock()
+    reg = Registry()
+    tr = CoalescingTrigger(0.5, clock=clock, name="reconcile", metrics=PrometheusWorkqueueMetrics(reg))
+    for _ in range(5):  # five changes merge into one pending reconcile
+        tr.trigger()
+    text = reg.render_text()
+    assert 'workqueue_adds_total{name="reconcile"} 5' in text
+    assert 'workqueue_depth{name="reconcile"} 1' in text
+    clock.step(0.2)
+    assert tr.wait(timeout=0)
+    text = reg.render_text()
+    assert 'workqueue_depth{name="reconcile"} 0' in text
+    assert 'workqueue_queue_duration_seconds_count{name="reconcile"} 1' in text
+    assert 'workqueue_queue_duration_seconds_sum{name="reconcile"} 0.2' in text
+    clock.step(0.3)
+    tr.done()
+    tr.retry(after=1.0)
+    text = reg.render_text()
+    assert 'workqueue_work_duration_seconds_count{name="reconcile"} 1' in text
+    assert 'workqueue_retries_total{name="reconcile"} 1' in text
+    assert 'workqueue_depth{name="reconcile"} 1' in text

@@ -269,11 +269,17 @@ class CoalescingTrigger:
     plain trigger still wins.
     """
 
-    def __init__(self, min_interval: float = 0.5, *, clock: Clock = REAL_CLOCK) -> None:
+    def __init__(self, min_interval: float = 0.5, *, clock: Clock = REAL_CLOCK, name: str = "reconcile",
+                 metrics: WorkqueueMetricsProvider | None = None) -> None:
         if min_interval < 0:
             raise ValueError("min_interval must be >= 0")
         self.min_interval = min_interval
+        self.name = name
         self._clock = clock
+        # The trigger is a queue of one key ("the world changed"): it reports through the same
+        # client-go workqueue metrics as ``Queue`` (depth 0 or 1, adds, queue and work duration,
+        # retries, unfinished work).
+        self._metrics: _QueueMetrics[str] = _QueueMetrics(name, metrics or NoopWorkqueueMetrics(), clock)
         self._cond = threading.Condition()
         self._due: float | None = None  # earliest clock time a requested reconcile may run
         self._last_start: float | None = None
@@ -289,6 +295,10 @@ class CoalescingTrigger:
                 return
             self.triggers += 1
             at = self._clock.now() + max(0.0, after)
+            if self._due is None:
+                self._metrics.add(self.name)
+            else:
+                self._metrics.adds.inc()  # merged into the pending reconcile: counted, not queued
             if self._due is None or at < self._due:
                 self._due = at
                 self._cond.notify_all()
@@ -321,6 +331,7 @@ class CoalescingTrigger:
                     at = self._earliest_locked()
                     if now >= at:
                         self._due = None
+                        self._metrics.get(self.name)
                         self._last_start = now
                         self._last_end = None
                         self._running = True
@@ -341,7 +352,20 @@ class CoalescingTrigger:
             if self._running:
                 self._running = False
                 self._last_end = self._clock.now()
+                self._metrics.done(self.name)
                 self._cond.notify_all()
+
+    def retry(self, after: float) -> None:
+        """Ask for a reconcile after a failure, ``after`` seconds from now (counts a retry)."""
+        with self._cond:
+            if not self._shutdown:
+                self._metrics.retries.inc()
+        self.trigger(after=after)
+
+    def update_unfinished_work(self) -> None:
+        """Refresh workqueue_unfinished_work_seconds / longest_running_processor_seconds now."""
+        with self._cond:
+            self._metrics.update_unfinished()
 
     def shut_down(self) -> None:
         with self._cond:

@@ -16,7 +16,7 @@ def _note(message: str) -> str:
     return str(w.body(EventRecord("Ingress", "apps", "x", "Warning", "InvalidAnnotation", message), "n", "apps")["note"])
 
 
-@pytest.mark.parametrize("message", ["x" * 70_000, "x" * 1024])
+@pytest.mark.parametrize("message", ["x" * 70_000, "x" * 1024], ids=["70k", "1k"])
 def test_ascii_event_notes_are_truncated_to_the_limit(message: str) -> None:
     assert len(_note(message).encode()) <= NOTE_BYTES
 
@@ -27,6 +27,6 @@ NOTE_BUG = ("BUG writers/events.EventWriter.body: the note is cut to 1024 CHARAC
 
 
 @pytest.mark.xfail(strict=True, reason=NOTE_BUG)
-@pytest.mark.parametrize("message", ["日" * 2000, "é" * 700, "🙂" * 300])
+@pytest.mark.parametrize("message", ["日" * 2000, "é" * 700, "🙂" * 300], ids=["cjk", "latin", "emoji"])
 def test_non_ascii_event_notes_fit_1024_bytes(message: str) -> None:
     assert len(_note(message).encode("utf-8", "surrogatepass")) <= NOTE_BYTES

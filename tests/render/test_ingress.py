@@ -277,9 +277,52 @@ def test_ordering_older_wins_for_same_host_and_path_across_ingresses() -> None:
         ing("young", created="2024-02-01T00:00:00Z", paths=[path("/x", "ImplementationSpecific")]),
         ing("old", created="2024-01-01T00:00:00Z", paths=[path("/x", "Prefix")]),
     )
-    # same data-plane match, different pathType: no conflict, older first, none dropped
+    # ImplementationSpecific is a Prefix: the same route, older first, none dropped, and the
+    # newer one (never reached) reports RouteConflict (spec audit F8)
     assert route_ids(ctx) == ["ingress/apps/old/r0p0", "ingress/apps/young/r0p0"]
-    assert events(ctx) == []
+    assert reasons(ctx) == ["RouteConflict"]
+
+
+def test_implementation_specific_equal_to_older_prefix_is_a_route_conflict() -> None:
+    """Spec audit F8 repro: `a` (older) Prefix /x, `b` (newer) ImplementationSpecific /x/ on the
+    same host are the same data-plane match: RouteConflict on `b`; the canary `c` of /x
+    (ImplementationSpecific) binds to the route that is reached, `a`'s."""
+    ctx = base(
+        service("shop-v2"),
+        ing("a", created="2024-01-01T00:00:00Z", host="a.com", paths=[path("/x", "Prefix")]),
+        ing("b", created="2024-02-01T00:00:00Z", host="a.com", paths=[path("/x/", "ImplementationSpecific")]),
+        ing(
+            "c",
+            created="2024-03-01T00:00:00Z",
+            host="a.com",
+            annotations={"titanium.io/canary": "true", "titanium.io/canary-weight": "20"},
+            paths=[path("/x", "ImplementationSpecific", be=backend("shop-v2"))],
+        ),
+    )
+    assert route_ids(ctx) == ["ingress/apps/a/r0p0", "ingress/apps/b/r0p0"]
+    assert events(ctx) == [
+        (
+            "apps/b",
+            "RouteConflict",
+            "host a.com path /x (ImplementationSpecific) is owned by the older Ingress apps/a "
+            "(host a.com path /x (Prefix): the same match, ImplementationSpecific is a Prefix)",
+        )
+    ]
+    rs = routes(ctx)
+    assert rs["ingress/apps/a/r0p0"]["clusters"] == [
+        {"clusterId": "svc-apps.shop.8080", "weight": 80},
+        {"clusterId": "svc-apps.shop-v2.8080", "weight": 20},
+    ]
+    assert rs["ingress/apps/b/r0p0"]["clusterId"] == "svc-apps.shop.8080"  # no canary on the dead route
+
+
+def test_implementation_specific_older_than_prefix_owns_it() -> None:
+    ctx = base(
+        ing("a", created="2024-01-01T00:00:00Z", paths=[path("/x", "ImplementationSpecific")]),
+        ing("b", created="2024-02-01T00:00:00Z", paths=[path("/x", "Prefix"), path("/x", "Exact")]),
+    )
+    assert [(n, r) for n, r, _ in events(ctx)] == [("apps/b", "RouteConflict")]  # Exact is another match
+    assert "(ImplementationSpecific)" in events(ctx)[0][2]
 
 
 def test_default_backend_is_last_and_owned_by_the_oldest() -> None:
@@ -708,10 +751,22 @@ def test_canary_without_primary() -> None:
 
 def test_canary_matches_host_path_and_type_exactly() -> None:
     c = canary(canary_weight="50")
-    c["spec"]["rules"][0]["http"]["paths"][0]["pathType"] = "ImplementationSpecific"
+    c["spec"]["rules"][0]["http"]["paths"][0]["pathType"] = "Exact"
     ctx = base(service("shop-v2"), ing("shop"), c)
     assert reasons(ctx) == ["CanaryWithoutPrimary"]
     assert "clusterId" in only_route(ctx)
+    c["spec"]["rules"][0]["host"] = "other.example.com"
+    c["spec"]["rules"][0]["http"]["paths"][0]["pathType"] = "Prefix"
+    ctx = base(service("shop-v2"), ing("shop"), c)
+    assert reasons(ctx) == ["CanaryWithoutPrimary"]
+
+
+def test_implementation_specific_canary_of_a_prefix_primary() -> None:
+    c = canary(canary_weight="50")
+    c["spec"]["rules"][0]["http"]["paths"][0]["pathType"] = "ImplementationSpecific"
+    ctx = base(service("shop-v2"), ing("shop"), c)  # ImplementationSpecific is a Prefix (F8)
+    assert ctx.events() == ()
+    assert [x["weight"] for x in only_route(ctx)["clusters"]] == [50, 50]
 
 
 def test_second_canary_conflicts() -> None:

@@ -250,9 +250,15 @@ class _Path:
 
     @property
     def conflict_key(self) -> tuple[str, str, str]:
+        """The route's identity for RouteConflict and canary binding: host, normalized path and
+        the data-plane path kind, so ``ImplementationSpecific`` (a Prefix) and ``Prefix`` on
+        the same path are the same route. A path with an InvalidPath error keeps its pathType
+        as written: its 500 route never owns (nor conflicts with) a valid route's match."""
         if self.is_default:
             return ("", "", "defaultBackend")
-        return (self.host or "", self.path or "", self.path_type)
+        if self.error_reason == "InvalidPath":
+            return (self.host or "", self.path or "", "invalid:" + self.path_type)
+        return (self.host or "", self.path or "", self.kind or "")
 
     def describe(self) -> str:
         if self.is_default:
@@ -317,11 +323,10 @@ class _Translator:
                 if owner is None:
                     owners[p.conflict_key] = p
                 elif owner.ing is not ing:
-                    self.event(
-                        ing,
-                        "RouteConflict",
-                        f"{p.describe()} is owned by the older Ingress {owner.ing.ref}",
-                    )
+                    message = f"{p.describe()} is owned by the older Ingress {owner.ing.ref}"
+                    if owner.path_type != p.path_type:
+                        message += f" ({owner.describe()}: the same match, ImplementationSpecific is a Prefix)"
+                    self.event(ing, "RouteConflict", message)
             self.tls(ing)
         for ing in canaries:
             self.canary(ing, owners)

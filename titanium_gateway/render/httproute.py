@@ -82,6 +82,13 @@ def brief(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def plain(value: Any) -> str:
+    """A short identifier-like string as is (names, type names); anything else via :func:`brief`."""
+    if isinstance(value, str) and len(value) <= _BRIEF_LIMIT and value.isascii() and value.isprintable():
+        return value
+    return brief(value)
+
+
 def _listed(named: int) -> int:
     """How many problems a condition lists: every one a 500 body names, within the API's
     32768-character message limit (at most 90 problems of at most 303 characters)."""
@@ -321,7 +328,7 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
             degraded = True
             continue
         if htype != "Exact":
-            out.unsupported.append(f"header match type {brief(htype)} ({brief(name)}) is not supported")
+            out.unsupported.append(f"header match type {plain(htype)} ({plain(name)}) is not supported")
             degraded = True
             continue
         headers.setdefault(name, value)
@@ -343,12 +350,12 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
         elif qtype == "RegularExpression":
             why = check_regex(value)
             if why:
-                out.unsupported.append(f"query {brief(name)} RegularExpression: {why}")
+                out.unsupported.append(f"query {plain(name)} RegularExpression: {why}")
                 degraded = True
                 continue
             query_regex[name] = value
         else:
-            out.unsupported.append(f"query match type {brief(qtype)} is not supported")
+            out.unsupported.append(f"query match type {plain(qtype)} is not supported")
             degraded = True
     if query:
         match["query"] = dict(sorted(query.items()))
@@ -460,14 +467,14 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
                     # expanded per match (each match is its own data-plane route) in _emit_rules
                     transforms.append({"kind": _PREFIX_REWRITE, "parameters": {"replacement": path["replacePrefixMatch"]}})
             elif path:
-                out.unsupported.append(f"URLRewrite path {brief(ptype) if ptype else 'malformed'} is not supported")
+                out.unsupported.append(f"URLRewrite path {plain(ptype) if ptype else 'malformed'} is not supported")
         elif ftype == "RequestRedirect":
             spec = _dict(f.get("requestRedirect"))
             redirect = _redirect(spec, out, one_port)
         elif ftype == "RequestMirror":
             mirrors.append(_dict(f.get("requestMirror")))
         else:
-            out.unsupported.append(f"filter type {brief(ftype) if ftype else 'missing'} is not supported")
+            out.unsupported.append(f"filter type {plain(ftype) if ftype else 'missing'} is not supported")
     if redirect is not None and rewrite_seen:
         out.unsupported.append("RequestRedirect and URLRewrite cannot be combined")
     if len(mirrors) > 1:

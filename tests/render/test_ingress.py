@@ -411,10 +411,35 @@ def test_external_name_service_reports_only_ingress_reasons() -> None:
         assert ctx.clusters[r["clusterId"]]["destinations"] == []
 
 
-def test_invalid_path_relative_has_no_route_and_others_serve() -> None:
-    ctx = base(ing("a", paths=[path("api"), path("/ok")]))
-    assert route_ids(ctx) == ["ingress/apps/a/r0p1"]
-    assert events(ctx, "InvalidPath") == [("apps/a", "InvalidPath", "rule 0 path 0: path 'api' is not an absolute path")]
+def test_invalid_path_relative_answers_500_for_its_own_match_and_others_serve() -> None:
+    """Spec audit F10: never dropped; a 500 route on the path as written, in the degraded tier
+    (after every normal route), so it never shadows another path."""
+    ctx = base(ing("a", paths=[path("api"), path("/ok"), path("api/", "ImplementationSpecific"), path("rel", "Exact")]))
+    rs = routes(ctx)
+    assert route_ids(ctx) == ["ingress/apps/a/r0p1", "ingress/apps/a/r0p3", "ingress/apps/a/r0p0", "ingress/apps/a/r0p2"]
+    assert rs["ingress/apps/a/r0p0"] == {
+        "id": "ingress/apps/a/r0p0",
+        "order": 3,
+        "match": {"host": "shop.example.com", "path": "api", "pathKind": "Prefix"},
+        "directResponse": {"status": 500, "body": "InvalidPath: path 'api' is not an absolute path"},
+    }
+    assert rs["ingress/apps/a/r0p2"]["match"] == {"host": "shop.example.com", "path": "api", "pathKind": "Prefix"}
+    assert rs["ingress/apps/a/r0p3"]["match"] == {"host": "shop.example.com", "path": "rel", "pathKind": "Exact"}
+    assert rs["ingress/apps/a/r0p3"]["directResponse"]["status"] == 500
+    assert "clusterId" in rs["ingress/apps/a/r0p1"]
+    assert events(ctx, "InvalidPath")[0] == ("apps/a", "InvalidPath", "rule 0 path 0: path 'api' is not an absolute path")
+    assert reasons(ctx) == ["InvalidPath"] * 3
+
+
+def test_invalid_path_route_never_shadows_other_paths_or_objects() -> None:
+    ctx = base(
+        ing("a", created="2024-01-01T00:00:00Z", paths=[path("x"), path("/a b")]),
+        ing("b", created="2024-02-01T00:00:00Z", host=None, paths=[path("/")]),
+    )
+    ids = route_ids(ctx)
+    assert ids[0] == "ingress/apps/b/r0p0"  # a valid host-less / beats both 500 routes
+    assert set(ids[1:]) == {"ingress/apps/a/r0p0", "ingress/apps/a/r0p1"}
+    assert routes(ctx)["ingress/apps/a/r0p1"]["match"] == {"host": "shop.example.com", "path": "/a b", "pathKind": "Prefix"}
 
 
 def test_invalid_path_type_answers_500_on_that_exact_path_only() -> None:
@@ -434,10 +459,23 @@ def test_invalid_path_type_route_never_shadows_a_valid_rule() -> None:
     assert route_ids(ctx) == ["ingress/apps/b/r0p0", "ingress/apps/a/r0p0"]
 
 
-@pytest.mark.parametrize("bad", ["/a b", "/a?x", "", None, 5])
-def test_invalid_path_values(bad: Any) -> None:
-    ctx = base(ing("a", paths=[{"path": bad, "pathType": "Prefix", "backend": backend()}]))
-    assert ctx.ordered_routes() == [] and reasons(ctx) == ["InvalidPath"]
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ("/a b", {"path": "/a b", "pathKind": "Prefix"}),
+        ("/a?x", {"path": "/a?x", "pathKind": "Prefix"}),
+        ("", {}),  # an unspecified path matches every path (of the host)
+        (None, {}),
+        (5, {}),
+    ],
+)
+def test_invalid_path_values(bad: Any, match: dict[str, Any]) -> None:
+    ctx = base(ing("a", default_backend=backend(), paths=[{"path": bad, "pathType": "Prefix", "backend": backend()}]))
+    assert reasons(ctx) == ["InvalidPath"]
+    r = routes(ctx)["ingress/apps/a/r0p0"]
+    assert r["match"] == {"host": "shop.example.com", **match}
+    assert r["directResponse"]["status"] == 500 and r["directResponse"]["body"].startswith("InvalidPath: ")
+    assert route_ids(ctx)[-1] == "ingress/apps/a/default"  # the 500 route sorts before the defaultBackend only
 
 
 def test_missing_path_type_is_invalid() -> None:

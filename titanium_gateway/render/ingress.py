@@ -173,6 +173,24 @@ def normalize_path(raw_path: Any, path_type: Any) -> tuple[str | None, str | Non
     return path, "Prefix", ""
 
 
+def invalid_path_match(raw_path: Any, path_type: Any) -> tuple[str | None, str | None]:
+    """(path, pathKind) of the 500 route of a path that :func:`normalize_path` rejects: the
+    path's own match, as written, so it answers 500 where it would have matched and nowhere else.
+
+    A string path keeps its text (a trailing ``/`` stripped for a Prefix, as for valid paths)
+    with the kind of its pathType (an unknown pathType: ``Exact``). A non-absolute path such as
+    ``z`` can match no request (request paths start with ``/``), so its route shadows nothing.
+    An absent or empty path is "every path" (the Ingress API: an unspecified path matches all
+    paths): (None, None). The route goes in the degraded tier (:meth:`_Translator.tier`), after
+    every normal route, so it never shadows another path.
+    """
+    if not isinstance(raw_path, str) or not raw_path:
+        return None, None
+    if path_type in ("Prefix", "ImplementationSpecific"):
+        return raw_path.rstrip("/") or raw_path, "Prefix"
+    return raw_path, "Exact"
+
+
 def regex_escape(text: str) -> str:
     """Escapes a literal for a .NET regular expression."""
     return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
@@ -447,10 +465,9 @@ class _Translator:
                     continue
                 path, kind, error = normalize_path(item.get("path"), item.get("pathType"))
                 if error:
+                    # Never dropped: the path answers 500 for its own match (spec audit F10).
                     self.event(ing, "InvalidPath", f"rule {r} path {p}: {error}")
-                    if path is None:
-                        continue  # nothing to match: no route
-                    kind = "Exact"  # an unknown pathType answers 500 on that exact path only
+                    path, kind = invalid_path_match(item.get("path"), item.get("pathType"))
                 path_type = _str(item.get("pathType"))
                 entry = _Path(ing, route_id, r, p, host, path, kind, path_type, item.get("backend"))
                 if error:
@@ -735,6 +752,7 @@ __all__: Iterable[str] = (
     "owned_classes",
     "normalize_host",
     "normalize_path",
+    "invalid_path_match",
     "rewrite_transform",
     "load_balancer_ingress",
 )

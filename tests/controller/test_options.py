@@ -18,7 +18,7 @@ def test_defaults() -> None:
     assert o.ingress_controller_name == "titanium.io/ingress-controller" and not o.watch_legacy_annotation
     assert (o.admin_port, o.lease_name, o.lease_namespace) == (9901, "titanium-gateway", "default")
     assert o.leader_election and o.min_reconcile_ms == 500 and o.health_port == 8081
-    assert (o.kube_api_qps, o.kube_api_burst, o.kubeconfig, o.verbose) == (50.0, 100, None, False)
+    assert (o.kube_api_qps, o.kube_api_burst, o.kubeconfig, o.verbose) == (200.0, 1000, None, False)
     assert (o.lease.lease_duration, o.lease.renew_deadline, o.lease.retry_period) == (15.0, 10.0, 2.0)
 
 

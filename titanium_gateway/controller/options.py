@@ -69,8 +69,8 @@ class ControllerOptions:
     leader_election: bool = True
     min_reconcile_ms: int = 500
     health_port: int = 8081
-    kube_api_qps: float = 50.0
-    kube_api_burst: int = 100
+    kube_api_qps: float = 200.0
+    kube_api_burst: int = 1000
     kubeconfig: str | None = None
     verbose: bool = False
     lease: LeaseTimings = LeaseTimings()
@@ -137,8 +137,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "no-leader-election": ("bool", "run without leader election (a single replica)"),
     "min-reconcile-ms": ("int", "smallest gap between reconciles in ms (500)"),
     "health-port": ("int", "port of /healthz, /readyz, /metrics (8081; 0: an ephemeral port)"),
-    "kube-api-qps": ("float", "client-side API rate (50)"),
-    "kube-api-burst": ("int", "client-side API burst (100)"),
+    "kube-api-qps": ("float", "client-side API rate (200)"),
+    "kube-api-burst": ("int", "client-side API burst (1000)"),
     "kubeconfig": ("str", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)"),
     "verbose": ("bool", "debug logging"),
     "lease-duration": ("float", "seconds a Lease is valid without renewal (15)"),
@@ -254,8 +254,8 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         leader_election=not b("no-leader-election"),
         min_reconcile_ms=_int("min-reconcile-ms", s("min-reconcile-ms") or "500", 0, 3_600_000),
         health_port=_int("health-port", s("health-port") or "8081", 0, 65535),
-        kube_api_qps=_float("kube-api-qps", s("kube-api-qps") or "50"),
-        kube_api_burst=_int("kube-api-burst", s("kube-api-burst") or "100", 1, 100_000),
+        kube_api_qps=_float("kube-api-qps", s("kube-api-qps") or "200"),
+        kube_api_burst=_int("kube-api-burst", s("kube-api-burst") or "1000", 1, 100_000),
         kubeconfig=s("kubeconfig"),
         verbose=b("verbose"),
         lease=timings,

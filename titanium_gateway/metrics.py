@@ -377,6 +377,14 @@ def rest_client_requests(registry: Registry | None = None) -> Counter:
         ["code", "method", "host"])
 
 
+def reflector_malformed_objects(registry: Registry | None = None) -> Counter:
+    """``titanium_reflector_malformed_objects_total{reflector}``: watch events and list items
+    skipped because they are not an object with ``metadata.name``."""
+    return (registry or REGISTRY).counter(
+        "titanium_reflector_malformed_objects_total",
+        "Watch events and list items skipped because they carry no object with metadata.name.", ["reflector"])
+
+
 def leader_election_master_status(registry: Registry | None = None) -> Gauge:
     """``leader_election_master_status{name}``: 1 while this replica leads, else 0."""
     return (registry or REGISTRY).gauge(

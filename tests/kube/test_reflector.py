@@ -264,3 +264,68 @@ def test_handler_exception_does_not_break_cache(api: FakeKubeApi) -> None:
     r = Reflector(api, SERVICES, store, Boom(), clock=FakeClock())
     r.list()
     assert "default/a" in store and r.has_synced()
+
+
+MALFORMED_EVENTS: list = [
+    "not an event",
+    {"type": "ADDED"},  # no object
+    {"type": "ADDED", "object": ["a", "list"]},
+    {"type": "ADDED", "object": {"kind": "Service"}},  # no metadata
+    {"type": "MODIFIED", "object": {"metadata": "x"}},
+    {"type": "ADDED", "object": {"metadata": {"namespace": "default", "resourceVersion": "900"}}},  # no name
+    {"type": "ADDED", "object": {"metadata": {"name": "", "namespace": "default"}}},
+    {"type": "DELETED", "object": {"metadata": {"namespace": "default", "resourceVersion": "901"}}},
+    {"type": "ADDED", "object": {"metadata": {"name": 7, "namespace": "default"}}},
+]
+
+
+def test_malformed_watch_events_are_skipped_counted_and_the_watch_goes_on(api: FakeKubeApi) -> None:
+    from titanium_gateway.metrics import Registry
+
+    reg = Registry()
+    r, store, rec = make(api, registry=reg)
+    r.list()
+    good = {"type": "ADDED", "object": {**svc("good"), "metadata": {**svc("good")["metadata"],
+                                                                     "resourceVersion": "902"}}}
+    api.watch_scripts.append([*MALFORMED_EVENTS, good])
+    r.watch_once()  # returns normally: nothing raised, nothing cached from the bad events
+    assert store.keys() == ["default/good"] and rec.events == [("add", "good")]
+    assert r.malformed == len(MALFORMED_EVENTS)
+    assert reg.get("titanium_reflector_malformed_objects_total").value(reflector=r.name) == len(MALFORMED_EVENTS)
+    assert r.last_sync_resource_version == "902"
+    assert api.count("list") == 1  # no relist
+
+
+def test_malformed_watch_events_never_make_run_spin(api: FakeKubeApi) -> None:
+    """The same bad events replayed on every watch: the reflector keeps serving later events
+    and never loops on errors (the loop used to retry the same event forever)."""
+    api.end_watch_after_replay = False
+    r, store, _ = make(api, clock=FakeClock())
+    api.watch_scripts.append(list(MALFORMED_EVENTS))
+    t = threading.Thread(target=r.run, daemon=True)
+    t.start()
+    try:
+        assert wait_until(lambda: r.malformed == len(MALFORMED_EVENTS))
+        api.put(SERVICES, svc("later"))
+        assert wait_until(lambda: "default/later" in store)
+        assert r.errors == 0 and api.count("list") == 1
+    finally:
+        r.stop()
+        api.end_watches()
+        t.join(5)
+
+
+def test_malformed_list_items_are_skipped(api: FakeKubeApi) -> None:
+    api.put(SERVICES, svc("a"))
+    r, store, rec = make(api)
+    orig = api.list
+
+    def with_junk(*a: object, **kw: object) -> dict:
+        page = orig(*a, **kw)  # type: ignore[arg-type]
+        page["items"] = [*page["items"], None, 3, {"metadata": {}}, {"spec": {}}]
+        return page
+
+    api.list = with_junk  # type: ignore[method-assign]
+    r.list()
+    assert store.keys() == ["default/a"] and rec.events == [("add", "a")]
+    assert r.malformed == 4 and r.has_synced()

@@ -9,6 +9,10 @@ selectors) by listing, then watching from the list's resourceVersion (client-go 
   relist computes the deletes it missed (objects gone from the new list) and reports them.
 - Any other error backs off exponentially with jitter (capped), never less than the server's
   Retry-After, and the watch resumes from the last resourceVersion (no relist needed).
+- A malformed watch event or list item (not a JSON object, no object, no ``metadata`` or no
+  ``metadata.name``) is skipped with a warning and counted (``malformed``,
+  ``titanium_reflector_malformed_objects_total``); the watch goes on (its resourceVersion, when
+  it has one, still advances), so one bad object never stops the cache nor makes it spin.
 - Every store change is reported to an ``EventSink`` (on_add / on_update / on_delete) after
   the store was updated; ``resync_period`` re-reports every cached object as an update.
 """
@@ -25,6 +29,7 @@ from typing import Any, Protocol
 from titanium_gateway.kube.api import ApiError, KubeApi, Obj, Resource
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.store import Store, strip_managed_fields
+from titanium_gateway.metrics import Registry, reflector_malformed_objects
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,22 @@ class Backoff:
         self.failures = 0
 
 
+def _malformed(obj: Any) -> str:
+    """Why ``obj`` cannot be cached ("" when it can): an object with ``metadata.name``."""
+    if not isinstance(obj, dict):
+        return "no object" if obj is None else f"the object is a {type(obj).__name__}"
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        return "the object has no metadata"
+    name = md.get("name")
+    if not isinstance(name, str) or not name:
+        return "the object has no metadata.name"
+    ns = md.get("namespace")
+    if ns is not None and not isinstance(ns, str):
+        return "metadata.namespace is not a string"
+    return ""
+
+
 class _Gone(Exception):
     pass
 
@@ -74,7 +95,8 @@ class Reflector:
                  namespace: str | None = None, label_selector: str | None = None,
                  field_selector: str | None = None, page_size: int = 500, watch_timeout: int = 300,
                  resync_period: float | None = None, backoff: Backoff | None = None,
-                 min_watch_duration: float = 1.0, clock: Clock = REAL_CLOCK, name: str | None = None) -> None:
+                 min_watch_duration: float = 1.0, clock: Clock = REAL_CLOCK, name: str | None = None,
+                 registry: Registry | None = None) -> None:
         self.api = api
         self.resource = resource
         self.store = store
@@ -99,6 +121,8 @@ class Reflector:
         self.lists = 0  # counters for tests and debugging
         self.watches = 0
         self.errors = 0
+        self.malformed = 0  # watch events and list items skipped (no object with metadata.name)
+        self._m_malformed = reflector_malformed_objects(registry).labels(reflector=self.name)
         self.last_error: BaseException | None = None
         self.sleeping_until: float | None = None
         self._stream: object | None = None  # clock time a back-off sleep ends (tests, debugging)
@@ -196,6 +220,10 @@ class Reflector:
                 raise
             self._check_stop()
             for it in page.get("items") or []:
+                why = _malformed(it)
+                if why:
+                    self._skip(f"list item {why}", it)
+                    continue
                 items.append(self._with_type(it))
             md = page.get("metadata") or {}
             rv = str(md.get("resourceVersion") or rv)
@@ -272,20 +300,41 @@ class Reflector:
         out.setdefault("kind", self.resource.kind)
         return out
 
+    def _skip(self, what: str, obj: Any) -> None:
+        self.malformed += 1
+        self._m_malformed.inc()
+        log.warning("reflector %s: skipped a malformed %s", self.name, what,
+                    extra={"kind": self.resource.kind, "object": repr(obj)[:200]})
+
     def _handle(self, ev: Obj) -> None:
+        if not isinstance(ev, dict):
+            self._skip("watch event (not a JSON object)", ev)
+            return
         etype = ev.get("type")
-        obj = ev.get("object") or {}
+        obj = ev.get("object")
         if etype == "ERROR":
-            code = int(obj.get("code") or 0)
+            obj = obj if isinstance(obj, dict) else {}
+            try:
+                code = int(obj.get("code") or 0)
+            except (TypeError, ValueError):
+                code = 0
             if code == 410:
                 raise _Gone()
             raise ApiError(code or 500, str(obj.get("reason") or ""), str(obj.get("message") or ""), None, obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        md = obj.get("metadata") if isinstance(obj, dict) else None
+        rv = str((md if isinstance(md, dict) else {}).get("resourceVersion") or "")
         if etype == "BOOKMARK":
             if rv:
                 self._rv = rv
                 self.store.set_resource_version(rv)
             return
+        why = _malformed(obj)
+        if why:
+            self._skip(f"{etype} watch event: {why}", ev)
+            if rv:
+                self._rv = rv  # later events still resume after it
+            return
+        assert isinstance(obj, dict)
         obj = self._with_type(obj)
         if etype in ("ADDED", "MODIFIED"):
             old, new = self.store.upsert(obj)

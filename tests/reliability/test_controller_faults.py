@@ -155,7 +155,6 @@ RETRY_AFTER_BUG = ("BUG controller/reconciler: a write answered 429 with Retry-A
                    "writers hammer an API server that asked them to wait (ApiError.retry_after is parsed but unused)")
 
 
-@pytest.mark.xfail(strict=True, reason=RETRY_AFTER_BUG)
 def test_429_retry_after_is_honoured_by_the_writers(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     env.service("api")
     env.gateway()

@@ -24,7 +24,7 @@ def _no_new_findings(before: set[str]) -> None:
     """Fails with every failure class the campaign found that is not a known (xfail-tracked) bug."""
     new = [f for k, f in fuzzlib.FINDINGS.items() if k not in before and not f.known]
     if new:
-        lines = [f"x{f.count}: {f.signature}\n    example: {f.example[:1500]}" for f in new]
+        lines = [f"x{f.count}: {f.message[:1000]}\n    example: {f.example[:1500]}" for f in new]
         pytest.fail(f"{len(new)} new failure classes:\n" + "\n".join(lines))
 
 

@@ -34,8 +34,9 @@ from titanium_gateway.render.options import (
     parse_port_map,
     parse_ports,
 )
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot, object_key
+from titanium_gateway.render.statusmerge import final_status, orphaned_route_statuses
 
 #: The fixed "now" of an offline render (lastTransitionTime of changed conditions).
 OFFLINE_NOW = "1970-01-01T00:00:00Z"
@@ -351,22 +352,56 @@ def to_yaml(value: Any) -> str:
     )
 
 
+def _status_sort_key(s: ObjectStatus) -> tuple[int, str, str, str]:
+    return (_KIND_RANK.get(s.kind, 9), s.kind, s.namespace, s.name)
+
+
 def _sorted_statuses(result: RenderResult) -> list[Any]:
-    return sorted(result.statuses, key=lambda s: (_KIND_RANK.get(s.kind, 9), s.kind, s.namespace, s.name))
+    return sorted(result.statuses, key=_status_sort_key)
 
 
-def status_documents(result: RenderResult) -> list[dict[str, Any]]:
+def _current_object(snapshot: Snapshot, st: ObjectStatus) -> Mapping[str, Any] | None:
+    field_name = KIND_FIELDS.get(st.kind)
+    if field_name is None:
+        return None
+    key = st.name if st.kind in CLUSTER_SCOPED else f"{st.namespace or 'default'}/{st.name}"
+    obj = getattr(snapshot, field_name).get(key)
+    return obj if isinstance(obj, Mapping) else None
+
+
+def status_documents(
+    result: RenderResult,
+    snapshot: Snapshot | None = None,
+    controller_name: str = DEFAULT_CONTROLLER_NAME,
+) -> list[dict[str, Any]]:
+    """The ``status.yaml`` documents. With the input ``snapshot``, each status is the one the
+    object ends with after the controller's write (``render/statusmerge.py``, the same merge as
+    the status writer): an HTTPRoute keeps the ``status.parents`` entries of other controllers
+    from its input status, before ours; an HTTPRoute the render no longer reports on but whose
+    input status holds a parent entry of ``controller_name`` gets a document with that entry
+    dropped. Without it, the render's own statuses (ours only)."""
+    statuses = list(result.statuses)
+    if snapshot is not None:
+        statuses += orphaned_route_statuses(statuses, snapshot.httproutes.values(), controller_name)
     docs: list[dict[str, Any]] = []
-    for st in _sorted_statuses(result):
+    for st in sorted(statuses, key=_status_sort_key):
         meta: dict[str, Any] = {"namespace": st.namespace, "name": st.name} if st.namespace else {"name": st.name}
-        docs.append({"apiVersion": st.api_version, "kind": st.kind, "metadata": meta, "status": _plain(st.status)})
+        status = _plain(st.status)
+        if snapshot is not None:
+            status = final_status(st.kind, _current_object(snapshot, st), status, controller_name)
+        docs.append({"apiVersion": st.api_version, "kind": st.kind, "metadata": meta, "status": status})
     return docs
 
 
-def status_yaml(result: RenderResult) -> str:
-    """``status.yaml``: one document per owned GatewayClass, Gateway, HTTPRoute and Ingress."""
+def status_yaml(
+    result: RenderResult, snapshot: Snapshot | None = None, controller_name: str = DEFAULT_CONTROLLER_NAME
+) -> str:
+    """``status.yaml``: one document per owned GatewayClass, Gateway, HTTPRoute and Ingress
+    (merged with the input objects' statuses when ``snapshot`` is given, see
+    :func:`status_documents`)."""
     return "".join(
-        ("---\n" if i else "") + to_yaml(doc) for i, doc in enumerate(status_documents(result))
+        ("---\n" if i else "") + to_yaml(doc)
+        for i, doc in enumerate(status_documents(result, snapshot, controller_name))
     )
 
 
@@ -401,21 +436,29 @@ def certificates_yaml(result: RenderResult) -> str:
     return to_yaml(certificate_list(result))
 
 
-def output_files(result: RenderResult) -> dict[str, bytes]:
-    """Every file ``--out`` writes, name -> bytes."""
+def output_files(
+    result: RenderResult, snapshot: Snapshot | None = None, controller_name: str = DEFAULT_CONTROLLER_NAME
+) -> dict[str, bytes]:
+    """Every file ``--out`` writes, name -> bytes (``snapshot``: the rendered input, to merge
+    the statuses as the controller's writer does; see :func:`status_documents`)."""
     files: dict[str, bytes] = {"twp.yaml": result.config}
     for name, data in result.parts:
         files[name] = data
-    files["status.yaml"] = status_yaml(result).encode()
+    files["status.yaml"] = status_yaml(result, snapshot, controller_name).encode()
     files["events.yaml"] = events_yaml(result).encode()
     files["certificates.yaml"] = certificates_yaml(result).encode()
     return files
 
 
-def write_outputs(result: RenderResult, out_dir: Path) -> list[str]:
+def write_outputs(
+    result: RenderResult,
+    out_dir: Path,
+    snapshot: Snapshot | None = None,
+    controller_name: str = DEFAULT_CONTROLLER_NAME,
+) -> list[str]:
     """Writes :func:`output_files` into ``out_dir`` (stale part files removed); returns the names."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = output_files(result)
+    files = output_files(result, snapshot, controller_name)
     for stale in out_dir.glob("twp.part-*.yaml"):
         if stale.name not in files:
             stale.unlink()
@@ -638,10 +681,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         print(f"titanium-gateway render: the render core is not available in this build: {exc}", file=sys.stderr)
         return 1
-    result = render(build_snapshot(objects), options)
+    snapshot = build_snapshot(objects)
+    result = render(snapshot, options)
     if args.out is not None:
         try:
-            names = write_outputs(result, args.out)
+            names = write_outputs(result, args.out, snapshot, options.controller_name)
         except OSError as exc:
             print(f"titanium-gateway render: error: cannot write {args.out}: {exc}", file=sys.stderr)
             return 2

@@ -192,3 +192,89 @@ def test_examples_are_healthy(example: Path) -> None:
     assert not bad
     assert not result.events
     assert {s.kind for s in result.statuses} >= {"GatewayClass", "Gateway", "HTTPRoute"}
+
+
+_OTHER_PARENT = {
+    "parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "theirs"},
+    "controllerName": "example.com/other",
+    "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                    "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1}],
+}
+_STALE_OURS = {
+    "parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gone"},
+    "controllerName": "titaniumproxy.com/gateway-controller",
+    "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                    "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1}],
+}
+
+
+def _with_route_status(tmp_path: Path) -> Path:
+    docs = [d for d in load_objects([QUICKSTART])]
+    for d in docs:
+        if d["kind"] == "HTTPRoute":
+            d["status"] = {"parents": [_OTHER_PARENT, _STALE_OURS]}
+    # a route the render does not report on (only another controller's Gateway) with our stale entry
+    orphan = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+              "metadata": {"namespace": "apps", "name": "moved"},
+              "spec": {"parentRefs": [{"name": "theirs"}]},
+              "status": {"parents": [_STALE_OURS, _OTHER_PARENT]}}
+    theirs = [
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": {"name": "other"},
+         "spec": {"controllerName": "example.com/other"}},
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"namespace": "apps", "name": "theirs"},
+         "spec": {"gatewayClassName": "other", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}},
+    ]
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([*docs, *theirs, orphan]))
+    return path
+
+
+def test_status_yaml_keeps_other_controllers_route_parents(tmp_path: Path) -> None:
+    """Spec audit F6: status.yaml is the HTTPRoute status the controller ends with: other
+    controllers' entries of the input status kept (first, as the writer merges them), ours
+    replaced by the render's, our stale entries dropped; a route the render no longer reports
+    on but carrying our entry gets a document without it."""
+    require_render()
+    from titanium_gateway.render import render
+    from titanium_gateway.render.options import RenderOptions
+    from titanium_gateway.writers.status import merged_status as writer_merged_status
+
+    src = _with_route_status(tmp_path)
+    out = tmp_path / "o"
+    assert main(["-f", str(src), "--out", str(out)]) == 0
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all((out / "status.yaml").read_text())}
+    shop = docs[("HTTPRoute", "shop")]["status"]["parents"]
+    assert [p["controllerName"] for p in shop] == ["example.com/other", "titaniumproxy.com/gateway-controller"]
+    assert shop[0] == _OTHER_PARENT
+    assert shop[1]["parentRef"]["name"] == "web"
+    assert docs[("HTTPRoute", "moved")]["status"] == {"parents": [_OTHER_PARENT]}
+    # the same merge as the controller's status writer
+    snapshot = build_snapshot(load_objects([src]))
+    result = render(snapshot, RenderOptions())
+    (ours,) = [s for s in result.statuses if s.kind == "HTTPRoute" and s.name == "shop"]
+    cur = snapshot.httproutes["apps/shop"]
+    assert yaml.safe_load(yaml.safe_dump(writer_merged_status("HTTPRoute", cur, dict(ours.status),
+                                                              "titaniumproxy.com/gateway-controller"))) == {"parents": shop}
+    # the render itself stays ours-only; other kinds are unchanged by the merge
+    assert [p["controllerName"] for p in ours.status["parents"]] == ["titaniumproxy.com/gateway-controller"]
+    plain = tmp_path / "plain"
+    assert main(["-f", str(QUICKSTART), "--out", str(plain)]) == 0
+    before = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all((plain / "status.yaml").read_text())}
+    assert docs[("Gateway", "web")] == before[("Gateway", "web")]
+    assert docs[("GatewayClass", "titanium")] == before[("GatewayClass", "titanium")]
+
+
+def test_status_merge_helpers() -> None:
+    from titanium_gateway.render.statusmerge import apply_merge_patch, final_status, merged_status
+
+    ours = {"parentRef": {"name": "web"}, "controllerName": "me"}
+    cur = {"status": {"parents": [_OTHER_PARENT, {"parentRef": {"name": "old"}, "controllerName": "me"}, "junk"]}}
+    assert merged_status("HTTPRoute", cur, {"parents": [ours]}, "me") == {"parents": [_OTHER_PARENT, ours]}
+    assert final_status("HTTPRoute", None, {"parents": [ours]}, "me") == {"parents": [ours]}
+    gw = {"status": {"conditions": [1], "listeners": [2], "stale": {"a": 1}}}
+    assert merged_status("Gateway", gw, {"conditions": []}, "me") == {"stale": None, "listeners": None, "conditions": []}
+    assert final_status("Gateway", gw, {"conditions": [3]}, "me") == {"conditions": [3]}
+    assert apply_merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}) == {"a": {"c": 2, "d": 3}}
+    assert final_status("Ingress", {"status": "garbage"}, {"loadBalancer": {"ingress": []}}, "me") == {
+        "loadBalancer": {"ingress": []}
+    }

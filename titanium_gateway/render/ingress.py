@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -745,7 +745,7 @@ def translate(ctx: Any) -> None:
     _Translator(ctx).run()
 
 
-__all__: Iterable[str] = (
+__all__: tuple[str, ...] = (
     "translate",
     "select_ingresses",
     "is_owned",

@@ -1164,3 +1164,14 @@ def test_render_every_ingress_feature_validates_against_schema() -> None:
     for needle in ("PathRegexReplace", "ExtAuth", "Cors", "IpAllowDeny", "MaxRequestBodySize", "RateLimit",
                    "sessionAffinity", "PowerOfTwoChoices", "caFile", "x-c: always", "weight: 80", "directResponse"):
         assert needle in text, needle
+
+
+def test_implementation_specific_without_a_path_is_the_prefix_slash() -> None:
+    """The Ingress API lets ImplementationSpecific omit the path ("an unspecified path matches
+    all paths"): it serves as the Prefix ``/``, with no InvalidPath event."""
+    for raw in (None, ""):
+        ctx = base(ing("a", paths=[path(raw, "ImplementationSpecific")]))
+        r = only_route(ctx)
+        assert r["match"] == {"host": "shop.example.com", "path": "/", "pathKind": "Prefix"}
+        assert "clusterId" in r
+        assert reasons(ctx) == []

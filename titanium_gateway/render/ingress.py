@@ -162,7 +162,11 @@ def normalize_path(raw_path: Any, path_type: Any) -> tuple[str | None, str | Non
     ``Exact`` keeps the path; ``Prefix`` and ``ImplementationSpecific`` are a segment prefix with
     a trailing ``/`` stripped (except ``/`` itself). A path that is not absolute, or that holds
     whitespace, a control character, ``?`` or ``#``, is an error, as is another pathType.
+    An absent or empty path with pathType ``ImplementationSpecific`` (which the Ingress API
+    allows: "an unspecified path matches all paths") is the Prefix ``/``.
     """
+    if path_type == "ImplementationSpecific" and raw_path in (None, ""):
+        return "/", "Prefix", ""
     if not isinstance(raw_path, str) or not raw_path.startswith("/") or _PATH_FORBIDDEN.search(raw_path):
         return None, None, f"path {raw_path!r} is not an absolute path"
     if path_type not in PATH_TYPES:

@@ -8,11 +8,22 @@ so ``pytest tests/reliability`` stays well under two minutes.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 from tests.integration.conftest import env  # noqa: F401 - the integration harness fixture
 from tests.reliability import fuzzlib
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the full campaign, SIGTERM (e.g. from ``timeout``) ends the run like Ctrl-C: the
+    figures gathered so far are still printed and written to FUZZ_STATS_FILE."""
+    if os.environ.get("FUZZ_EXAMPLES"):
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -281,3 +281,25 @@ def test_coalescing_trigger_reports_client_go_workqueue_metrics() -> None:
     assert 'workqueue_work_duration_seconds_count{name="reconcile"} 1' in text
     assert 'workqueue_retries_total{name="reconcile"} 1' in text
     assert 'workqueue_depth{name="reconcile"} 1' in text
+
+
+def test_trigger_defer_is_a_hard_gate_that_plain_triggers_do_not_bypass() -> None:
+    """429 Retry-After: no reconcile before the gate opens, however many changes arrive."""
+    clock = FakeClock()
+    tr = CoalescingTrigger(0.1, clock=clock)
+    tr.defer(3.0)
+    assert tr.deferred_until() == clock.now() + 3.0
+    tr.trigger()
+    clock.step(2.9)
+    tr.trigger()
+    assert tr.wait(0) is False
+    clock.step(0.1)
+    assert tr.deferred_until() is None
+    assert tr.wait(0) is True  # the deferred reconcile runs once the gate opens
+    tr.done()
+    tr.defer(1.0)
+    tr.defer(0.5)  # a shorter gate does not shorten the longer one
+    clock.step(0.6)
+    assert tr.wait(0) is False
+    clock.step(0.4)
+    assert tr.wait(0) is True

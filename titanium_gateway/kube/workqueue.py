@@ -266,7 +266,9 @@ class CoalescingTrigger:
     has passed; every trigger that arrived in between is served by that one reconcile. It
     returns False after ``shut_down()``. ``trigger(after=s)`` asks for a reconcile no sooner
     than ``s`` seconds from now (e.g. a retry back-off or a 5 s Programmed poll); an earlier
-    plain trigger still wins.
+    plain trigger still wins. ``defer(s)`` is a hard gate: no reconcile starts sooner than ``s``
+    seconds from now, whatever triggers arrive (the API server answered 429 with Retry-After),
+    and one reconcile is requested for then.
     """
 
     def __init__(self, min_interval: float = 0.5, *, clock: Clock = REAL_CLOCK, name: str = "reconcile",
@@ -284,6 +286,7 @@ class CoalescingTrigger:
         self._due: float | None = None  # earliest clock time a requested reconcile may run
         self._last_start: float | None = None
         self._last_end: float | None = None
+        self._not_before: float | None = None  # defer(): no reconcile starts before this clock time
         self._running = False
         self._shutdown = False
         self.triggers = 0
@@ -303,6 +306,26 @@ class CoalescingTrigger:
                 self._due = at
                 self._cond.notify_all()
 
+    def defer(self, seconds: float) -> None:
+        """No reconcile starts within ``seconds`` from now (a later gate already set stays); one
+        reconcile is requested for when the gate opens."""
+        with self._cond:
+            if self._shutdown:
+                return
+            at = self._clock.now() + max(0.0, seconds)
+            if self._not_before is None or at > self._not_before:
+                self._not_before = at
+            if self._due is None:
+                self._metrics.add(self.name)
+                self._due = at
+            self._cond.notify_all()
+
+    def deferred_until(self) -> float | None:
+        """Clock time the ``defer()`` gate opens (None when it is open)."""
+        with self._cond:
+            nb = self._not_before
+            return nb if nb is not None and nb > self._clock.now() else None
+
     def pending(self) -> bool:
         with self._cond:
             return self._due is not None
@@ -314,6 +337,8 @@ class CoalescingTrigger:
             t = max(t, self._last_start + self.min_interval)
         if self._last_end is not None:
             t = max(t, self._last_end + self.min_interval)
+        if self._not_before is not None:
+            t = max(t, self._not_before)
         return t
 
     def next_run_at(self) -> float | None:

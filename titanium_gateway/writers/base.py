@@ -16,6 +16,35 @@ class WriteError(Exception):
     """A write that cannot succeed without an operator (e.g. a pre-created object is missing)."""
 
 
+#: Assumed Retry-After (seconds) for a 429 that names none (client-go waits 1 s then too).
+DEFAULT_RETRY_AFTER = 1.0
+
+
+def retry_after_of(exc: BaseException | None) -> float | None:
+    """The longest server-requested wait (``retry_after``, seconds) carried by ``exc`` or the
+    exceptions it was raised from; a 429 without Retry-After counts as ``DEFAULT_RETRY_AFTER``.
+    None when the server asked for no wait."""
+    best: float | None = None
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        ra = getattr(exc, "retry_after", None)
+        if not isinstance(ra, (int, float)) and getattr(exc, "status", None) == 429:
+            ra = DEFAULT_RETRY_AFTER
+        if isinstance(ra, (int, float)) and ra > 0 and (best is None or ra > best):
+            best = float(ra)
+        exc = exc.__cause__ or exc.__context__
+    return best
+
+
+class Throttled(Exception):
+    """Writes were refused or held back because the API server asked us to wait."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class LeaderGuard:
     """Checked immediately before each write: ``check()`` raises NotLeader when not leading."""
 

@@ -139,3 +139,64 @@ def test_fields_the_render_no_longer_sets_are_removed() -> None:
     assert "addresses" not in api.obj(GATEWAYS, "apps", "web")["status"]
     assert writer(api).write_all([ObjectStatus("v1", "Gateway", "apps", "web",
                                                {"conditions": [cond("Accepted")]})]).unchanged == 1
+
+
+def test_429_pauses_every_status_write_until_retry_after() -> None:
+    """One 429 with Retry-After holds back the writes still queued (they are not sent) and
+    reports the wait, so the reconcile is retried no sooner; afterwards all are written."""
+    api = RecordingApi()
+    names = [f"r{i}" for i in range(8)]
+    for n in names:
+        api.put(GATEWAYS, {"metadata": {"name": n, "namespace": "apps"}, "status": {}})
+    w = StatusWriter(api, controller_name=OURS, guard=LeaderGuard(), registry=Registry(), workers=1,
+                     current=lambda kind, ns, name: api.find(GATEWAYS, ns, name))  # one worker: a fixed order
+    api.fail_next("patch", "gateways", ApiError(429, "TooManyRequests", "slow down", retry_after=30.0))
+    want = [ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", n, {"conditions": [cond("Accepted")]})
+            for n in names]
+    rep = w.write_all(want)
+    assert len(api.writes("gateways")) == 1, "writes were sent after the server asked to wait"
+    assert len(rep.errors) == len(names) and rep.retry_after is not None and 25.0 < rep.retry_after <= 30.0
+    assert w.write_all(want).written == 0 and len(api.writes("gateways")) == 1  # still paused
+    w._paused_until = 0.0  # the Retry-After has passed
+    rep = w.write_all(want)
+    assert rep.written == len(names) and not rep.errors and rep.retry_after is None
+    w.close()
+
+
+def test_guard_is_checked_again_after_a_conflict() -> None:
+    """A guarded write (release a status only while it is still ours) re-checks the guard on the
+    object re-read after a 409: a status another controller wrote meanwhile is left alone."""
+    api = RecordingApi()
+    theirs = {"conditions": [{**cond("Accepted"), "message": "theirs"}]}
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}, "status": theirs})
+    cached = {"metadata": {"name": "web", "namespace": "apps", "resourceVersion": "1"},
+              "status": {"conditions": [cond("Accepted")]}}  # the cache still shows ours
+    w = StatusWriter(api, controller_name=OURS, guard=LeaderGuard(), registry=Registry(),
+                     current=lambda kind, ns, name: cached)
+    api.fail_next("patch", "gateways", ApiError(409, "Conflict", "stale"))
+    release = ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
+                           {"conditions": [cond("Accepted", "Unknown")]})
+
+    def still_ours(cur: Any) -> bool:
+        return (cur.get("status") or {}).get("conditions") == [cond("Accepted")]
+
+    rep = w.write_all([release], {release.key: still_ours})
+    assert rep.conflicts == 1 and not rep.errors and rep.written == 0
+    assert len(api.writes("gateways")) == 1  # the refused patch only
+    assert api.obj(GATEWAYS, "apps", "web")["status"] == theirs
+    assert w.write_all([release], {release.key: lambda cur: False}).unchanged == 1
+    assert len(api.writes("gateways")) == 1
+    w.close()
+
+
+def test_null_and_empty_status_fields_compare_equal() -> None:
+    """{"loadBalancer": {"ingress": null}} is written once, then seen as done (no write loop)."""
+    api = RecordingApi()
+    api.put(INGRESSES, {"metadata": {"name": "shop", "namespace": "apps"},
+                        "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}}})
+    w = writer(api)
+    st = ObjectStatus("networking.k8s.io/v1", "Ingress", "apps", "shop", {"loadBalancer": {"ingress": None}})
+    assert w.write_all([st]).written == 1
+    assert not (api.obj(INGRESSES, "apps", "shop")["status"].get("loadBalancer") or {}).get("ingress")
+    assert w.write_all([st]).unchanged == 1
+    w.close()

@@ -8,11 +8,16 @@ subresource with a merge patch (never strategic: the Gateway API kinds are CRDs)
   render's, ours that the render no longer lists dropped.
 * Many objects are written in parallel by a bounded thread pool; the API client's token bucket
   keeps the requests within the configured QPS/burst.
+* A 429 (or any answer with Retry-After) pauses every status write of this writer until the
+  Retry-After has passed: the writes still queued are held back, not sent, and reported as
+  errors with ``StatusReport.retry_after`` so the reconcile is retried no sooner.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,12 +34,15 @@ from titanium_gateway.kube.api import (
 )
 from titanium_gateway.metrics import REGISTRY, Registry
 from titanium_gateway.render.result import ObjectStatus
-from titanium_gateway.writers.base import LeaderGuard, NotLeader
+from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 CurrentGetter = Callable[[str, str, str], Obj | None]
+#: A precondition on the object's current state, checked before each write attempt (also after
+#: a 409 re-read): False skips the write.
+WriteGuard = Callable[[Obj], bool]
 
 RESOURCES: Mapping[str, Resource] = {
     "GatewayClass": GATEWAY_CLASSES, "Gateway": GATEWAYS, "HTTPRoute": HTTPROUTES, "Ingress": INGRESSES,
@@ -68,7 +76,8 @@ def _norm(v: Any) -> Any:
     if v in (None, [], {}):
         return None
     if isinstance(v, Mapping):
-        return {k: _norm(x) for k, x in v.items() if _norm(x) is not None}
+        out = {k: _norm(x) for k, x in v.items() if _norm(x) is not None}
+        return out or None  # {"ingress": null} is as empty as {}
     if isinstance(v, list):
         return [_norm(x) for x in v]
     return v
@@ -85,6 +94,8 @@ class StatusReport:
     conflicts: int = 0
     missing: int = 0
     errors: list[str] = field(default_factory=list)
+    #: seconds the API server asked us to wait (429 Retry-After) before writing again; None: no wait
+    retry_after: float | None = None
 
 
 class StatusWriter:
@@ -103,12 +114,28 @@ class StatusWriter:
         # (kind, ns, name) -> (resourceVersion our write was based on, status written): while the
         # informer still shows that resourceVersion, its copy is older than our write.
         self._written: dict[tuple[str, str, str], tuple[str, Any]] = {}
+        self._pause_lock = threading.Lock()
+        self._paused_until = 0.0  # time.monotonic(): no status write before this (Retry-After)
+
+    def _pause(self, seconds: float) -> None:
+        with self._pause_lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    def paused_for(self) -> float:
+        """Seconds until status writes may resume (0 when not paused)."""
+        with self._pause_lock:
+            return max(0.0, self._paused_until - time.monotonic())
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def write_all(self, statuses: Iterable[ObjectStatus]) -> StatusReport:
-        """Write every changed status (in parallel); raises NotLeader if leadership was lost."""
+    def write_all(self, statuses: Iterable[ObjectStatus],
+                  guards: Mapping[tuple[str, str, str], WriteGuard] | None = None) -> StatusReport:
+        """Write every changed status (in parallel); raises NotLeader if leadership was lost.
+
+        ``guards``: per object key, a precondition on the current object (checked against the
+        cache and again after a 409 re-read); when it fails the status is left as it is."""
+        guards = guards or {}
         report = StatusReport()
         todo = []
         statuses = list(statuses)
@@ -130,7 +157,7 @@ class StatusWriter:
             if memo is not None and memo == (_rv(cur), want):
                 report.unchanged += 1  # written already; the cache has not caught up yet
                 continue
-            todo.append((st, cur))
+            todo.append((st, cur, guards.get(st.key)))
         if not todo:
             return report
         results = list(self._pool.map(lambda a: self._write_one(*a), todo)) if len(todo) > 1 \
@@ -148,15 +175,20 @@ class StatusWriter:
                 report.unchanged += 1
             else:
                 report.errors.append(err)
+        wait = self.paused_for()
+        if report.errors and wait > 0:
+            report.retry_after = wait
         if lost:
             raise NotLeader("leadership lost while writing statuses")
         return report
 
-    def _write_one(self, st: ObjectStatus, cur: Obj) -> tuple[str, int, str]:
+    def _write_one(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None = None) -> tuple[str, int, str]:
         res = RESOURCES[st.kind]
         ns = st.namespace or None
         conflicts = 0
         for _attempt in range(MAX_CONFLICT_RETRIES + 1):
+            if guard is not None and not guard(cur):
+                return "unchanged", conflicts, ""
             status = merged_status(st.kind, cur, st.status, self.controller_name)
             if not status_differs(cur, status):
                 return "unchanged", conflicts, ""
@@ -168,6 +200,10 @@ class StatusWriter:
                 self.guard.check(f"write {st.kind} {st.namespace}/{st.name} status")
             except NotLeader:
                 return "not-leader", conflicts, ""
+            wait = self.paused_for()
+            if wait > 0:  # the API server asked us to wait: do not send it
+                return "throttled", conflicts, f"{st.kind} {st.namespace}/{st.name}: held back {wait:.1f}s " \
+                                               "(the API server asked to wait)"
             try:
                 self.api.patch(res, ns, st.name, body, patch_type="merge", subresource="status")
                 self._written[st.key] = (_rv(cur), status)
@@ -177,6 +213,13 @@ class StatusWriter:
             except ApiError as e:
                 if e.is_not_found:
                     return "missing", conflicts, ""
+                ra = retry_after_of(e)
+                if ra is not None:
+                    self._pause(ra)
+                    log.warning("status write throttled", extra={"kind": st.kind, "namespace": st.namespace,
+                                                                 "object_name": st.name, "error": str(e),
+                                                                 "retry_in_s": ra})
+                    return "error", conflicts, f"{st.kind} {st.namespace}/{st.name}: {e}"
                 if 400 <= e.status < 500 and e.status not in (408, 409, 429):
                     # The server rejects this object's status (e.g. its spec is invalid): retrying
                     # cannot help; the next change of the object brings a new attempt.
@@ -194,6 +237,9 @@ class StatusWriter:
                 except ApiError as ge:
                     if ge.is_not_found:
                         return "missing", conflicts, ""
+                    ra = retry_after_of(ge)
+                    if ra is not None:
+                        self._pause(ra)
                     return "error", conflicts, f"{st.kind} {st.namespace}/{st.name}: re-read: {ge}"
             except Exception as e:  # a transport error: reported, retried by the next reconcile
                 return "error", conflicts, f"{st.kind} {st.namespace}/{st.name}: {type(e).__name__}: {e}"

@@ -3,8 +3,13 @@
 ``EventPolicy`` is the dedupe/bump policy, a small unit on an injectable clock: a problem is
 posted once; while it remains (it is in every reconcile's result) its Event's ``series.count``
 is bumped every ``repeat_interval`` (30 minutes); once it disappears it is forgotten, so if it
-returns it is posted again at once. Memory is bounded (least recently seen entries go first).
-``EventWriter`` turns the policy's decisions into API calls.
+returns it is posted again at once, as a new Event (``<object>.<hash>.<occurrence>``). A new
+leader finds its predecessor's Events by name: the latest occurrence is adopted while it is live
+(last observed within the repeat interval plus ``STALE_GRACE``), else the problem was fixed since
+and its return is posted as the next occurrence. Memory is bounded (least recently seen entries go first).
+``EventWriter`` turns the policy's decisions into API calls. A 429 (or any answer with
+Retry-After) stops the writes of that pass and pauses the writer until the Retry-After has
+passed (``paused_for()``); what was not written is decided again on the next pass.
 """
 
 from __future__ import annotations
@@ -22,11 +27,17 @@ from typing import Any, Literal
 from titanium_gateway.kube.api import EVENTS, ApiError, KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.render.result import EventRecord
-from titanium_gateway.writers.base import LeaderGuard, microtime
+from titanium_gateway.writers.base import LeaderGuard, microtime, retry_after_of
 
 log = logging.getLogger(__name__)
 REPEAT_INTERVAL = 30 * 60.0
 MAX_TRACKED = 10_000
+#: A leader bumps the Event of a problem that remains every REPEAT_INTERVAL (the controller
+#: reconciles when a bump is due). An Event last observed longer ago than that plus this grace
+#: (takeover, a slow reconcile, clock skew) was not kept alive: its problem was fixed since.
+STALE_GRACE = 5 * 60.0
+#: Occurrences of one problem read when adopting a predecessor's Events (the latest counts).
+MAX_OCCURRENCE_READS = 64
 
 DedupeKey = tuple[str, str, str, str, str]
 
@@ -101,6 +112,13 @@ class EventPolicy:
         with self._lock:
             self._tracked.clear()
 
+    def next_due(self) -> float | None:
+        """Clock time the next bump is due (None when nothing is tracked)."""
+        with self._lock:
+            if not self._tracked:
+                return None
+            return min(t.last_emitted for t in self._tracked.values()) + self.repeat_interval
+
     def backdate(self, key: DedupeKey, seconds: float) -> None:
         """The tracked problem was last emitted ``seconds`` ago (an adopted Event)."""
         with self._lock:
@@ -143,6 +161,13 @@ class EventWriter:
         self.default_namespace = default_namespace
         #: dedupe key -> occurrences posted in this term (a problem that returns gets a new Event)
         self._occurrences: OrderedDict[DedupeKey, int] = OrderedDict()
+        self._paused_until: float | None = None  # clock time: no Event write before (Retry-After)
+
+    def paused_for(self) -> float:
+        """Seconds until Event writes may resume (0 when not paused)."""
+        if self._paused_until is None:
+            return 0.0
+        return max(0.0, self._paused_until - self.clock.now())
 
     def reset(self) -> None:
         """A new leadership term: forget what was posted (existing Events are adopted on 409)."""
@@ -157,13 +182,75 @@ class EventWriter:
             self._occurrences.popitem(last=False)
         return n
 
-    def _adopt(self, d: Decision, name: str, ns: str) -> int:
+    def _read(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The Event (an empty merge patch reads it: RBAC grants create and patch only), or None."""
+        try:
+            return self.api.patch(EVENTS, ns, name, {}, patch_type="merge")
+        except ApiError as e:
+            if e.is_not_found:
+                return None
+            raise
+
+    def _age(self, ev: dict[str, Any]) -> float | None:
+        """Seconds since the Event was last observed (posted or bumped); None when unknown."""
+        series = ev.get("series") or {}
+        last = _parse_time(series.get("lastObservedTime")) or _parse_time(ev.get("eventTime"))
+        return (self.clock.wall() - last).total_seconds() if last is not None else None
+
+    def _is_live(self, ev: dict[str, Any]) -> bool:
+        """Kept alive by a leader (bumped every repeat interval while its problem remained)."""
+        age = self._age(ev)
+        return age is not None and age < self.policy.repeat_interval + STALE_GRACE
+
+    def _post(self, d: Decision) -> int:
+        """Post the problem's next occurrence. When that Event exists (a previous leader posted
+        it), find the latest occurrence: while it is live the problem has remained, so it is
+        adopted (bumped when due); a stale one means the problem was fixed since and has
+        returned, so a NEW Event is posted at once."""
+        rec = d.record
+        key = rec.dedupe_key
+        ns = rec.namespace or self.default_namespace
+        n = self._next_occurrence(key)
+        name = event_name(rec, n)
+        try:
+            self.api.create(EVENTS, ns, self.body(rec, name, ns))
+        except ApiError as e:
+            if e.status != 409:
+                raise
+        else:
+            self.policy.record(d, name, ns)
+            log.info("posted event", extra={"kind": rec.kind, "namespace": rec.namespace,
+                                             "object_name": rec.name, "reason": rec.reason})
+            return 1
+        latest, ev = n, self._read(ns, name)
+        for m in range(n + 1, n + MAX_OCCURRENCE_READS):
+            nxt = self._read(ns, event_name(rec, m))
+            if nxt is None:
+                break
+            latest, ev = m, nxt
+        self._occurrences[key] = latest
+        if ev is not None and self._is_live(ev):
+            return self._adopt(d, event_name(rec, latest), ns, ev)
+        n = self._next_occurrence(key)
+        name = event_name(rec, n)
+        try:
+            self.api.create(EVENTS, ns, self.body(rec, name, ns))
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            ev = self._read(ns, name)  # another writer posted it just now
+            return self._adopt(d, name, ns, ev) if ev is not None else 0
+        self.policy.record(d, name, ns)
+        log.info("posted event", extra={"kind": rec.kind, "namespace": rec.namespace, "object_name": rec.name,
+                                         "reason": rec.reason, "event": name})
+        return 1
+
+    def _adopt(self, d: Decision, name: str, ns: str, ev: dict[str, Any]) -> int:
         """The Event exists (posted by a previous leader): track it, bump it when it is due."""
-        ev = self.api.patch(EVENTS, ns, name, {}, patch_type="merge")  # an empty patch reads it
         series = ev.get("series") or {}
         count = int(series.get("count") or 1)
-        last = _parse_time(series.get("lastObservedTime")) or _parse_time(ev.get("eventTime"))
-        age = (self.clock.wall() - last).total_seconds() if last is not None else self.policy.repeat_interval
+        known_age = self._age(ev)
+        age = known_age if known_age is not None else self.policy.repeat_interval
         if age >= self.policy.repeat_interval:
             count += 1
             self.api.patch(EVENTS, ns, name, {
@@ -198,6 +285,8 @@ class EventWriter:
     def write(self, records: Iterable[EventRecord]) -> int:
         """Post or bump as the policy decides; returns the number of API writes."""
         n = 0
+        if self.paused_for() > 0:
+            return 0
         for d in self.policy.decide(records):
             self.guard.check(f"{d.action} event {d.record.reason}")
             try:
@@ -213,21 +302,13 @@ class EventWriter:
                         if not e.is_not_found:
                             raise
                         # The Event expired (TTL): post a fresh one.
-                ns = d.record.namespace or self.default_namespace
-                name = event_name(d.record, self._next_occurrence(d.record.dedupe_key))
-                try:
-                    self.api.create(EVENTS, ns, self.body(d.record, name, ns))
-                except ApiError as e:
-                    if e.status != 409:
-                        raise
-                    n += self._adopt(d, name, ns)
-                    continue
-                self.policy.record(d, name, ns)
-                n += 1
-                log.info("posted event", extra={"kind": d.record.kind, "namespace": d.record.namespace,
-                                                 "object_name": d.record.name, "reason": d.record.reason})
+                n += self._post(d)
             except ApiError as e:
                 log.warning("event write failed", extra={"kind": d.record.kind, "namespace": d.record.namespace,
                                                           "object_name": d.record.name, "reason": d.record.reason,
                                                           "error": str(e)})
+                ra = retry_after_of(e)
+                if ra is not None:  # the API server asked us to wait: no further Event write until then
+                    self._paused_until = self.clock.now() + ra
+                    break
         return n

@@ -49,7 +49,7 @@ class FakeRender:
             listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error)
 
 
-def setup(leader: bool = True) -> tuple[Controller, RecordingApi, FakeRender, ScriptedProber]:
+def setup(leader: bool = True, clock: Any = None) -> tuple[Controller, RecordingApi, FakeRender, ScriptedProber]:
     api = RecordingApi()
     api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS}})
     api.put(CONFIG_MAPS, {"metadata": {"name": "tp-part-1", "namespace": NS}})
@@ -61,8 +61,9 @@ def setup(leader: bool = True) -> tuple[Controller, RecordingApi, FakeRender, Sc
                           "--data-plane-deployment=tp", "--identity=me"], {})
     render, prober = FakeRender(), ScriptedProber()
     flag = {"leader": leader}
+    extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
     ctrl = Controller(opts, api, is_leader=lambda: flag["leader"], render_fn=render, registry=Registry(),
-                      prober=prober)  # type: ignore[arg-type]
+                      prober=prober, **extra)  # type: ignore[arg-type]
     ctrl.informers["Pod"].store.upsert(pod)
     ctrl.informers["Gateway"].store.upsert(gw)
     ctrl.informers["EndpointSlice"].store.upsert({
@@ -180,3 +181,91 @@ def test_health_alive_turns_false_when_a_reconcile_is_stuck() -> None:
     finally:
         gate.set()
         ctrl.stop()
+
+
+def _fail_then_retry(ctrl: Controller) -> float:
+    try:
+        ctrl.reconcile()
+    except Exception as e:  # noqa: BLE001 - the worker's catch-all
+        return ctrl.schedule_retry(e)
+    raise AssertionError("the reconcile did not fail")
+
+
+def test_429_on_a_writer_defers_the_retry_by_retry_after_even_when_changes_arrive() -> None:
+    from titanium_gateway.kube.api import ApiError
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    api.fail_next("patch", "configmaps", ApiError(429, "TooManyRequests", "wait", retry_after=3.0))
+    assert _fail_then_retry(ctrl) == 3.0  # the back-off alone would be 0.5 s
+    ctrl.trigger.done()
+    ctrl.trigger.trigger()  # an informer event arrives meanwhile
+    assert ctrl.trigger.next_run_at() == clock.now() + 3.0
+    clock.step(2.9)
+    assert ctrl.trigger.wait(0) is False
+    clock.step(0.1)
+    assert ctrl.trigger.wait(0) is True
+
+
+def test_429_on_a_status_write_defers_the_retry_and_holds_back_statuses() -> None:
+    from titanium_gateway.kube.api import ApiError
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    api.fail_next("patch", "gateways", ApiError(429, "TooManyRequests", "wait", retry_after=4.0))
+    delay = _fail_then_retry(ctrl)
+    assert 3.5 < delay <= 4.0
+    assert ctrl.trigger.next_run_at() >= clock.now() + 3.5
+
+
+def test_error_without_retry_after_keeps_the_exponential_back_off() -> None:
+    from titanium_gateway.kube.api import ApiError
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    delays = []
+    for _ in range(3):
+        api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+        delays.append(_fail_then_retry(ctrl))
+        ctrl.trigger.done()
+    assert delays == [0.5, 1.0, 2.0]
+    ctrl.trigger.trigger()
+    assert ctrl.trigger.next_run_at() is not None and ctrl.trigger.deferred_until() is None
+
+
+def test_429_on_an_event_defers_the_next_reconcile() -> None:
+    from titanium_gateway.kube.api import ApiError
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    api.fail_next("create", "events", ApiError(429, "TooManyRequests", "wait", retry_after=2.0))
+    ctrl.reconcile()
+    assert ctrl.trigger.deferred_until() == clock.now() + 2.0
+    assert not [c for c in api.writes("events") if c["verb"] == "create"][1:]
+
+
+def test_a_reconcile_is_scheduled_when_an_event_bump_is_due() -> None:
+    """In a quiet cluster nothing triggers a reconcile: the 30-minute bump must still happen."""
+    from titanium_gateway.kube.clock import FakeClock
+    from titanium_gateway.writers.events import REPEAT_INTERVAL
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    prober.answer = ProbeResult(hashlib.sha256(render.config).hexdigest(), "")
+    ctrl.reconcile()  # posts the Event; the config is confirmed: one more reconcile at once
+    posted_at = clock.now()
+    clock.step(1)
+    assert ctrl.trigger.wait(0)
+    ctrl.reconcile()
+    ctrl.trigger.done()
+    assert ctrl.trigger.wait(0) is False
+    at = ctrl.trigger.next_run_at()
+    assert at is not None and at == posted_at + REPEAT_INTERVAL
+    clock.step(REPEAT_INTERVAL)
+    assert ctrl.trigger.wait(0)
+    ctrl.reconcile()
+    assert [c for c in api.writes("events") if c["verb"] == "patch" and c["body"].get("series")]

@@ -7,7 +7,9 @@ order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp,
 events; then it probes the data plane. When every ready pod reports the written hash the
 controller triggers another reconcile so Programmed flips to True; until then it polls every
 ``probe_interval`` seconds. An exception in a reconcile is logged, counted and retried with
-back-off: it never stops the loop.
+back-off: it never stops the loop. When the API server answered 429 with Retry-After (a writer,
+a status write, an Event), no reconcile starts before the Retry-After has passed (the max of the
+back-off and the Retry-After), however many changes arrive meanwhile.
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ from titanium_gateway.prober.prober import Prober, ready_endpoints
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
-from titanium_gateway.writers.base import LeaderGuard, NotLeader, rfc3339
+from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper
 from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
 from titanium_gateway.writers.secret import SecretWriter
-from titanium_gateway.writers.status import StatusWriter
+from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_status, status_differs
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,38 @@ WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
     "Ingress": (k.INGRESSES, "ingresses"),
     "Pod": (k.PODS, None),
 }
+
+
+StatusKey = tuple[str, str, str]
+#: Released at 1970-01-01 like the Gateway API CRDs' own default status ("Waiting for controller").
+_EPOCH = "1970-01-01T00:00:00Z"
+
+
+def _waiting(ctype: str) -> dict[str, str]:
+    return {"type": ctype, "status": "Unknown", "reason": "Pending", "message": "Waiting for controller",
+            "lastTransitionTime": _EPOCH}
+
+
+#: The status an object gets when it stops being ours (its class changed, or the class's
+#: controller): the Gateway API CRDs' default status, which claims nothing; an Ingress loses the
+#: load-balancer address we published. Other fields of ours (listeners, addresses, ...) go too.
+RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = {
+    "GatewayClass": {"conditions": [_waiting("Accepted")]},
+    "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
+    "Ingress": {"loadBalancer": None},
+}
+
+
+def _meta_rv(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+class StatusWriteFailed(RuntimeError):
+    """Some status writes failed; ``retry_after`` is the server's requested wait, if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _default_render() -> RenderFn:
@@ -105,6 +139,10 @@ class Controller:
         self.stamper = DeploymentStamper(api, ns, opts.data_plane_deployment, guard=self.guard)
         self.prober = prober or Prober(opts.admin_port, opts.admin_token, registry=reg)
         self._confirmed: str | None = None
+        # GatewayClass/Gateway/Ingress statuses of the last render (the objects we own), and the
+        # objects that stopped being ours: key -> (our last status, resourceVersion when noticed)
+        self._owned: dict[StatusKey, ObjectStatus] = {}
+        self._releasing: dict[StatusKey, tuple[ObjectStatus, str]] = {}
         self._probe_message = ""
         self._failures = 0
         self._retry_backoff = retry_backoff
@@ -189,17 +227,28 @@ class Controller:
                 log.info("stopped writing: %s", e)
             except Exception as e:
                 result = "error"
-                self._failures += 1
-                base, cap = self._retry_backoff
-                delay = min(cap, base * 2 ** min(self._failures - 1, 20))
+                delay = self.schedule_retry(e)
                 log.exception("reconcile failed; retrying", extra={"retry_in_s": delay, "error": str(e)})
-                self.trigger.trigger(after=delay)
             finally:
                 self._busy_since = None
                 self.trigger.done()
                 self._m_total.labels(result=result).inc()
                 self._m_time.observe(time.monotonic() - start)
                 self.reconciles += 1
+
+    def schedule_retry(self, error: BaseException) -> float:
+        """After a failed reconcile: retry after the exponential back-off, or after the server's
+        Retry-After when it asked for longer (then as a hard gate: a change arriving meanwhile
+        does not make the controller write sooner). Returns the delay."""
+        self._failures += 1
+        base, cap = self._retry_backoff
+        delay = min(cap, base * 2 ** min(self._failures - 1, 20))
+        retry_after = retry_after_of(error)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+            self.trigger.defer(delay)
+        self.trigger.trigger(after=delay)
+        return delay
 
     def snapshot(self) -> Snapshot:
         caches = self.informers.snapshot()
@@ -232,18 +281,59 @@ class Controller:
                                                    "bytes": len(result.config), "parts": len(result.parts)})
             self.poker.poke(self.informers["Pod"].list(), result.config_hash)
             self.stamper.stamp(result.listeners)
-        report = self.status_writer.write_all((*result.statuses, *self._orphaned_route_statuses(result)))
+        released, guards = self._released_statuses(result)
+        report = self.status_writer.write_all(
+            (*result.statuses, *self._orphaned_route_statuses(result), *released), guards)
         if report.written or report.errors:
             log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
                                                  "errors": len(report.errors)})
         self.event_writer.write(result.events)
+        event_wait = self.event_writer.paused_for()
+        if event_wait > 0:  # 429 on an Event: the rest are posted once the Retry-After has passed
+            self.trigger.defer(event_wait)
+        bump_due = self.event_writer.policy.next_due()
+        if bump_due is not None:  # bump on time even when nothing changes (a quiet cluster)
+            self.trigger.trigger(after=max(0.0, bump_due - self.clock.now()))
         if not result.delivery_error:
             self._probe(result, snap)
         if report.errors:
-            raise RuntimeError(f"{len(report.errors)} status write(s) failed, first: {report.errors[0]}")
+            raise StatusWriteFailed(f"{len(report.errors)} status write(s) failed, first: {report.errors[0]}",
+                                    report.retry_after)
         log.debug("reconciled", extra={"config_hash": result.config_hash,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
         return result
+
+    def _still_ours(self, cur: Mapping[str, Any], ours: ObjectStatus) -> bool:
+        """The object still carries the status we rendered for it (nobody wrote since)."""
+        return not status_differs(cur, merged_status(ours.kind, cur, ours.status, self.opts.controller_name))
+
+    def _released_statuses(self, result: RenderResult) -> tuple[list[ObjectStatus], dict[StatusKey, WriteGuard]]:
+        """A GatewayClass, Gateway or Ingress the render reported on last time but no longer does
+        (its class changed, or the class's controller did) while it still exists: our status must
+        not keep claiming Accepted/Programmed. It is reset to the CRDs' "Waiting for controller"
+        default, only while it still carries exactly the status we rendered (a guard checked again
+        after a 409): the new owner's status is never overwritten."""
+        owned = {st.key: st for st in result.statuses if st.kind in RELEASED_STATUS}
+        for key, st in self._owned.items():
+            if key not in owned and key not in self._releasing:
+                self._releasing[key] = (st, _meta_rv(self._current(*key)))
+        self._owned = owned
+        out: list[ObjectStatus] = []
+        guards: dict[StatusKey, WriteGuard] = {}
+        for key, (ours, first_rv) in list(self._releasing.items()):
+            cur = self._current(*key)
+            if key in owned or cur is None:  # ours again, or deleted
+                del self._releasing[key]
+                continue
+            release = ObjectStatus(ours.api_version, ours.kind, ours.namespace, ours.name, RELEASED_STATUS[ours.kind])
+            if not status_differs(cur, merged_status(ours.kind, cur, release.status, self.opts.controller_name)):
+                del self._releasing[key]  # released
+            elif self._still_ours(cur, ours):
+                out.append(release)
+                guards[key] = lambda c, o=ours: self._still_ours(c, o)
+            elif _meta_rv(cur) != first_rv:
+                del self._releasing[key]  # another controller wrote its status since: not ours to clear
+        return out, guards
 
     def _orphaned_route_statuses(self, result: RenderResult) -> list[ObjectStatus]:
         """HTTPRoutes that carry a parent entry of ours but that the render no longer reports on

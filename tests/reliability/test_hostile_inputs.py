@@ -194,6 +194,19 @@ def test_catastrophic_regexes_missed_by_the_heuristic(pattern: str) -> None:
     assert "regular expression" in false_messages(result)
 
 
+POLY_BUG = ("BUG render/httproute.check_regex: adjacent unbounded quantifiers over overlapping sets are accepted; "
+            "a backtracking engine takes O(n^k) on a non-matching path: '[a-z]*' x7 + '!' takes 5.5 s on a 61-char "
+            "path and '.*a.*a.*a.*a.*a.*a.*!' over 10 s on a 102-char path (Python re, measured; .NET backtracks alike)")
+
+
+@pytest.mark.xfail(strict=True, reason=POLY_BUG)
+@pytest.mark.parametrize("pattern", ["[a-z]*[a-z]*[a-z]*[a-z]*[a-z]*[a-z]*[a-z]*!", ".*a.*a.*a.*a.*a.*a.*!"],
+                         ids=["class-star-x7", "dotstar-a-x6"])
+def test_polynomial_backtracking_regexes_are_rejected(pattern: str) -> None:
+    result = run(_regex_world(pattern, "path"))
+    assert "regular expression" in false_messages(result)
+
+
 @pytest.mark.parametrize("pattern", ["x" * 1025, "(" * 600 + ")" * 600, "[", "(", "*", "a{2,1}", "\\", "(?<!a+)b"])
 def test_invalid_or_overlong_regexes_are_rejected_naming_the_field(pattern: str) -> None:
     result = run(_regex_world(pattern, "path"))

@@ -89,6 +89,7 @@ class _Fallback(Exception):
 
 _RESOLVER = Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
 _PLAIN = re.compile(r"[A-Za-z0-9/_.][A-Za-z0-9/_.:*@=+-]*")
 _scalar_cache: dict[str, str] = {}
 
@@ -130,7 +131,13 @@ def _scalar(value: Any) -> str:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise _Fallback
-        return repr(value)
+        text = repr(value)
+        if "e" in text and "." not in text:  # YAML 1.1 floats need a "." ("5e-324" is a string)
+            mantissa, _, exponent = text.partition("e")
+            text = f"{mantissa}.0e{exponent}"
+        if _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) != _FLOAT_TAG:
+            raise _Fallback
+        return text
     if not isinstance(value, str):
         raise _Fallback
     text = _scalar_cache.get(value)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.reliability import fuzzlib
 from titanium_gateway.render.options import RenderOptions
@@ -94,6 +95,30 @@ HOSTNAME_BUG = ("BUG render/httproute: route hostnames are not validated: a host
 def test_invalid_route_hostnames_are_rejected(hostname: str) -> None:
     result = run(world(route(hostnames=[hostname])))
     assert "hostname" in false_messages(result)
+
+
+CRLF_BUG = ("BUG render/httproute._header_transforms (and URLRewrite/redirect paths): CR, LF and NUL in header "
+            "values (the Gateway API CRD admits them: no pattern on HTTPHeader.value) and in ReplaceFullPath are "
+            "emitted as they are; the data plane would write them into requests/responses: header injection and "
+            "response splitting. The rule should answer 500 with UnsupportedValue naming the header")
+
+
+@pytest.mark.xfail(strict=True, reason=CRLF_BUG)
+@pytest.mark.parametrize("where", ["request-set", "response-add", "full-path"])
+def test_crlf_in_header_values_and_paths_is_rejected(where: str) -> None:
+    evil = "a\r\nX-Injected: 1"
+    if where == "request-set":
+        f = {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x-a", "value": evil}]}}
+    elif where == "response-add":
+        f = {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "Set-Cookie", "value": evil}]}}
+    else:
+        f = {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/a" + evil}}}
+    result = run(world(route(rules=[{"filters": [f], "backendRefs": BACKEND}])))
+    doc = yaml.safe_load(result.config)
+    for r in doc["routes"]:
+        for t in r.get("transforms", []):
+            assert not any(c in v for v in t["parameters"].values() for c in "\r\n\x00"), f"{r['id']}: {t}"
+    assert "header" in false_messages(result) or "path" in false_messages(result)
 
 
 # -- huge and deeply nested objects -------------------------------------------------------------------

@@ -742,7 +742,16 @@ def known_bug(sig: str) -> str:
 
 def record(exc: BaseException, objects: Any) -> None:
     sig = signature(exc)
+    out_dir = os.environ.get("FUZZ_FINDINGS_DIR")
     f = FINDINGS.get(sig)
+    if out_dir and (f is None or f.count < 3):
+        # the whole failing input, to turn into a reproduction (json escapes lone surrogates)
+        n = f.count if f else 0
+        name = hashlib.sha256(sig.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        Path(out_dir, f"{name}-{n}.json").write_text(json.dumps(
+            {"signature": sig, "message": str(exc)[:4000], "objects": objects, "test": STATS_TEST[0]},
+            default=repr))
     if f is None:
         example = json.dumps(objects, default=repr)[:3000]
         FINDINGS[sig] = Finding(sig, 1, example, known_bug(sig), str(exc)[:2000])
@@ -750,9 +759,13 @@ def record(exc: BaseException, objects: Any) -> None:
         f.count += 1
 
 
+STATS_TEST = [""]
+
+
 def check_render_collecting(objects: Sequence[Mapping[str, Any]], options: RenderOptions | None = None,
                             **kw: Any) -> None:
     """check_render, but a failure is recorded as a Finding (the campaign keeps going)."""
+    STATS_TEST[0] = repr(options)
     try:
         check_render(objects, options, **kw)
     except (AssertionError, Exception) as exc:  # noqa: BLE001 - every failure is a finding

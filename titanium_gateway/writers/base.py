@@ -37,14 +37,6 @@ def retry_after_of(exc: BaseException | None) -> float | None:
     return best
 
 
-class Throttled(Exception):
-    """Writes were refused or held back because the API server asked us to wait."""
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
 class LeaderGuard:
     """Checked immediately before each write: ``check()`` raises NotLeader when not leading."""
 

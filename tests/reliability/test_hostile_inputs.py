@@ -80,6 +80,20 @@ def test_lone_surrogates_never_raise(where: str) -> None:
     run(world(r))
 
 
+OFFLINE_SURROGATE_BUG = ("BUG offline.assumed_namespaces/_namespace_uid: a namespace holding a lone surrogate "
+                         "(YAML \"\\udfff\" escape in a manifest) makes name.encode() raise UnicodeEncodeError, so "
+                         "`titanium-gateway render` exits with an internal error instead of rejecting the input")
+
+
+@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason=OFFLINE_SURROGATE_BUG)
+def test_offline_snapshot_with_a_surrogate_namespace_never_raises() -> None:
+    from titanium_gateway.offline import build_snapshot
+
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": "a\udfffb"},
+           "spec": {"ports": [{"port": 80}]}}
+    build_snapshot([*fuzzlib.base_objects(), svc])
+
+
 def test_non_ascii_and_control_characters_are_escaped_or_rejected() -> None:
     r = route(rules=[{"matches": [{"headers": [{"name": "x-a", "value": "a\x85\u2028b\x00\u202e"}],
                                    "path": {"type": "Exact", "value": "/日本/\ufeff"}}], "backendRefs": BACKEND}])

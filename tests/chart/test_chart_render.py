@@ -179,8 +179,8 @@ def test_controller_deployment(helm):
         "TITANIUM_GATEWAY_IDENTITY": {"fieldRef": {"fieldPath": "metadata.name"}},
         "TITANIUM_GATEWAY_MIN_RECONCILE_MS": "500",
         "TITANIUM_GATEWAY_HEALTH_PORT": "8081",
-        "TITANIUM_GATEWAY_KUBE_API_QPS": "50",
-        "TITANIUM_GATEWAY_KUBE_API_BURST": "100",
+        "TITANIUM_GATEWAY_KUBE_API_QPS": "200",
+        "TITANIUM_GATEWAY_KUBE_API_BURST": "1000",
         "TITANIUM_GATEWAY_VERBOSE": "false",
     }
 

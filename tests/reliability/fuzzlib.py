@@ -42,7 +42,7 @@ from titanium_gateway.offline import apply_defaults, assumed_namespaces, load_ob
 from titanium_gateway.render import render
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
-from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.snapshot import Snapshot, object_key
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "titanium_gateway" / "render" / "twp.schema.json"
@@ -663,6 +663,14 @@ def snapshot_of(objects: Sequence[Mapping[str, Any]], *, order_seed: int | None 
     except UnicodeEncodeError:  # offline loader bug O1 (test_hostile_inputs): the controller never calls it
         extra = []
     objs = objs + extra
+    # a cluster holds one object per kind and key: a mutation that makes two collide keeps the first
+    # (otherwise the input order would decide which one the snapshot holds)
+    unique: dict[tuple[Any, str], Mapping[str, Any]] = {}
+    for o in objs:
+        meta = o.get("metadata")
+        key = object_key(o) if isinstance(meta, Mapping) else repr(meta)
+        unique.setdefault((o.get("kind"), key), o)
+    objs = list(unique.values())
     if order_seed is not None:
         random.Random(order_seed).shuffle(objs)
     return Snapshot.from_objects(objs, now="2026-01-01T00:00:00Z", **kwargs)

@@ -248,3 +248,51 @@ def test_repeated_leader_kills_during_churn_never_two_writers_and_lose_nothing(
     print(f"\nfailover: {len(kills)} leader kills during churn of {len(created)} routes; writers in order {order}; "
           f"takeover after crash {takeovers}s (lease {lease.lease_duration}s)")
     assert all(d <= budget for d in takeovers), f"takeover slower than lease + one reconcile: {takeovers}"
+
+
+def test_leader_cut_off_from_its_lease_stops_writing_before_the_lease_expires(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Lease request fails (a partition between the leader and the API server's Lease)
+    while writes keep coming: the leader must stop writing before its lease could expire, and
+    a follower takes over once the Lease is reachable again, losing no change."""
+    lease = harness.FAST_LEASE
+    env.service("api")
+    env.gateway()
+    a = start(env, monkeypatch, "ctrl-a")
+    wait_for(lambda: a.is_leader, timeout=10)
+    b = start(env, monkeypatch, "ctrl-b")
+    env.wait_programmed()
+    stop = threading.Event()
+    created: list[str] = []
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set() and i < 200:
+            env.route(name=f"p{i}", host=f"p{i}.example.com")
+            created.append(f"p{i}")
+            i += 1
+            time.sleep(0.05)
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    cut = env.server.inject("*", "leases", status=500, times=None)
+    wait_for(lambda: not a.is_leader, timeout=lease.renew_deadline + 3, what="a steps down")
+    time.sleep(lease.lease_duration + 0.5)
+    cut.cancel()
+    wait_for(lambda: b.is_leader, timeout=lease.lease_duration + 10, what="b takes over")
+    time.sleep(1.0)
+    stop.set()
+    t.join(10)
+    want = {f"{n}.example.com" for n in created}
+    wait_for(lambda: want <= route_hosts(env), timeout=60, what="every churned route in the ConfigMap")
+    writes = [r for r in env.server.requests() if r.method in ("POST", "PUT", "PATCH", "DELETE")
+              and r.resource != "leases" and r.status < 300 and r.user_agent.startswith(UA)]
+    a_writes = [r.time for r in writes if writer(r) == "ctrl-a"]
+    b_writes = [r.time for r in writes if writer(r) == "ctrl-b"]
+    last_renew = max(tm for tm, h in _leadership(env) if h == "ctrl-a")
+    print(f"\nlease partition: a's last write {max(a_writes) - last_renew:+.2f}s after its last renew "
+          f"(lease {lease.lease_duration}s); b's first write {min(b_writes) - max(a_writes):+.2f}s after a's last; "
+          f"{len(created)} routes, none lost")
+    assert max(a_writes) < last_renew + lease.lease_duration, "a wrote after its lease could have expired"
+    assert min(b_writes) > max(a_writes), "b wrote while a was still writing"

@@ -238,3 +238,9 @@ def test_invalid_listener_hostname_is_not_accepted() -> None:
     assert lcond(res, "bad", "Accepted")["reason"] == "UnsupportedValue"
     assert "hostname" in lcond(res, "bad", "Accepted")["message"]
     assert lcond(res, "ok", "Accepted")["status"] == "True"
+
+
+def test_listener_messages_are_bounded() -> None:
+    gw = gateway(listeners=[listener("s", 443, "HTTPS", tls={"certificateRefs": [{"name": "x" * 70000}]})])
+    res = run([gatewayclass(), gw])
+    assert len(lcond(res, "s", "ResolvedRefs")["message"]) <= 1100

@@ -476,3 +476,21 @@ def test_deeply_nested_values_never_raise() -> None:
     res = one([{"matches": [{"path": {"type": "Exact", "value": deep}}], "backendRefs": BACKEND,
                 "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": deep}}]}])
     assert "path a list does not start with /" in parent_cond(res, "Accepted")["message"]
+
+
+def test_polynomial_regexes_rejected() -> None:
+    assert "unbounded" in check_regex(".*a.*a.*a.*a.*!")
+    assert check_regex("^/api/.*/v[0-9]+/.*$") == ""
+
+
+@pytest.mark.parametrize("filters", [
+    [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x", "value": "a\r\nX-Injected: 1"}]}}],
+    [{"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "x\n", "value": "a"}]}}],
+    [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/a\r\nb"}}}],
+    [{"type": "RequestRedirect", "requestRedirect": {"hostname": "x\x00y"}}],
+])
+def test_control_characters_in_forwarded_values_rejected(filters: list[dict[str, Any]]) -> None:
+    res = one([rule(filters=filters)])
+    assert routes(res)[0]["directResponse"]["status"] == 500
+    assert "control character" in parent_cond(res, "Accepted")["message"]
+    assert b"Injected" not in res.config

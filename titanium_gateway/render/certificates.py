@@ -189,7 +189,7 @@ def convert_tls_secret(secret: Any) -> CertificateConversion:
         return CertificateConversion(None, "the Secret is malformed")
     stype = secret.get("type")
     if stype != TLS_SECRET_TYPE:
-        return CertificateConversion(None, f"the Secret is of type {stype!r}, not {TLS_SECRET_TYPE}")
+        return CertificateConversion(None, f"the Secret is of type {str(stype)[:64]!r}, not {TLS_SECRET_TYPE}")
     crt = _field(secret, "tls.crt")
     key = _field(secret, "tls.key")
     if not crt or not key:

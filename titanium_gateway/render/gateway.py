@@ -47,6 +47,14 @@ def _port(value: Any) -> int | None:
     return value
 
 
+MAX_MESSAGE = 1024
+
+
+def bound_message(message: str) -> str:
+    """Condition messages stay far below metav1.Condition's 32768 characters."""
+    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "..."
+
+
 # -- hostnames ------------------------------------------------------------------------------
 MAX_HOSTNAME_LENGTH = 253
 _HOSTNAME = re.compile(r"(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -326,12 +334,12 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
             li.attachable = not accepted_reason and not conflict and li.serves_httproute and not unsupported_address
             li.usable = li.attachable and cert_ok
             if accepted_reason:
-                lc.set("Accepted", False, accepted_reason, accepted_msg)
+                lc.set("Accepted", False, accepted_reason, bound_message(accepted_msg))
             else:
                 lc.set("Accepted", True, "Accepted", "listener is accepted")
             lc.set("Programmed", False, "Invalid", "placeholder")
             if refs_reason:
-                lc.set("ResolvedRefs", False, refs_reason, refs_msg)
+                lc.set("ResolvedRefs", False, refs_reason, bound_message(refs_msg))
             else:
                 lc.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
             if conflict:

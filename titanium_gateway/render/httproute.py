@@ -82,6 +82,14 @@ def brief(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def has_control(text: str) -> bool:
+    """CR, LF, NUL and other control characters: never forwarded in a header or a path."""
+    return _CONTROL.search(text) is not None
+
+
 def plain(value: Any) -> str:
     """A short identifier-like string as is (names, type names); anything else via :func:`brief`."""
     if isinstance(value, str) and len(value) <= _BRIEF_LIMIT and value.isascii() and value.isprintable():
@@ -139,6 +147,37 @@ def _quantifier_at(pattern: str, i: int) -> bool:
             low, comma, high = int(m.group(1)), m.group(2), m.group(3)
             return bool(comma) or low > 1 or (bool(high) and int(high) > 1)
     return False
+
+
+MAX_UNBOUNDED_QUANTIFIERS = 3
+
+
+def unbounded_quantifiers(pattern: str) -> int:
+    """How many ``*``, ``+`` and ``{n,}`` the pattern has outside character classes.
+
+    k unbounded quantifiers in sequence over overlapping sets (``.*a.*a.*a``) backtrack in
+    O(n^k) on a non-matching path, so more than a few are refused."""
+    count, i, n = 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        lazy_or_repeat = c in "*+" and i > 0 and pattern[i - 1] in "*+?"
+        if (c in "*+" and not lazy_or_repeat) or (c == "{" and re.match(r"\{[0-9]+,\}", pattern[i:])):
+            count += 1
+        i += 1
+    return count
 
 
 def backtracking_risk(pattern: str) -> bool:
@@ -199,6 +238,9 @@ def check_regex(pattern: Any) -> str:
                 "(catastrophic backtracking)")
     if _BACKREFERENCE.search(pattern):
         return "the regular expression uses a backreference"
+    if unbounded_quantifiers(pattern) > MAX_UNBOUNDED_QUANTIFIERS:
+        return (f"the regular expression has more than {MAX_UNBOUNDED_QUANTIFIERS} unbounded quantifiers "
+                "(polynomial backtracking)")
     if _PYTHON_ONLY.search(pattern):
         return "the regular expression uses syntax the data plane does not support"
     try:
@@ -373,9 +415,13 @@ def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> li
             if not name or not isinstance(value, str):
                 out.unsupported.append(f"{prefix}HeaderModifier.{verb} entry is malformed")
                 continue
+            if has_control(name) or has_control(value):
+                out.unsupported.append(f"{prefix}HeaderModifier.{verb} header {brief(name)} has a control character "
+                                       "(CR, LF, NUL...)")
+                continue
             result.append({"kind": f"{prefix}Header{kind}", "parameters": {"name": name, "value": value}})
     for name in _list(spec.get("remove")):
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or has_control(name):
             out.unsupported.append(f"{prefix}HeaderModifier.remove entry is malformed")
             continue
         result.append({"kind": f"{prefix}HeaderRemove", "parameters": {"name": name}})
@@ -453,6 +499,9 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         elif ftype == "URLRewrite":
             rewrite_seen = True
             spec = _dict(f.get("urlRewrite"))
+            if _unsafe_strings(spec):
+                out.unsupported.append("URLRewrite has a control character (CR, LF, NUL...) in its hostname or path")
+                continue
             if _s(spec.get("hostname")):
                 transforms.append({"kind": "HostSet", "parameters": {"host": spec["hostname"]}})
             path = _dict(spec.get("path"))
@@ -538,7 +587,17 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     return out
 
 
+def _unsafe_strings(spec: Mapping[str, Any]) -> bool:
+    """Does a hostname or path of a rewrite/redirect filter hold a control character?"""
+    path = _dict(spec.get("path"))
+    values = (spec.get("hostname"), path.get("replaceFullPath"), path.get("replacePrefixMatch"))
+    return any(isinstance(v, str) and has_control(v) for v in values)
+
+
 def _redirect(spec: Mapping[str, Any], out: RuleOut, one_port: tuple[int, str] | None) -> dict[str, Any]:
+    if _unsafe_strings(spec):
+        out.unsupported.append("RequestRedirect has a control character (CR, LF, NUL...) in its hostname or path")
+        return {"statusCode": 302, "host": "invalid"}
     status = spec.get("statusCode", 302)
     if status not in (301, 302) or isinstance(status, bool):
         out.unsupported.append(f"RequestRedirect statusCode {brief(status)} is not supported (301 or 302 only)")

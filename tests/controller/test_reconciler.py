@@ -269,3 +269,108 @@ def test_a_reconcile_is_scheduled_when_an_event_bump_is_due() -> None:
     assert ctrl.trigger.wait(0)
     ctrl.reconcile()
     assert [c for c in api.writes("events") if c["verb"] == "patch" and c["body"].get("series")]
+
+
+def test_gc_tuning_pauses_the_collector_during_the_render_only() -> None:
+    import gc
+
+    ctrl, api, render, prober = setup()
+    ctrl.gc_tuning = True
+    seen: list[bool] = []
+
+    def probe_gc(snap: Snapshot, opts: RenderOptions) -> RenderResult:
+        seen.append(gc.isenabled())
+        return render(snap, opts)
+
+    ctrl.render_fn = probe_gc
+    assert gc.isenabled()
+    ctrl.reconcile()
+    assert seen == [False] and gc.isenabled()
+
+
+def test_gc_tuning_freezes_after_sync_relist_or_a_large_batch_only() -> None:
+    import gc
+
+    from titanium_gateway.controller import reconciler
+
+    ctrl, api, render, prober = setup()
+    ctrl.gc_tuning = True
+    try:
+        ctrl._maybe_freeze_gc()
+        first = ctrl._frozen_at
+        assert first is not None and gc.get_freeze_count() > 0
+        ctrl.informers["Gateway"].store.upsert({"metadata": {"name": "other", "namespace": "apps"}})
+        ctrl._maybe_freeze_gc()
+        assert ctrl._frozen_at == first  # one change: not worth a collection
+        store = ctrl.informers["Service"].store
+        for i in range(reconciler.FREEZE_AFTER_CHANGES):
+            store.upsert({"metadata": {"name": f"s{i}", "namespace": "apps"}})
+        ctrl._maybe_freeze_gc()
+        assert ctrl._frozen_at is not None and ctrl._frozen_at[0] > first[0]
+        mark = ctrl._frozen_at
+        ctrl.informers["Service"].reflectors[0].lists += 1  # a relist
+        ctrl._maybe_freeze_gc()
+        assert ctrl._frozen_at != mark
+    finally:
+        gc.unfreeze()
+
+
+def test_store_changes_count_every_mutation() -> None:
+    from titanium_gateway.kube.store import Store
+
+    s = Store()
+    assert s.changes == 0
+    s.upsert({"metadata": {"name": "a", "resourceVersion": "1"}})
+    s.upsert({"metadata": {"name": "a", "resourceVersion": "2"}})
+    s.delete("a")
+    assert s.changes == 3
+    s.delete("a")  # absent: nothing changed
+    s.replace([{"metadata": {"name": "b", "resourceVersion": "3"}}], "3")
+    assert s.changes == 4
+
+
+def test_unchanged_inputs_reprobe_without_rendering_again() -> None:
+    ctrl, api, render, prober = setup()
+    ctrl.reconcile()  # the probe reports "pod p0 runs config old": an input of the next render
+    ctrl.reconcile()
+    assert len(render.snapshots) == 2 and ctrl.renders == 2
+    writes = len(api.writes())
+    for _ in range(3):  # the Programmed poll: nothing the render reads changed
+        assert ctrl.reconcile() is ctrl.last_result
+    assert len(render.snapshots) == 2 and len(prober.calls) == 5
+    assert len(api.writes()) == writes
+    # a pod update is not a render input either
+    ctrl.informers["Pod"].store.upsert({"metadata": {"name": "p1", "namespace": NS, "uid": "u1"}})
+    ctrl.reconcile()
+    assert len(render.snapshots) == 2
+    # any cached object the render reads, a new probe message or a confirmation renders again
+    ctrl.informers["Service"].store.upsert({"metadata": {"name": "s", "namespace": "apps"}})
+    ctrl.reconcile()
+    assert len(render.snapshots) == 3
+    prober.answer = ProbeResult(None, "pod p0 is not ready")
+    ctrl.reconcile()
+    ctrl.reconcile()
+    assert len(render.snapshots) == 4 and render.snapshots[-1].probe_message == "pod p0 is not ready"
+    ctrl.reconcile()
+    assert len(render.snapshots) == 4
+
+
+def test_a_new_term_or_a_failed_pass_renders_again() -> None:
+    from titanium_gateway.kube.api import ApiError
+
+    ctrl, api, render, prober = setup()
+    ctrl.reconcile()
+    ctrl.reconcile()
+    ctrl.on_started_leading()
+    ctrl.reconcile()
+    assert len(render.snapshots) == 3
+    api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+    ctrl.on_started_leading()
+    try:
+        ctrl.reconcile()
+        raise AssertionError("expected the write to fail")
+    except ApiError:
+        pass
+    ctrl.reconcile()
+    assert len(render.snapshots) == 5
+    assert api.obj(CONFIG_MAPS, NS, "tp")["data"]["twp.yaml"] == render.config.decode()

@@ -4,6 +4,7 @@ the controller; run until SIGTERM/SIGINT (exit 0, Lease released) or until leade
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -29,6 +30,10 @@ EXIT_USAGE = 2
 #: HTTP connections to the API server: one per watch (11 informers, more with
 #: --secret-namespaces) plus the status writer's pool and the worker.
 POOL_SIZE = 64
+#: The process's collector thresholds: young collections every 10k container allocations
+#: instead of 700 (decoding a 500-object list page allocates ~15k containers; each collection
+#: has a fixed cost), the older generations as CPython's defaults.
+GC_THRESHOLD = (10_000, 10, 10)
 
 
 @dataclass
@@ -136,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        return run(opts, api, stop)
+        gc.set_threshold(*GC_THRESHOLD)
+        return run(opts, api, stop, controller_kwargs={"gc_tuning": True})
     except OSError as e:  # e.g. the health port is taken
         log.error("cannot start the controller", extra={"error": str(e)})
         return 1

@@ -14,6 +14,7 @@ back-off and the Retry-After), however many changes arrive meanwhile.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -38,7 +39,13 @@ from titanium_gateway.writers.deployment import DeploymentStamper
 from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
 from titanium_gateway.writers.secret import SecretWriter
-from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_status, status_differs
+from titanium_gateway.writers.status import (
+    StatusReport,
+    StatusWriter,
+    WriteGuard,
+    merged_status,
+    status_differs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +70,9 @@ WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
 
 
 StatusKey = tuple[str, str, str]
+#: Re-freeze the collector once this many cached objects changed since the last freeze (or after
+#: any relist): the new objects leave the collector's scans too.
+FREEZE_AFTER_CHANGES = 2000
 #: Released at 1970-01-01 like the Gateway API CRDs' own default status ("Waiting for controller").
 _EPOCH = "1970-01-01T00:00:00Z"
 
@@ -105,7 +115,8 @@ class Controller:
                  render_fn: RenderFn | None = None, clock: Clock = REAL_CLOCK, registry: Registry | None = None,
                  prober: Prober | None = None, watch_timeout: int = 300,
                  reflector_backoff: Callable[[], Backoff] | None = None,
-                 retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0) -> None:
+                 retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0,
+                 gc_tuning: bool = False) -> None:
         self.opts = opts
         self.api = api
         self.clock = clock
@@ -149,8 +160,17 @@ class Controller:
         self._worker: threading.Thread | None = None
         self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
         self.stuck_after = stuck_after
+        #: process-wide GC policy (the real process sets it; tests running many controllers in
+        #: one interpreter do not): freeze the caches out of the collector once synced and after
+        #: each relist or large batch, and pause the collector while the render runs.
+        self.gc_tuning = gc_tuning
+        self._frozen_at: tuple[int, int] | None = None  # (store changes, reflector lists) at the last freeze
         self._stopped = threading.Event()
         self.last_result: RenderResult | None = None
+        #: what ``last_result`` was rendered from: the caches' change counts, the confirmed hash
+        #: and the probe message (None: render again). Set only after a successful reconcile.
+        self._rendered_from: tuple[Any, ...] | None = None
+        self.renders = 0
         self.reconciles = 0
         self._m_total = reg.counter("controller_runtime_reconcile_total", "Reconciles by result.", ["result"])
         self._m_time = reg.histogram("controller_runtime_reconcile_time_seconds", "Time of one reconcile.")
@@ -205,6 +225,7 @@ class Controller:
             w.reset()
         self.event_writer.reset()
         self._confirmed = None
+        self._rendered_from = None
         self.trigger.trigger()
 
     # --- the worker ---------------------------------------------------------------------------
@@ -215,6 +236,8 @@ class Controller:
         log.info("informers synced")
         self.trigger.trigger()
         while self.trigger.wait():
+            if self.gc_tuning:
+                self._maybe_freeze_gc()
             start = time.monotonic()
             self._busy_since = start
             result = "success"
@@ -236,6 +259,35 @@ class Controller:
                 self._m_time.observe(time.monotonic() - start)
                 self.reconciles += 1
 
+    def _maybe_freeze_gc(self) -> None:
+        """``gc.freeze()`` the caches after the first sync, after any relist and after a large
+        batch of changes: the informer caches (~500k containers at 10k routes) then no longer
+        take part in the collector's scans (they hold no reference cycles: dropped objects are
+        freed by reference counting, frozen or not)."""
+        mark = (self.informers.changes(), self.informers.lists())
+        last = self._frozen_at
+        if last is not None and mark[1] == last[1] and mark[0] - last[0] < FREEZE_AFTER_CHANGES:
+            return
+        t0 = time.monotonic()
+        gc.collect()
+        gc.freeze()
+        self._frozen_at = mark
+        log.debug("gc frozen", extra={"objects": gc.get_freeze_count(),
+                                      "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
+
+    def _render(self, snap: Snapshot) -> RenderResult:
+        """The pure render; with ``gc_tuning`` the cyclic collector is paused meanwhile (the render
+        creates no reference cycles, and collections during it walk its whole growing heap)."""
+        if not self.gc_tuning:
+            return self.render_fn(snap, self.render_options)
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self.render_fn(snap, self.render_options)
+        finally:
+            if was_enabled:
+                gc.enable()
+
     def schedule_retry(self, error: BaseException) -> float:
         """After a failed reconcile: retry after the exponential back-off, or after the server's
         Retry-After when it asked for longer (then as a hard gate: a change arriving meanwhile
@@ -251,23 +303,43 @@ class Controller:
         return delay
 
     def snapshot(self) -> Snapshot:
-        caches = self.informers.snapshot()
+        return self.versioned_snapshot()[0]
+
+    def versioned_snapshot(self) -> tuple[Snapshot, tuple[Any, ...]]:
+        """The render's input and a cheap version of it: every cache's change count (taken with
+        the cache view, atomically), the confirmed hash and the probe message; everything else
+        the render reads is fixed for the process (options) or only stamps new transitions
+        (``now``)."""
+        caches, versions = self.informers.versioned_snapshot()
         fields = {fld: caches[name] for name, (_res, fld) in WATCHED.items() if fld}
-        return Snapshot(**fields, confirmed_config_hash=self._confirmed, probe_message=self._probe_message,
+        version = (tuple(versions[name] for name, (_res, fld) in WATCHED.items() if fld),
+                   self._confirmed, self._probe_message)
+        snap = Snapshot(**fields, confirmed_config_hash=self._confirmed, probe_message=self._probe_message,
                         now=rfc3339(self.clock.wall()))
+        return snap, version
 
     def reconcile(self) -> RenderResult | None:
         """One pass. Followers only keep their caches warm."""
         if not self.guard.is_leader():
             return None
         t0 = time.monotonic()
-        snap = self.snapshot()
-        result = self.render_fn(snap, self.render_options)
-        render_s = time.monotonic() - t0
-        self._m_render.observe(render_s)
-        self._m_bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
-        self.last_result = result
-        log.debug("rendered", extra={"config_hash": result.config_hash, "duration_ms": round(render_s * 1000, 1)})
+        snap, version = self.versioned_snapshot()
+        self._rendered_from, prev = None, self._rendered_from  # set again only when this pass succeeds
+        reused = self.last_result is not None and version == prev
+        if reused:
+            # Nothing the render reads changed (e.g. the Programmed poll while a pod has not
+            # confirmed yet): the last result stands; re-probe, and write only what failed before.
+            assert self.last_result is not None
+            result = self.last_result
+        else:
+            result = self._render(snap)
+            self.renders += 1
+            render_s = time.monotonic() - t0
+            self._m_render.observe(render_s)
+            self._m_bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
+            self.last_result = result
+            log.debug("rendered", extra={"config_hash": result.config_hash,
+                                         "duration_ms": round(render_s * 1000, 1)})
         if result.delivery_error:
             log.error("config not delivered", extra={"config_hash": result.config_hash,
                                                      "error": result.delivery_error})
@@ -281,9 +353,12 @@ class Controller:
                                                    "bytes": len(result.config), "parts": len(result.parts)})
             self.poker.poke(self.informers["Pod"].list(), result.config_hash)
             self.stamper.stamp(result.listeners)
-        released, guards = self._released_statuses(result)
-        report = self.status_writer.write_all(
-            (*result.statuses, *self._orphaned_route_statuses(result), *released), guards)
+        if reused:  # every status of this result was written (or found unchanged) by the last pass
+            report = StatusReport()
+        else:
+            released, guards = self._released_statuses(result)
+            report = self.status_writer.write_all(
+                (*result.statuses, *self._orphaned_route_statuses(result), *released), guards)
         if report.written or report.errors:
             log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
                                                  "errors": len(report.errors)})
@@ -299,7 +374,8 @@ class Controller:
         if report.errors:
             raise StatusWriteFailed(f"{len(report.errors)} status write(s) failed, first: {report.errors[0]}",
                                     report.retry_after)
-        log.debug("reconciled", extra={"config_hash": result.config_hash,
+        self._rendered_from = version
+        log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
         return result
 

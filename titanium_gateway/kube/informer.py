@@ -195,6 +195,23 @@ class InformerSet:
                 return False
         return True
 
+    def changes(self) -> int:
+        """Total store changes of every informer (see ``Store.changes``)."""
+        return sum(inf.store.changes for inf in self._informers.values())
+
+    def lists(self) -> int:
+        """Total (re)lists done by every reflector."""
+        return sum(r.lists for inf in self._informers.values() for r in inf.reflectors)
+
     def snapshot(self) -> dict[str, Mapping[str, Obj]]:
         """Every cache at once (each O(1), copy-on-write)."""
         return {n: inf.store.snapshot() for n, inf in self._informers.items()}
+
+    def versioned_snapshot(self) -> tuple[dict[str, Mapping[str, Obj]], dict[str, int]]:
+        """``snapshot()`` plus, per informer, the ``Store.changes`` count each cache view reflects:
+        equal counts mean equal contents."""
+        caches: dict[str, Mapping[str, Obj]] = {}
+        versions: dict[str, int] = {}
+        for n, inf in self._informers.items():
+            caches[n], versions[n] = inf.store.versioned_snapshot()
+        return caches, versions

@@ -71,6 +71,7 @@ class Store:
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._rv = ""
+        self._changes = 0  # objects added, updated or deleted so far (a cheap version of the contents)
 
     # --- writes -----------------------------------------------------------------------------
     def _writable(self) -> dict[str, Obj]:
@@ -104,6 +105,7 @@ class Store:
             self._index_remove(key, old)
         items[key] = obj
         self._index_add(key, obj)
+        self._changes += 1
         return key, old, obj
 
     def upsert(self, obj: Obj) -> tuple[Obj | None, Obj]:
@@ -127,6 +129,7 @@ class Store:
             items = self._writable()
             old = items.pop(key)
             self._index_remove(key, old)
+            self._changes += 1
             if not isinstance(obj_or_key, str):
                 rv = (obj_or_key.get("metadata") or {}).get("resourceVersion")
                 if rv:
@@ -156,6 +159,7 @@ class Store:
                 items_ = self._writable()
                 old = items_.pop(key)
                 self._index_remove(key, old)
+                self._changes += 1
                 res.deleted.append(old)
             self._rv = resource_version
         return res
@@ -165,6 +169,13 @@ class Store:
             self._rv = rv
 
     # --- reads ------------------------------------------------------------------------------
+    @property
+    def changes(self) -> int:
+        """How many times the contents changed (every upsert, delete and relisted object counts;
+        never decreases): equal values mean equal contents."""
+        with self._lock:
+            return self._changes
+
     @property
     def resource_version(self) -> str:
         with self._lock:
@@ -222,9 +233,13 @@ class Store:
 
     def snapshot(self) -> Mapping[str, Obj]:
         """A read-only ``key -> object`` view frozen at this moment (O(1); copy-on-write)."""
+        return self.versioned_snapshot()[0]
+
+    def versioned_snapshot(self) -> tuple[Mapping[str, Obj], int]:
+        """``snapshot()`` and the ``changes`` count it reflects, taken atomically."""
         with self._lock:
             self._shared = True
-            return MappingProxyType(self._items)
+            return MappingProxyType(self._items), self._changes
 
 
 def _rv(obj: Obj) -> str:

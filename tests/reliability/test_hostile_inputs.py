@@ -2,7 +2,7 @@
 
 Every test runs the full campaign oracle (:func:`fuzzlib.check_render`) and then checks that
 the rejection names the field. The ``*_BUG`` texts describe the render bugs these tests found
-(DISCREPANCIES R1-R6, fixed in 0944b0c); the tests now guard against their return.
+(DISCREPANCIES R1-R9, fixed in 0944b0c and 3b5bc93); the tests now guard against their return.
 """
 
 from __future__ import annotations
@@ -130,7 +130,6 @@ CRLF_BUG = ("BUG render/httproute._header_transforms (and URLRewrite/redirect pa
             "response splitting. The rule should answer 500 with UnsupportedValue naming the header")
 
 
-@pytest.mark.xfail(strict=True, reason=CRLF_BUG)
 @pytest.mark.parametrize("where", ["request-set", "response-add", "full-path"])
 def test_crlf_in_header_values_and_paths_is_rejected(where: str) -> None:
     evil = "a\r\nX-Injected: 1"
@@ -198,7 +197,6 @@ GATEWAY_MESSAGE_BUG = ("BUG render/gateway._certificates (listener messages): th
                        "write is refused. Needs input past the CRD's 253-character name limit: low severity")
 
 
-@pytest.mark.xfail(strict=True, reason=GATEWAY_MESSAGE_BUG)
 def test_gateway_listener_messages_are_bounded() -> None:
     listeners = [{"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
                   "tls": {"certificateRefs": [{"name": "x" * 70_000}]}}]
@@ -264,7 +262,6 @@ POLY_BUG = ("BUG render/httproute.check_regex: adjacent unbounded quantifiers ov
             "path and '.*a.*a.*a.*a.*a.*a.*!' over 10 s on a 102-char path (Python re, measured; .NET backtracks alike)")
 
 
-@pytest.mark.xfail(strict=True, reason=POLY_BUG)
 @pytest.mark.parametrize("pattern", ["[a-z]*[a-z]*[a-z]*[a-z]*[a-z]*[a-z]*[a-z]*!", ".*a.*a.*a.*a.*a.*a.*!"],
                          ids=["class-star-x7", "dotstar-a-x6"])
 def test_polynomial_backtracking_regexes_are_rejected(pattern: str) -> None:

@@ -130,3 +130,28 @@ def test_informer_set_sync_timeout() -> None:
         assert infs.wait_for_sync(0.05) is False
     finally:
         infs.stop()
+
+
+def test_transform_applies_to_listed_and_watched_objects_before_store_and_handlers() -> None:
+    api = FakeKubeApi()
+    api.put(SERVICES, svc("a") | {"status": {"big": "x" * 100}})
+
+    def drop_status(obj: dict) -> dict:
+        return {k: v for k, v in obj.items() if k != "status"}
+
+    inf = SharedInformer(api, SERVICES, transform=drop_status)
+    seen: list[dict] = []
+    inf.add_event_handler(on_add=seen.append, on_update=lambda o, n: seen.append(n))
+    inf.start()
+    try:
+        assert inf.wait_for_sync(5)
+        api.put(SERVICES, svc("b") | {"status": {"big": "y"}})
+        assert wait_until(lambda: len(seen) == 2)
+        assert all("status" not in o for o in seen)
+        assert "status" not in inf.get("default", "a") and "status" not in inf.get("default", "b")
+        assert inf.get("default", "b")["kind"] == "Service"  # typed before the transform
+        assert "status" in api.get(SERVICES, "default", "a")  # the API's object is untouched
+    finally:
+        inf.stop()
+        api.end_watches()
+        inf.stop(join_timeout=5)

@@ -138,3 +138,25 @@ def test_secret_missing_is_clear(api: RecordingApi) -> None:
     del api.objects[("secrets", NS, "tp-tls")]
     with pytest.raises(WriteError, match="tp-tls"):
         SecretWriter(api, NS, "tp-tls", guard=LeaderGuard(), registry=Registry()).write(result("r"))
+
+
+def test_configmap_writer_remembers_digests_not_texts() -> None:
+    import re
+
+    from titanium_gateway.render.result import RenderResult as _RR
+    from titanium_gateway.writers.base import LeaderGuard as _LG
+    from titanium_gateway.writers.configmap import EMPTY, ConfigMapWriter, data_digest
+
+    api = RecordingApi()
+    for name in ("tp", "tp-part-1", "tp-part-2"):
+        api.put(CONFIG_MAPS, {"metadata": {"name": name, "namespace": "gw"}})
+    w = ConfigMapWriter(api, "gw", "tp", max_parts=2, guard=_LG(), registry=Registry())
+    big = b"x" * 100_000
+    res = _RR(config=b"root", config_hash="h1", parts=(("twp.part-1.yaml", big),))
+    assert w.write(res)
+    assert all(re.fullmatch(r"[0-9a-f]{64}", d) for d in w._known.values())
+    assert w._known["tp-part-1"] == data_digest({"twp.part-1.yaml": big}) != EMPTY
+    n = len(api.writes())
+    assert not w.write(_RR(config=b"root", config_hash="h1", parts=(("twp.part-1.yaml", b"x" * 100_000),)))
+    assert len(api.writes()) == n
+    assert api.obj(CONFIG_MAPS, "gw", "tp-part-1")["data"] == {"twp.part-1.yaml": big.decode()}

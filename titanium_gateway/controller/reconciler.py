@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from titanium_gateway.controller.options import ControllerOptions
+from titanium_gateway.controller.transform import transform_for
 from titanium_gateway.kube import api as k
 from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
@@ -129,7 +130,9 @@ class Controller:
         ns = opts.data_plane_namespace
         self.informers = InformerSet()
         kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
+        dp_service = self.render_options.data_plane_service
         for name, (res, _field) in WATCHED.items():
+            kw["transform"] = transform_for(name, dp_service)
             if name == "Secret":
                 inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
                                      field_selector=TLS_SELECTOR, name="secrets", **kw)

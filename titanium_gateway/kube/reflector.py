@@ -96,7 +96,7 @@ class Reflector:
                  field_selector: str | None = None, page_size: int = 500, watch_timeout: int = 300,
                  resync_period: float | None = None, backoff: Backoff | None = None,
                  min_watch_duration: float = 1.0, clock: Clock = REAL_CLOCK, name: str | None = None,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, transform: Callable[[Obj], Obj] | None = None) -> None:
         self.api = api
         self.resource = resource
         self.store = store
@@ -108,6 +108,8 @@ class Reflector:
         self.watch_timeout = watch_timeout
         self.resync_period = resync_period
         self.backoff = backoff or Backoff()
+        #: applied to every listed or watched object before it is stored (client-go SetTransform)
+        self.transform = transform
         self.min_watch_duration = min_watch_duration
         self.clock = clock
         self.name = name or (f"{resource.plural}/{namespace}" if namespace else resource.plural)
@@ -293,12 +295,11 @@ class Reflector:
         self._need_list = True
 
     def _with_type(self, obj: Obj) -> Obj:
-        if obj.get("kind") and obj.get("apiVersion"):
-            return obj
-        out = dict(obj)
-        out.setdefault("apiVersion", self.resource.api_version)
-        out.setdefault("kind", self.resource.kind)
-        return out
+        if not (obj.get("kind") and obj.get("apiVersion")):
+            obj = dict(obj)
+            obj.setdefault("apiVersion", self.resource.api_version)
+            obj.setdefault("kind", self.resource.kind)
+        return self.transform(obj) if self.transform is not None else obj
 
     def _skip(self, what: str, obj: Any) -> None:
         self.malformed += 1

@@ -1,0 +1,102 @@
+"""Informer transforms drop only what nothing reads: the render output is the same with and
+without them, on every golden input and on inputs carrying every dropped field."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.render.conftest import case_names, case_objects, case_options
+from titanium_gateway.controller import transform as tf
+from titanium_gateway.offline import build_snapshot
+from titanium_gateway.render import render
+from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.result import RenderResult
+
+NOW = "2026-01-02T03:04:05Z"
+
+
+def _apply(objects: list[dict[str, Any]], options: RenderOptions) -> list[dict[str, Any]]:
+    out = []
+    for obj in objects:
+        before = copy.deepcopy(obj)
+        t = tf.transform_for(str(obj.get("kind")), options.data_plane_service)(obj)
+        assert obj == before  # never modifies its input
+        out.append(t)
+    return out
+
+
+def _decorated(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every object with each field the transforms drop (as a real cluster has them)."""
+    out = []
+    for obj in copy.deepcopy(objects):
+        md = obj.setdefault("metadata", {})
+        md["managedFields"] = [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
+        md.setdefault("annotations", {})[tf.LAST_APPLIED] = '{"apiVersion":"v1","kind":"X","spec":{}}'
+        kind = obj.get("kind")
+        if kind == "EndpointSlice":
+            for i, ep in enumerate(obj.get("endpoints") or []):
+                if isinstance(ep, dict):
+                    ep.update({"targetRef": {"kind": "Pod", "name": f"pod-{i}"}, "nodeName": "node-1",
+                               "zone": "z1", "hints": {"forZones": [{"name": "z1"}]}})
+        elif kind == "Service":
+            obj.setdefault("status", {"loadBalancer": {}})
+        out.append(obj)
+    return out
+
+
+def _same(a: RenderResult, b: RenderResult) -> None:
+    assert a.config == b.config and a.config_hash == b.config_hash
+    assert a.parts == b.parts
+    assert dict(a.tls_files) == dict(b.tls_files)
+    assert a.statuses == b.statuses and a.events == b.events
+    assert a.listeners == b.listeners and a.delivery_error == b.delivery_error
+
+
+def _render(case: str, objects: list[dict[str, Any]]) -> RenderResult:
+    options, snap_kwargs = case_options(case)
+    snap_kwargs = {**snap_kwargs, "now": NOW}
+    if snap_kwargs.get("confirmed_config_hash") == "rendered":
+        snap_kwargs["confirmed_config_hash"] = None
+    return render(build_snapshot(objects, **snap_kwargs), options)
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_render_is_identical_with_and_without_the_transforms(case: str) -> None:
+    options, _ = case_options(case)
+    objects = case_objects(case)
+    plain = _render(case, objects)
+    _same(plain, _render(case, _apply(objects, options)))
+    _same(plain, _render(case, _apply(_decorated(objects), options)))
+
+
+def test_what_is_dropped_and_kept() -> None:
+    dp = ("gw", "tp")
+    meta = {"name": "s", "namespace": "apps", "managedFields": [{}],
+            "annotations": {tf.LAST_APPLIED: "{}", "titanium.io/timeout": "5s"}}
+    ing = tf.transform_for("Ingress", dp)({"kind": "Ingress", "metadata": meta, "spec": {"rules": []}})
+    assert ing["metadata"] == {"name": "s", "namespace": "apps", "annotations": {"titanium.io/timeout": "5s"}}
+    ep = {"addresses": ["10.0.0.1"], "conditions": {"ready": True}, "targetRef": {"name": "p"},
+          "nodeName": "n", "zone": "z", "hints": {}}
+    sl = tf.transform_for("EndpointSlice", dp)({"kind": "EndpointSlice", "ports": [{"port": 80}],
+                                                "metadata": {"name": "a", "namespace": "apps"}, "endpoints": [ep]})
+    assert sl["endpoints"] == [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}]
+    assert sl["ports"] == [{"port": 80}]
+    own = {"kind": "EndpointSlice", "endpoints": [ep], "metadata": {
+        "name": "tp-x", "namespace": "gw", "labels": {tf.SERVICE_NAME_LABEL: "tp"}}}
+    assert tf.transform_for("EndpointSlice", dp)(own)["endpoints"] == [ep]  # the prober names pods
+    svc = {"kind": "Service", "metadata": {"name": "x", "namespace": "apps"}, "spec": {}, "status": {"a": 1}}
+    assert "status" not in tf.transform_for("Service", dp)(svc)
+    dps = {**svc, "metadata": {"name": "tp", "namespace": "gw"}}
+    assert tf.transform_for("Service", dp)(dps)["status"] == {"a": 1}
+    opaque = {"kind": "Secret", "type": "Opaque", "metadata": {"name": "o"}, "data": {"k": "dg=="}}
+    assert "data" not in tf.transform_for("Secret", dp)(opaque)
+    tls = {"kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "t"}, "data": {"tls.crt": "eA=="}}
+    assert tf.transform_for("Secret", dp)(tls) is tls
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u", "annotations": {"a": "b"}},
+           "spec": {"containers": []}, "status": {"phase": "Running"}}
+    assert tf.transform_for("Pod", dp)(pod) == {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}
+    plain = {"kind": "HTTPRoute", "metadata": {"name": "r"}, "spec": {}, "status": {}}
+    assert tf.transform_for("HTTPRoute", dp)(plain) is plain  # nothing to drop: no copy

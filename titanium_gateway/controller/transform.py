@@ -1,0 +1,116 @@
+"""Informer transforms (client-go ``SharedInformer.SetTransform``): what the caches keep.
+
+Every object the reflectors list or watch goes through ``transform_for(kind)`` before it is
+stored, so fields that neither the render nor the controller ever reads do not take memory for
+the life of the process. Each transform is pure: it never modifies its input (the API client's
+decoded dict may be shared) and returns the same object when there is nothing to drop.
+
+Dropped (checked against every read in ``titanium_gateway/render/``, the reconciler, the
+writers and the prober; ``tests/controller/test_transform.py`` renders every golden input with
+and without the transforms and requires identical results):
+
+* every kind: ``metadata.managedFields`` and the annotation
+  ``kubectl.kubernetes.io/last-applied-configuration`` (a copy of the whole applied object);
+* EndpointSlice endpoints: ``targetRef``, ``nodeName``, ``zone``, ``hints``,
+  ``deprecatedTopology`` (the render reads ``addresses`` and ``conditions.ready``), except on
+  the data-plane Service's slices, where the prober names pods by ``targetRef.name``;
+* Service: ``status``, except the data-plane Service's (its load-balancer address is published);
+* Secret: ``data``/``stringData`` of any type but ``kubernetes.io/tls`` (the render rejects
+  those by type before reading data; the field selector keeps them out of the cache anyway);
+* Pod (data-plane pods, for the config poke): everything but ``metadata``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+Transform = Callable[[Obj], Obj]
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+TLS_SECRET_TYPE = "kubernetes.io/tls"
+ENDPOINT_FIELDS_DROPPED = ("targetRef", "nodeName", "zone", "hints", "deprecatedTopology")
+POD_FIELDS_KEPT = ("apiVersion", "kind", "metadata")
+
+
+def strip_metadata(obj: Obj) -> Obj:
+    """``obj`` without ``metadata.managedFields`` and the last-applied-configuration annotation."""
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        return obj
+    ann = md.get("annotations")
+    drop_applied = isinstance(ann, dict) and LAST_APPLIED in ann
+    if not drop_applied and "managedFields" not in md:
+        return obj
+    meta = {k: v for k, v in md.items() if k != "managedFields"}
+    if drop_applied:
+        assert isinstance(ann, dict)
+        meta["annotations"] = {k: v for k, v in ann.items() if k != LAST_APPLIED}
+    out = dict(obj)
+    out["metadata"] = meta
+    return out
+
+
+def _is_service(obj: Obj, service: tuple[str, str], *, by_label: bool) -> bool:
+    md = obj.get("metadata")
+    if not isinstance(md, dict) or md.get("namespace") != service[0]:
+        return False
+    if by_label:
+        labels = md.get("labels")
+        return isinstance(labels, dict) and labels.get(SERVICE_NAME_LABEL) == service[1]
+    return md.get("name") == service[1]
+
+
+def endpoint_slice_transform(data_plane_service: tuple[str, str]) -> Transform:
+    def transform(obj: Obj) -> Obj:
+        obj = strip_metadata(obj)
+        eps = obj.get("endpoints")
+        if not isinstance(eps, list) or _is_service(obj, data_plane_service, by_label=True):
+            return obj
+        if not any(isinstance(ep, dict) and any(f in ep for f in ENDPOINT_FIELDS_DROPPED) for ep in eps):
+            return obj
+        out = dict(obj)
+        out["endpoints"] = [{k: v for k, v in ep.items() if k not in ENDPOINT_FIELDS_DROPPED}
+                            if isinstance(ep, dict) else ep for ep in eps]
+        return out
+
+    return transform
+
+
+def service_transform(data_plane_service: tuple[str, str]) -> Transform:
+    def transform(obj: Obj) -> Obj:
+        obj = strip_metadata(obj)
+        if "status" not in obj or _is_service(obj, data_plane_service, by_label=False):
+            return obj
+        return {k: v for k, v in obj.items() if k != "status"}
+
+    return transform
+
+
+def secret_transform(obj: Obj) -> Obj:
+    obj = strip_metadata(obj)
+    if obj.get("type") == TLS_SECRET_TYPE or ("data" not in obj and "stringData" not in obj):
+        return obj
+    return {k: v for k, v in obj.items() if k not in ("data", "stringData")}
+
+
+def pod_transform(obj: Obj) -> Obj:
+    obj = strip_metadata(obj)
+    if all(k in POD_FIELDS_KEPT for k in obj):
+        return obj
+    return {k: v for k, v in obj.items() if k in POD_FIELDS_KEPT}
+
+
+def transform_for(kind: str, data_plane_service: tuple[str, str]) -> Transform:
+    """The transform of the informer of ``kind``."""
+    if kind == "EndpointSlice":
+        return endpoint_slice_transform(data_plane_service)
+    if kind == "Service":
+        return service_transform(data_plane_service)
+    if kind == "Secret":
+        return secret_transform
+    if kind == "Pod":
+        return pod_transform
+    return strip_metadata

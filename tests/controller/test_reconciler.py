@@ -86,9 +86,10 @@ def test_leader_writes_in_order_then_probes() -> None:
     ctrl, api, render, prober = setup()
     res = ctrl.reconcile()
     assert res is not None
+    assert ctrl.status_writer.wait_idle(10)  # statuses: the status worker's, meanwhile
     order = write_order(api)
     assert order[:4] == [("secrets", "tp-tls"), ("configmaps", "tp"), ("pods", "p0"), ("deployments", "tp")]
-    assert ("gateways", "web") in order and order[-1][0] == "events"
+    assert ("gateways", "web") in order and ("events", "i") in [(p, n.split(".")[0]) for p, n in order]
     assert prober.calls == [([Endpoint("p0", "10.0.0.9")], res.config_hash)]
     # pending: the probe message reaches the next render, a poll is scheduled
     assert ctrl.trigger.pending()
@@ -106,6 +107,7 @@ def test_confirmation_flips_programmed_and_triggers_at_once() -> None:
     assert ctrl.trigger.pending() and ctrl.trigger.next_run_at() is not None
     ctrl.reconcile()
     assert render.snapshots[-1].confirmed_config_hash == res.config_hash
+    assert ctrl.status_writer.wait_idle(10)
     gw = api.obj(GATEWAYS, "apps", "web")
     assert gw["status"]["conditions"][0]["status"] == "True"
 
@@ -115,13 +117,16 @@ def test_noop_reconcile_writes_nothing() -> None:
     ctrl.reconcile()
     prober.answer = ProbeResult(render(Snapshot(), RenderOptions()).config_hash)
     ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
     # refresh the informer's Gateway (as the watch would) and the pod's poke annotation
     ctrl.informers["Gateway"].store.upsert(api.obj(GATEWAYS, "apps", "web"))  # type: ignore[arg-type]
     ctrl.informers["Pod"].store.upsert(api.obj(PODS, NS, "p0"))  # type: ignore[arg-type]
     ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
     n = len(api.writes())
     ctrl.reconcile()
     ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
     assert len(api.writes()) == n
 
 
@@ -129,6 +134,7 @@ def test_delivery_error_keeps_the_old_config_but_writes_status() -> None:
     ctrl, api, render, prober = setup()
     render.delivery_error = "the config needs 9 parts, the pods mount 8"
     ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
     plurals = {p for p, _ in write_order(api)}
     assert "configmaps" not in plurals and "secrets" not in plurals and "gateways" in plurals
     assert prober.calls == []
@@ -208,16 +214,112 @@ def test_429_on_a_writer_defers_the_retry_by_retry_after_even_when_changes_arriv
     assert ctrl.trigger.wait(0) is True
 
 
-def test_429_on_a_status_write_defers_the_retry_and_holds_back_statuses() -> None:
-    from titanium_gateway.kube.api import ApiError
-    from titanium_gateway.kube.clock import FakeClock
+def test_429_on_a_status_write_pauses_the_status_worker_not_the_config_path() -> None:
+    import time
 
-    clock = FakeClock()
-    ctrl, api, render, prober = setup(clock=clock)
-    api.fail_next("patch", "gateways", ApiError(429, "TooManyRequests", "wait", retry_after=4.0))
-    delay = _fail_then_retry(ctrl)
-    assert 3.5 < delay <= 4.0
-    assert ctrl.trigger.next_run_at() >= clock.now() + 3.5
+    from titanium_gateway.kube.api import ApiError
+
+    ctrl, api, render, prober = setup()
+    sent: list[float] = []
+    orig = api.patch
+
+    def patch(res: Any, *a: Any, **kw: Any) -> Any:
+        if res.plural == "gateways":
+            sent.append(time.monotonic())
+        return orig(res, *a, **kw)
+
+    api.patch = patch  # type: ignore[method-assign]
+    api.fail_next("patch", "gateways", ApiError(429, "TooManyRequests", "wait", retry_after=1.0))
+    assert ctrl.reconcile() is not None  # the reconcile does not fail: statuses are the worker's
+    assert ctrl.trigger.deferred_until() is None
+    assert api.obj(CONFIG_MAPS, NS, "tp")["data"]  # the config was written
+    assert ctrl.status_writer.wait_idle(10)
+    assert len(sent) == 2 and sent[1] - sent[0] >= 1.0  # held back until Retry-After, then sent once
+    assert api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]["type"] == "Programmed"
+
+
+def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> None:
+    import threading
+
+    from titanium_gateway.kube.api import HTTPROUTES
+
+    ctrl, api, render, prober = setup()
+    gate = threading.Event()
+    blocked = threading.Event()
+    orig = api.patch
+
+    def patch(res: Any, *a: Any, **kw: Any) -> Any:
+        if kw.get("subresource") == "status":
+            blocked.set()
+            gate.wait(30)
+        return orig(res, *a, **kw)
+
+    api.patch = patch  # type: ignore[method-assign]
+    storm = tuple(ObjectStatus("gateway.networking.k8s.io/v1", "HTTPRoute", "apps", f"r{i}",
+                               {"parents": [{"parentRef": {"name": "web"}, "controllerName": ctrl.opts.controller_name,
+                                             "conditions": []}]}) for i in range(200))
+    for i in range(200):
+        ctrl.informers["HTTPRoute"].store.upsert(api.put(HTTPROUTES, {"metadata": {"name": f"r{i}", "namespace": "apps"}}))
+    base = render.__call__
+
+    def with_storm(snap: Snapshot, opts: RenderOptions) -> RenderResult:
+        res = base(snap, opts)
+        return RenderResult(config=res.config, config_hash=res.config_hash, tls_files=res.tls_files,
+                            statuses=res.statuses + storm, events=res.events, listeners=res.listeners)
+
+    ctrl.render_fn = with_storm
+    try:
+        ctrl.reconcile()
+        assert blocked.wait(10)  # the status worker is busy writing (blocked)
+        render.config = b"routes: [changed]\n"
+        ctrl.informers["Service"].store.upsert({"metadata": {"name": "s", "namespace": "apps"}})
+        ctrl.reconcile()  # returns although every status write is still blocked
+        assert api.obj(CONFIG_MAPS, NS, "tp")["data"]["twp.yaml"] == "routes: [changed]\n"
+        assert api.writes("httproutes") == []  # none got through yet
+    finally:
+        gate.set()
+    assert ctrl.status_writer.wait_idle(30)
+    assert len(api.writes("httproutes")) == 200  # one write per route: the second pass's are unchanged
+
+
+def test_status_worker_latest_wins_and_checks_the_leader() -> None:
+    import threading
+
+    ctrl, api, render, prober = setup()
+    w = ctrl.status_writer
+    gate = threading.Event()
+    entered = threading.Event()
+    orig = api.patch
+
+    def patch(res: Any, *a: Any, **kw: Any) -> Any:
+        entered.set()
+        gate.wait(30)
+        return orig(res, *a, **kw)
+
+    api.patch = patch  # type: ignore[method-assign]
+
+    def st(msg: str) -> ObjectStatus:
+        return ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
+                            {"conditions": [{"type": "Accepted", "status": "True", "message": msg}]})
+
+    try:
+        w.submit([st("one")])
+        assert entered.wait(10)
+        for msg in ("two", "three", "four"):
+            w.submit([st(msg)])
+        assert w.pending() == 1
+    finally:
+        gate.set()
+    assert w.wait_idle(10)
+    msgs = [c["body"]["status"]["conditions"][0]["message"] for c in api.writes("gateways")]
+    assert msgs[0] == "one" and set(msgs) == {"one", "four"}  # "two" and "three" were superseded
+    assert api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]["message"] == "four"
+    n = len(msgs)
+    # not the leader: nothing is written, nothing kept pending
+    ctrl.guard._is_leader = lambda: False
+    w.submit([st("five")])
+    assert w.wait_idle(10) and w.pending() == 0
+    assert len(api.writes("gateways")) == n
 
 
 def test_error_without_retry_after_keeps_the_exponential_back_off() -> None:

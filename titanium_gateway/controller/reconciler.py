@@ -3,12 +3,14 @@
 Every informer event only calls ``trigger()`` (one key: "the world changed"); the worker runs
 at most one reconcile per ``--min-reconcile-ms`` (at once after a quiet period). A reconcile
 snapshots every cache (O(1) each), renders, and, while this replica leads, writes in this
-order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp, statuses,
-events; then it probes the data plane. When every ready pod reports the written hash the
-controller triggers another reconcile so Programmed flips to True; until then it polls every
-``probe_interval`` seconds. An exception in a reconcile is logged, counted and retried with
-back-off: it never stops the loop. When the API server answered 429 with Retry-After (a writer,
-a status write, an Event), no reconcile starts before the Retry-After has passed (the max of the
+order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp; hands the
+statuses to the status writer's own worker (which writes them meanwhile, latest wins per object,
+and retries its own failures); posts events; then it probes the data plane. When every ready
+pod reports the written hash the controller triggers another reconcile so Programmed flips to
+True; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
+again while no input of the render changed). An exception in a reconcile is logged, counted and retried with
+back-off: it never stops the loop. When the API server answered 429 with Retry-After (a config
+writer, an Event), no reconcile starts before the Retry-After has passed (the max of the
 back-off and the Retry-After), however many changes arrive meanwhile.
 """
 
@@ -40,13 +42,7 @@ from titanium_gateway.writers.deployment import DeploymentStamper
 from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
 from titanium_gateway.writers.secret import SecretWriter
-from titanium_gateway.writers.status import (
-    StatusReport,
-    StatusWriter,
-    WriteGuard,
-    merged_status,
-    status_differs,
-)
+from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_status, status_differs
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +91,6 @@ RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = {
 
 def _meta_rv(obj: Mapping[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
-
-
-class StatusWriteFailed(RuntimeError):
-    """Some status writes failed; ``retry_after`` is the server's requested wait, if any."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 def _default_render() -> RenderFn:
@@ -356,15 +344,11 @@ class Controller:
                                                    "bytes": len(result.config), "parts": len(result.parts)})
             self.poker.poke(self.informers["Pod"].list(), result.config_hash)
             self.stamper.stamp(result.listeners)
-        if reused:  # every status of this result was written (or found unchanged) by the last pass
-            report = StatusReport()
-        else:
+        if not reused:
+            # Handed to the status worker (latest wins per object; it retries its own failures,
+            # honouring Retry-After): the config path never waits for status writes.
             released, guards = self._released_statuses(result)
-            report = self.status_writer.write_all(
-                (*result.statuses, *self._orphaned_route_statuses(result), *released), guards)
-        if report.written or report.errors:
-            log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
-                                                 "errors": len(report.errors)})
+            self.status_writer.submit((*result.statuses, *self._orphaned_route_statuses(result), *released), guards)
         self.event_writer.write(result.events)
         event_wait = self.event_writer.paused_for()
         if event_wait > 0:  # 429 on an Event: the rest are posted once the Retry-After has passed
@@ -374,9 +358,6 @@ class Controller:
             self.trigger.trigger(after=max(0.0, bump_due - self.clock.now()))
         if not result.delivery_error:
             self._probe(result, snap)
-        if report.errors:
-            raise StatusWriteFailed(f"{len(report.errors)} status write(s) failed, first: {report.errors[0]}",
-                                    report.retry_after)
         self._rendered_from = version
         log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})

@@ -141,6 +141,10 @@ class MaxOfRateLimiter:
         return max(lim.num_requeues(item) for lim in self.limiters)
 
 
-def default_controller_rate_limiter(clock: Clock = REAL_CLOCK) -> MaxOfRateLimiter:
-    """client-go's DefaultControllerRateLimiter: per-item 5 ms..1000 s, overall 10 qps / burst 100."""
-    return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100, clock))
+def default_controller_rate_limiter(clock: Clock = REAL_CLOCK, *, base_delay: float = 0.005,
+                                    max_delay: float = 1000.0, qps: float = 10.0,
+                                    burst: int = 100) -> MaxOfRateLimiter:
+    """client-go's DefaultControllerRateLimiter: per-item 5 ms..1000 s, overall 10 qps / burst 100
+    (each overridable: e.g. a whole-world reconcile backs off from 0.5 s, capped at 60 s)."""
+    return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(base_delay, max_delay),
+                            BucketRateLimiter(qps, burst, clock))

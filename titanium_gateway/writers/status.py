@@ -10,7 +10,18 @@ subresource with a merge patch (never strategic: the Gateway API kinds are CRDs)
   keeps the requests within the configured QPS/burst.
 * A 429 (or any answer with Retry-After) pauses every status write of this writer until the
   Retry-After has passed: the writes still queued are held back, not sent, and reported as
-  errors with ``StatusReport.retry_after`` so the reconcile is retried no sooner.
+  errors with ``StatusReport.retry_after``.
+* The merge itself (other controllers' route parents kept) is the render's pure
+  :func:`titanium_gateway.render.statusmerge.merged_status`: one definition for the writer and
+  the offline ``status.yaml``.
+
+Two ways in: ``write_all`` writes a batch and returns its report (synchronous); ``submit``
+hands a reconcile's statuses to the writer's own worker thread and returns at once, so the
+config path never waits for status writes (C1). The worker keeps one pending entry per object,
+latest wins (a status superseded before it was sent is never sent), writes what is pending as a
+batch, and retries what failed itself: after the Retry-After the server asked for, else after an
+exponential back-off (``default_controller_rate_limiter``: per-batch failures, plus the overall
+bucket), while a newer status for the same object replaces the failed one.
 """
 
 from __future__ import annotations
@@ -32,8 +43,10 @@ from titanium_gateway.kube.api import (
     KubeApi,
     Resource,
 )
+from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
 from titanium_gateway.metrics import REGISTRY, Registry
 from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.render.statusmerge import merged_status
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of
 
 log = logging.getLogger(__name__)
@@ -48,22 +61,11 @@ RESOURCES: Mapping[str, Resource] = {
     "GatewayClass": GATEWAY_CLASSES, "Gateway": GATEWAYS, "HTTPRoute": HTTPROUTES, "Ingress": INGRESSES,
 }
 MAX_CONFLICT_RETRIES = 5
+StatusKey = tuple[str, str, str]
+#: The status worker's failure back-off: (first, cap) seconds, doubling per failed batch in a row.
+RETRY_BACKOFF = (0.5, 60.0)
 
-
-def merged_status(kind: str, current: Obj | None, wanted: Mapping[str, Any], controller_name: str) -> dict[str, Any]:
-    """The status to write for ``wanted`` given the object's current status."""
-    cur = dict((current or {}).get("status") or {})
-    if kind != "HTTPRoute":
-        # The whole status is ours: a field the render no longer sets is removed (null in a merge patch).
-        out: dict[str, Any] = {k: None for k in cur if k not in wanted}
-        out.update(wanted)
-        return out
-    others = [p for p in cur.get("parents") or [] if isinstance(p, Mapping)
-              and p.get("controllerName") != controller_name]
-    ours = [p for p in wanted.get("parents") or [] if p.get("controllerName") == controller_name]
-    merged = {k: v for k, v in wanted.items() if k != "parents"}
-    merged["parents"] = others + ours
-    return merged
+__all__ = ["StatusReport", "StatusWriter", "WriteGuard", "merged_status", "status_differs"]
 
 
 def status_differs(current: Obj | None, status: Mapping[str, Any]) -> bool:
@@ -96,11 +98,14 @@ class StatusReport:
     errors: list[str] = field(default_factory=list)
     #: seconds the API server asked us to wait (429 Retry-After) before writing again; None: no wait
     retry_after: float | None = None
+    #: keys of the statuses that failed (to be retried)
+    failed: list[StatusKey] = field(default_factory=list)
 
 
 class StatusWriter:
     def __init__(self, api: KubeApi, *, controller_name: str, guard: LeaderGuard, current: CurrentGetter,
-                 workers: int = 16, registry: Registry | None = None) -> None:
+                 workers: int = 16, registry: Registry | None = None,
+                 retry_backoff: tuple[float, float] = RETRY_BACKOFF) -> None:
         self.api = api
         self.controller_name = controller_name
         self.guard = guard
@@ -116,6 +121,19 @@ class StatusWriter:
         self._written: dict[tuple[str, str, str], tuple[str, Any]] = {}
         self._pause_lock = threading.Lock()
         self._paused_until = 0.0  # time.monotonic(): no status write before this (Retry-After)
+        # --- the worker (``submit``) ---
+        self._cond = threading.Condition()
+        #: key -> (status, guard): what the worker writes next; latest wins
+        self._pending: dict[StatusKey, tuple[ObjectStatus, WriteGuard | None]] = {}
+        self._busy = False  # a batch is being written
+        self._closed = False
+        self._retry_at = 0.0  # time.monotonic(): the worker's failure back-off
+        self._thread: threading.Thread | None = None
+        self._limiter: RateLimiter = default_controller_rate_limiter(base_delay=retry_backoff[0],
+                                                                     max_delay=retry_backoff[1])
+        self.batches = 0
+        self.last_report: StatusReport | None = None
+        self._m_pending = reg.gauge("titanium_status_pending", "Statuses waiting for the status worker.")
 
     def _pause(self, seconds: float) -> None:
         with self._pause_lock:
@@ -127,21 +145,120 @@ class StatusWriter:
             return max(0.0, self._paused_until - time.monotonic())
 
     def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- the worker -----------------------------------------------------------------------------
+    def submit(self, statuses: Iterable[ObjectStatus],
+               guards: Mapping[StatusKey, WriteGuard] | None = None) -> None:
+        """Hand every wanted status of one reconcile to the worker and return at once.
+
+        ``statuses`` is the complete set (what is not in it is no longer ours to remember); each
+        replaces a pending status of the same object. Only those that differ from the object's
+        current status are written, by the worker, when it comes to them."""
+        guards = guards or {}
+        statuses = [st for st in statuses if st.kind in RESOURCES]
+        live = {st.key for st in statuses}
+        with self._cond:
+            if self._closed:
+                return
+            for k in [k for k in list(self._written) if k not in live]:
+                self._written.pop(k, None)
+            for st in statuses:
+                self._pending[st.key] = (st, guards.get(st.key))
+            self._m_pending.set(len(self._pending))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="status-worker", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._pending)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is pending nor being written (True), or ``timeout`` real seconds."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy:
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left if left is not None else 1.0)
+            return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed:
+                    wait = max(self._retry_at - time.monotonic(), self.paused_for()) if self._pending else None
+                    if wait is not None and wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                if self._closed:
+                    return
+                batch, self._pending = self._pending, {}
+                self._busy = True
+                self._m_pending.set(0)
+            try:
+                report = self._write_batch(batch)
+            except Exception:  # noqa: BLE001 - the worker must survive anything
+                log.exception("status worker: batch failed")
+                report = StatusReport(errors=["internal error"], failed=list(batch))
+            with self._cond:
+                self._busy = False
+                self.batches += 1
+                self.last_report = report
+                if report.failed:
+                    for key in report.failed:  # a newer status of the same object wins
+                        if key in batch and key not in self._pending:
+                            self._pending[key] = batch[key]
+                    delay = self._limiter.when("status")
+                    if report.retry_after is not None:
+                        delay = max(delay, report.retry_after)
+                    self._retry_at = time.monotonic() + delay
+                    log.warning("status writes failed; retrying", extra={
+                        "errors": len(report.errors), "retry_in_s": round(delay, 3),
+                        "error": report.errors[0] if report.errors else ""})
+                else:
+                    self._limiter.forget("status")
+                self._m_pending.set(len(self._pending))
+                self._cond.notify_all()
+            if report.written or report.conflicts:
+                log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
+                                                     "errors": len(report.errors)})
+
+    def _write_batch(self, batch: Mapping[StatusKey, tuple[ObjectStatus, WriteGuard | None]]) -> StatusReport:
+        try:
+            return self._write(list(st for st, _ in batch.values()), {k: g for k, (_, g) in batch.items() if g},
+                               prune=False)
+        except NotLeader:
+            # no longer leading: nothing of this term is written; a new term re-renders everything
+            log.info("status worker: not the leader; pending statuses dropped")
+            with self._cond:
+                self._pending.clear()
+            return StatusReport()
 
     def write_all(self, statuses: Iterable[ObjectStatus],
                   guards: Mapping[tuple[str, str, str], WriteGuard] | None = None) -> StatusReport:
-        """Write every changed status (in parallel); raises NotLeader if leadership was lost.
+        """Write every changed status (in parallel) and wait; raises NotLeader if leadership was lost.
 
         ``guards``: per object key, a precondition on the current object (checked against the
         cache and again after a 409 re-read); when it fails the status is left as it is."""
-        guards = guards or {}
+        return self._write(list(statuses), guards or {}, prune=True)
+
+    def _write(self, statuses: list[ObjectStatus], guards: Mapping[StatusKey, WriteGuard],
+               prune: bool) -> StatusReport:
         report = StatusReport()
         todo = []
-        statuses = list(statuses)
-        live = {st.key for st in statuses}
-        for k in [k for k in self._written if k not in live]:
-            del self._written[k]
+        if prune:
+            live = {st.key for st in statuses}
+            with self._cond:
+                for k in [k for k in list(self._written) if k not in live]:
+                    self._written.pop(k, None)
         for st in statuses:
             if st.kind not in RESOURCES:
                 continue
@@ -163,7 +280,7 @@ class StatusWriter:
         results = list(self._pool.map(lambda a: self._write_one(*a), todo)) if len(todo) > 1 \
             else [self._write_one(*todo[0])]
         lost = False
-        for outcome, conflicts, err in results:
+        for (st, _cur, _guard), (outcome, conflicts, err) in zip(todo, results, strict=True):
             report.conflicts += conflicts
             if outcome == "written":
                 report.written += 1
@@ -175,6 +292,7 @@ class StatusWriter:
                 report.unchanged += 1
             else:
                 report.errors.append(err)
+                report.failed.append(st.key)
         wait = self.paused_for()
         if report.errors and wait > 0:
             report.retry_after = wait

@@ -131,6 +131,19 @@ class EventPolicy:
             return len(self._tracked)
 
 
+
+#: events.k8s.io/v1 Event.note is at most 1 KiB, measured in bytes (UTF-8) by the API server.
+NOTE_MAX_BYTES = 1024
+
+
+def fit_bytes(text: str, limit: int) -> str:
+    """``text`` cut so its UTF-8 encoding fits ``limit`` bytes, never splitting a character
+    (a lone surrogate, which UTF-8 cannot carry, is replaced)."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return data.decode("utf-8")
+    return data[:limit].decode("utf-8", "ignore")
+
 def event_name(rec: EventRecord, occurrence: int = 1) -> str:
     """Deterministic per problem and occurrence, so a new leader finds the Event its
     predecessor posted (create answers 409 AlreadyExists) instead of posting a duplicate."""
@@ -277,7 +290,7 @@ class EventWriter:
             "reportingInstance": self.identity,
             "action": "Reconcile",
             "reason": rec.reason,
-            "note": rec.message[:1024],
+            "note": fit_bytes(rec.message, NOTE_MAX_BYTES),
             "type": rec.type,
             "regarding": regarding,
         }

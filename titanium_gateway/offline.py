@@ -312,7 +312,9 @@ def assumed_namespaces(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, A
 
 
 def _namespace_uid(name: str) -> str:
-    digest = hashlib.sha256(name.encode()).hexdigest()
+    # surrogatepass: a lone surrogate (a YAML "\udfff" escape) is bad input the render reports,
+    # not a reason for the loader to crash
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{digest[:8]}-{digest[8:12]}-5{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
 
 

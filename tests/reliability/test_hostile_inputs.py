@@ -80,12 +80,8 @@ def test_lone_surrogates_never_raise(where: str) -> None:
     run(world(r))
 
 
-OFFLINE_SURROGATE_BUG = ("BUG offline.assumed_namespaces/_namespace_uid: a namespace holding a lone surrogate "
-                         "(YAML \"\\udfff\" escape in a manifest) makes name.encode() raise UnicodeEncodeError, so "
-                         "`titanium-gateway render` exits with an internal error instead of rejecting the input")
-
-
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason=OFFLINE_SURROGATE_BUG)
+# O1 (fixed): a namespace holding a lone surrogate (YAML "\udfff" escape in a manifest) made the
+# offline loader's name.encode() raise UnicodeEncodeError instead of rendering.
 def test_offline_snapshot_with_a_surrogate_namespace_never_raises() -> None:
     from titanium_gateway.offline import build_snapshot
 

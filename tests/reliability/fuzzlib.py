@@ -660,8 +660,6 @@ def snapshot_of(objects: Sequence[Mapping[str, Any]], *, order_seed: int | None 
         extra = assumed_namespaces(objs)
     except RecursionError:  # deeply nested input: the controller's informers would not apply defaults either
         extra = []
-    except UnicodeEncodeError:  # offline loader bug O1 (test_hostile_inputs): the controller never calls it
-        extra = []
     objs = objs + extra
     # a cluster holds one object per kind and key: a mutation that makes two collide keeps the first
     # (otherwise the input order would decide which one the snapshot holds)

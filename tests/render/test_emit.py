@@ -12,7 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
-from titanium_gateway.render.emit import _fragment, canonical_route, dump, emit
+from titanium_gateway.render import emit as emit_module
+from titanium_gateway.render.emit import (
+    _fragment,
+    canonical_cluster,
+    canonical_route,
+    cluster_fragment,
+    emit,
+    route_fragment,
+)
+
+from .conftest import case_names, case_objects, case_options
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/render/twp.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -37,8 +47,13 @@ def test_fragment_assembly_parses_back_and_matches_pyyaml_layout() -> None:
     data = {"schemaVersion": "7.1", "listeners": LISTENERS, "certificates": {"items": []},
             "routes": _routes(5), "clusters": _clusters(5)}
     assert yaml.safe_load(out.config) == data
-    # the fast writer lays plain data out as PyYAML's block style does (only the quote style differs)
-    assert out.config == dump(data).encode()
+    assert yaml.load(out.config, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == data  # noqa: S506
+    # the route/cluster fast paths write what the generic writer writes for the canonical item
+    body = out.config.decode().split("routes:\n", 1)[1]
+    assert body == "".join(map(_fragment, data["routes"])) + "clusters:\n" + "".join(map(_fragment, data["clusters"]))
+    # compact but readable: one line per fixed-shape mapping
+    assert "  match: {path: /p0, pathKind: Prefix}\n" in out.config.decode()
+    assert "  - {id: 10.0.0.0:80, address: 10.0.0.0, port: 80, weight: 1, useHttps: false}\n" in out.config.decode()
     assert out.config_hash == hashlib.sha256(out.config).hexdigest()
     assert out.parts == () and out.delivery_error == ""
     VALIDATOR.validate(yaml.safe_load(out.config))
@@ -46,7 +61,9 @@ def test_fragment_assembly_parses_back_and_matches_pyyaml_layout() -> None:
 
 def test_empty_lists_and_key_order() -> None:
     out = emit([], [], [], [], part_limit=1 << 20, max_parts=8)
-    assert out.config == b"schemaVersion: '7.1'\nlisteners: []\ncertificates:\n  items: []\nroutes: []\nclusters: []\n"
+    assert out.config == b'schemaVersion: "7.1"\nlisteners: []\ncertificates:\n  items: []\nroutes: []\nclusters: []\n'
+    assert yaml.safe_load(out.config) == {"schemaVersion": "7.1", "listeners": [], "certificates": {"items": []},
+                                          "routes": [], "clusters": []}
     r = canonical_route({"limits": {}, "match": {"path": "/", "host": "a", "pathKind": "Prefix"}, "clusterId": "c",
                          "order": 1, "id": "x"})
     assert list(r) == ["id", "order", "match", "clusterId", "limits"]
@@ -138,3 +155,81 @@ def test_output_is_ascii_even_for_lone_surrogates_and_line_separators() -> None:
     out = emit(LISTENERS, [], routes, [], part_limit=1 << 20, max_parts=8)
     assert out.config.isascii()
     assert yaml.safe_load(out.config)["routes"] == routes
+
+
+_route_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3),
+                             max_leaves=6)
+_route_keys = st.sampled_from(["id", "order", "match", "clusterId", "clusters", "redirect", "directResponse",
+                               "mirror", "transforms", "policies", "limits"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_route_keys, _route_values, min_size=1, max_size=6))
+def test_route_fast_path_equals_generic_writer_of_canonical_route(route: dict[str, Any]) -> None:
+    text = route_fragment(route)
+    assert text == _fragment(canonical_route(route))
+    assert yaml.safe_load("routes:\n" + text) == {"routes": [canonical_route(route)]}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["id", "algorithm", "destinations", "sessionAffinity", "httpClient"]),
+                       _route_values, min_size=1, max_size=5))
+def test_cluster_fast_path_equals_generic_writer_of_canonical_cluster(cluster: dict[str, Any]) -> None:
+    text = cluster_fragment(cluster)
+    assert text == _fragment(canonical_cluster(cluster))
+    assert yaml.safe_load("clusters:\n" + text) == {"clusters": [canonical_cluster(cluster)]}
+
+
+def test_keys_in_contract_order_whatever_the_dict_order() -> None:
+    route = {"transforms": [{"parameters": {"name": "x", "value": "1"}, "kind": "RequestHeaderSet"}],
+             "clusters": [{"weight": 1, "clusterId": "c"}], "match": {"pathKind": "Prefix", "path": "/", "host": "a"},
+             "order": 3, "id": "r"}
+    assert route_fragment(route) == (
+        "- id: r\n  order: 3\n  match: {host: a, path: /, pathKind: Prefix}\n  clusters:\n  - {clusterId: c, weight: 1}\n"
+        "  transforms:\n  - {kind: RequestHeaderSet, parameters: {name: x, value: '1'}}\n".replace("'1'", '"1"'))
+
+
+def test_long_keys_fall_back_to_block_style() -> None:
+    name = "x" * 1100
+    route = {"id": "r", "order": 1, "match": {"headers": {name: "v"}}, "clusterId": "c"}
+    text = route_fragment(route)
+    assert "match:\n" in text  # block style, as before the flow format (see tests/reliability)
+
+
+def _emit_inputs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Wraps emit.emit to record what the render hands it (iterators materialized)."""
+    seen: list[dict[str, Any]] = []
+    real = emit_module.emit
+
+    def recording(listeners: Any, certificates: Any, routes: Any, clusters: Any, **kw: Any) -> Any:
+        routes, clusters = [dict(r) for r in routes], [dict(c) for c in clusters]
+        seen.append({"listeners": list(listeners), "certificates": list(certificates),
+                     "routes": [canonical_route(r) for r in routes], "clusters": [canonical_cluster(c) for c in clusters]})
+        return real(listeners, certificates, routes, clusters, **kw)
+
+    monkeypatch.setattr(emit_module, "emit", recording)
+    return seen
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_every_golden_config_parses_back_to_the_emitter_input(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from titanium_gateway.offline import build_snapshot
+    from titanium_gateway.render import render
+
+    seen = _emit_inputs(monkeypatch)
+    options, snap_kwargs = case_options(case)
+    snap_kwargs.pop("confirmed_config_hash", None)
+    result = render(build_snapshot(case_objects(case), **snap_kwargs), options)
+    (given,) = seen
+    assert result.config.isascii() and all(body.isascii() for _, body in result.parts)
+    doc = yaml.safe_load(result.config)
+    include = doc.pop("include", None)
+    if include is not None:
+        doc["routes"], doc["clusters"] = [], []
+        for _, body in result.parts:
+            part = yaml.safe_load(body)
+            doc["routes"] += part["routes"]
+            doc["clusters"] += part["clusters"]
+    assert doc == {"schemaVersion": "7.1", "listeners": given["listeners"],
+                   "certificates": {"items": given["certificates"]},
+                   "routes": given["routes"], "clusters": given["clusters"]}

@@ -65,17 +65,17 @@ def test_ingress_sees_gateway_ports() -> None:
     from titanium_gateway.render import builder
 
     seen: dict[int, str] = {}
-    original = builder.RenderContext.ordered_routes
+    original = builder.RenderContext.take_ordered_routes
 
-    def spy(self: builder.RenderContext) -> list[dict[str, Any]]:
+    def spy(self: builder.RenderContext) -> Any:
         seen.update(self.gateway_ports)
         return original(self)
 
-    builder.RenderContext.ordered_routes = spy  # type: ignore[method-assign]
+    builder.RenderContext.take_ordered_routes = spy  # type: ignore[method-assign]
     try:
         run(_scenario())
     finally:
-        builder.RenderContext.ordered_routes = original  # type: ignore[method-assign]
+        builder.RenderContext.take_ordered_routes = original  # type: ignore[method-assign]
     assert seen == {8080: "HTTP", 8443: "HTTPS"}
 
 

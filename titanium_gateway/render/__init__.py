@@ -61,7 +61,7 @@ def _render(snapshot: Snapshot, options: RenderOptions) -> RenderResult:
     out = _emit.emit(
         listeners,
         certificates,
-        ctx.ordered_routes(),
+        ctx.take_ordered_routes(),
         ctx.sorted_clusters(),
         part_limit=options.part_limit_bytes,
         max_parts=options.max_parts,

@@ -46,7 +46,7 @@ A route that cannot be honoured is ``{"id", "match", "directResponse": {"status"
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +95,7 @@ class RenderContext:
         self.listeners: dict[int, bool] = {}
         self.clusters: dict[str, dict[str, Any]] = {}
         self._routes: dict[str, tuple[PrecedenceKey, dict[str, Any]]] = {}
+        self._route_count = 0
         self._certs: dict[tuple[str, str], _CertBinding] = {}
         self.tls_files: dict[str, bytes] = {}
         self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
@@ -165,7 +166,8 @@ class RenderContext:
 
     # -- finishing --------------------------------------------------------------------------
     def ordered_routes(self) -> list[dict[str, Any]]:
-        """Routes sorted by precedence key, each with ``order`` = 1, 2, ... (id first)."""
+        """Routes sorted by precedence key, each with ``order`` = 1, 2, ... (id first); copies,
+        the context is unchanged (the render itself uses :meth:`take_ordered_routes`)."""
         items = sorted(self._routes.values(), key=lambda kr: (kr[0], kr[1]["id"]))
         out: list[dict[str, Any]] = []
         for n, (_, route) in enumerate(items, start=1):
@@ -174,8 +176,22 @@ class RenderContext:
             out.append(ordered)
         return out
 
+    def take_ordered_routes(self) -> Iterator[dict[str, Any]]:
+        """The routes in precedence order with ``order`` set in the stored dict (no copy; the
+        writer emits keys in contract order whatever the dict's order). Hands the routes over one at a time and drops the
+        context's references, so each route dict is freed as soon as the writer has turned it
+        into text (the render's memory peak holds the routes or their text, not both)."""
+        items: list[Any] = sorted(self._routes.values(), key=lambda kr: (kr[0], kr[1]["id"]))
+        self._route_count = len(items)
+        self._routes.clear()
+        for n in range(len(items)):
+            route = items[n][1]
+            items[n] = None
+            route["order"] = n + 1
+            yield route
+
     def route_count(self) -> int:
-        return len(self._routes)
+        return len(self._routes) or self._route_count
 
     def sorted_clusters(self) -> list[dict[str, Any]]:
         return [self.clusters[k] for k in sorted(self.clusters)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,9 @@ CLUSTER_KEYS = ("id", "algorithm", "destinations", "sessionAffinity", "httpClien
 DEST_KEYS = ("id", "address", "port", "weight", "useHttps")
 HTTP_CLIENT_KEYS = ("requestTimeout", "tls")
 TLS_KEYS = ("caFile", "certFile", "keyFile")
+_CLUSTER_ENTRY_KEYS = ("clusterId", "weight")
+_MIRROR_KEYS = ("clusterId", "percent")
+_KIND_KEYS = ("kind", "parameters")
 #: Bytes of the two list headers in a part, an upper bound ("routes: []\n" + "clusters: []\n").
 _PART_OVERHEAD = len("routes: []\n") + len("clusters: []\n")
 
@@ -54,19 +57,19 @@ def canonical_route(route: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("redirect"), Mapping):
         out["redirect"] = _ordered(out["redirect"], REDIRECT_KEYS)
     if isinstance(out.get("clusters"), list):
-        out["clusters"] = [_ordered(c, ("clusterId", "weight")) for c in out["clusters"]]
+        out["clusters"] = [_ordered(c, _CLUSTER_ENTRY_KEYS) if isinstance(c, Mapping) else c for c in out["clusters"]]
     if isinstance(out.get("mirror"), Mapping):
         out["mirror"] = _ordered(out["mirror"], ("clusterId", "percent"))
     for k in ("transforms", "policies"):
         if isinstance(out.get(k), list):
-            out[k] = [_ordered(t, ("kind", "parameters")) for t in out[k]]
+            out[k] = [_ordered(t, _KIND_KEYS) if isinstance(t, Mapping) else t for t in out[k]]
     return out
 
 
 def canonical_cluster(cluster: Mapping[str, Any]) -> dict[str, Any]:
     out = _ordered(cluster, CLUSTER_KEYS)
     if isinstance(out.get("destinations"), list):
-        out["destinations"] = [_ordered(d, DEST_KEYS) for d in out["destinations"]]
+        out["destinations"] = [_ordered(d, DEST_KEYS) if isinstance(d, Mapping) else d for d in out["destinations"]]
     if isinstance(out.get("sessionAffinity"), Mapping):
         out["sessionAffinity"] = _ordered(out["sessionAffinity"], ("policy", "name"))
     client = out.get("httpClient")
@@ -156,6 +159,8 @@ def _scalar(value: Any) -> str:
 
 
 def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
+    """The block-style writer (every level in block style): used for an item whose flow text
+    would have a mapping key too long for a YAML implicit key (see :func:`_fragment`)."""
     pad = " " * indent
     for n, (key, value) in enumerate(data.items()):
         lead = first if (n == 0 and first is not None) else pad
@@ -195,12 +200,97 @@ def _write_sequence(items: Sequence[Any], indent: int, out: list[str]) -> None:
             out.append(f"{pad}- {_scalar(item)}\n")
 
 
-def _fragment(item: Any) -> str:
-    """One list item in block style (``- key: ...``).
+#: A mapping key longer than this is not written as a flow-style implicit key (YAML limits an
+#: implicit key to 1024 characters); the item is then written in block style.
+_MAX_FLOW_KEY = 1000
 
-    See the module doc; anything that is not plain data goes through PyYAML instead.
+
+class _LongKey(Exception):
+    """A key too long for a flow-style implicit key."""
+
+
+def _key(key: Any) -> str:
+    if type(key) is not str:
+        raise _Fallback
+    text = _scalar_cache.get(key)
+    if text is None:
+        text = _scalar(key)
+    if len(text) > _MAX_FLOW_KEY:
+        raise _LongKey
+    return text
+
+
+def _flow(value: Any) -> str:
+    """``value`` in flow style on one line: ``{k: v, ...}``, ``[a, b]`` or a scalar. Plain
+    scalars never contain ``,[]{}#`` (see ``_PLAIN``), so they read the same inside flow
+    collections."""
+    kind = type(value)
+    if kind is _Raw:
+        return str.__str__(value)
+    if kind is str:
+        text = _scalar_cache.get(value)
+        return text if text is not None else _scalar(value)
+    if kind is int:
+        return str(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join([f"{_key(k)}: {_flow(v)}" for k, v in value.items()]) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join([_flow(v) for v in value]) + "]"
+    return _scalar(value)
+
+
+def _flow_keyed(value: Any, keys: Sequence[str]) -> str:
+    """A mapping in flow style with ``keys`` first, in that order (the contract's order), then
+    any other key sorted; other values as :func:`_flow`."""
+    if not isinstance(value, Mapping):
+        return _flow(value)
+    parts = [f"{k}: {_flow(value[k])}" for k in keys if k in value]
+    if len(parts) != len(value):
+        parts += [f"{_key(k)}: {_flow(value[k])}" for k in sorted(k for k in value if k not in keys)]
+    return "{" + ", ".join(parts) + "}"
+
+
+def _item_lines(item: Mapping[str, Any], out: list[str]) -> None:
+    """A list item (``- key: ...``): its own keys in block style, one per line; a list value
+    as a block sequence of one-line flow items; a mapping value as one flow line."""
+    lead = "- "
+    for key, value in item.items():
+        k = _key(key)
+        if isinstance(value, list) and value:
+            out.append(f"{lead}{k}:\n")
+            out.extend([f"  - {_flow(v)}\n" for v in value])
+        else:
+            out.append(f"{lead}{k}: {_flow(value)}\n")
+        lead = "  "
+
+
+def _fragment(item: Any) -> str:
+    """One list item: block style for the item's own keys, flow style (one line) for every
+    mapping below them and for each entry of a list below them::
+
+        - id: httproute/apps/shop/r0m0
+          order: 1
+          match: {host: shop.example.com, path: /api, pathKind: Prefix}
+          clusters:
+          - {clusterId: svc-apps.api.8080, weight: 9}
+
+    Keys in the item's own order (see :func:`route_fragment` for the contract's). An item
+    with a mapping key too long for flow style is written in block style; anything that is
+    not plain data goes through PyYAML.
     """
-    out: list[str] = []
+    try:
+        if isinstance(item, Mapping):
+            if not item:
+                return "- {}\n"
+            out: list[str] = []
+            _item_lines(item, out)
+            return "".join(out)
+        return f"- {_flow(item)}\n"
+    except _LongKey:
+        pass
+    except _Fallback:
+        return dump([item])
+    out = []
     try:
         _write_sequence([item], 0, out)
     except _Fallback:
@@ -208,23 +298,102 @@ def _fragment(item: Any) -> str:
     return "".join(out)
 
 
-def _document(data: Mapping[str, Any]) -> str:
-    """The small head (schemaVersion, listeners, certificates, include) through PyYAML; the
-    fast writer when libyaml cannot encode it (a lone surrogate in a name)."""
+_ROUTE_KEY_SET = frozenset(ROUTE_KEYS)
+_CLUSTER_KEY_SET = frozenset(CLUSTER_KEYS)
+
+
+_ROUTE_LIST_SHAPES = {"clusters": _CLUSTER_ENTRY_KEYS, "transforms": _KIND_KEYS, "policies": _KIND_KEYS}
+_ROUTE_MAP_SHAPES = {"match": MATCH_KEYS, "redirect": REDIRECT_KEYS, "mirror": _MIRROR_KEYS}
+_CLUSTER_LIST_SHAPES = {"destinations": DEST_KEYS}
+_CLUSTER_MAP_SHAPES = {"sessionAffinity": ("policy", "name"), "httpClient": HTTP_CLIENT_KEYS}
+
+
+def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Sequence[str]],
+            map_shapes: Mapping[str, Sequence[str]]) -> str:
+    """An item whose keys are all in ``keys``, written in that order without copying it, with
+    the contract's key order inside the fixed-shape parts (``*_shapes``)."""
+    out: list[str] = []
+    lead = "- "
+    for k in keys:
+        if k not in item:
+            continue
+        v = item[k]
+        if isinstance(v, list) and v:
+            out.append(f"{lead}{k}:\n")
+            shape = list_shapes.get(k)
+            if shape is None:
+                out.extend([f"  - {_flow(x)}\n" for x in v])
+            else:
+                out.extend([f"  - {_flow_keyed(x, shape)}\n" for x in v])
+        else:
+            shape = map_shapes.get(k)
+            if shape is None:
+                out.append(f"{lead}{k}: {_flow(v)}\n")
+            elif k == "httpClient" and isinstance(v, Mapping) and isinstance(v.get("tls"), Mapping):
+                v = {**v, "tls": _Raw(_flow_keyed(v["tls"], TLS_KEYS))}
+                out.append(f"{lead}{k}: {_flow_keyed(v, shape)}\n")
+            else:
+                out.append(f"{lead}{k}: {_flow_keyed(v, shape)}\n")
+        lead = "  "
+    return "".join(out) if out else "- {}\n"
+
+
+def route_fragment(route: Mapping[str, Any]) -> str:
+    """``_fragment(canonical_route(route))`` without the copies: keys in the contract's order
+    straight from the translator's dicts (a test checks the two agree on any input)."""
     try:
-        text = dump(dict(data))
-        text.encode()
-        return text
-    except (UnicodeError, yaml.YAMLError):
-        out: list[str] = []
-        _write_mapping(data, 0, out)
+        if isinstance(route, Mapping) and route.keys() <= _ROUTE_KEY_SET:
+            return _shaped(route, ROUTE_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES)
+    except (_LongKey, _Fallback):
+        pass
+    return _fragment(canonical_route(route))
+
+
+def cluster_fragment(cluster: Mapping[str, Any]) -> str:
+    """``_fragment(canonical_cluster(cluster))`` without the copies."""
+    try:
+        if isinstance(cluster, Mapping) and cluster.keys() <= _CLUSTER_KEY_SET:
+            return _shaped(cluster, CLUSTER_KEYS, _CLUSTER_LIST_SHAPES, _CLUSTER_MAP_SHAPES)
+    except (_LongKey, _Fallback):
+        pass
+    return _fragment(canonical_cluster(cluster))
+
+
+class _Raw(str):
+    """Text already written in flow style (not a scalar to quote)."""
+
+
+def _head(schema_version: str, listeners: Sequence[Mapping[str, Any]], certificates: Sequence[Mapping[str, Any]],
+          include: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The root's head in the same style as the items: one flow line per listener,
+    certificate item and include entry."""
+    try:
+        out = [f"schemaVersion: {_flow(schema_version)}\n"]
+        out.append("listeners:\n" if listeners else "listeners: []\n")
+        out.extend([f"- {_flow(x)}\n" for x in listeners])
+        out.append("certificates:\n  items:\n" if certificates else "certificates:\n  items: []\n")
+        out.extend([f"  - {_flow(x)}\n" for x in certificates])
+        if include is not None:
+            out.append("include:\n" if include else "include: []\n")
+            out.extend([f"- {_flow(x)}\n" for x in include])
         return "".join(out)
+    except (_LongKey, _Fallback):
+        data: dict[str, Any] = {"schemaVersion": schema_version, "listeners": [dict(x) for x in listeners],
+                                "certificates": {"items": [dict(c) for c in certificates]}}
+        if include is not None:
+            data["include"] = [dict(i) for i in include]
+        return dump(data)
 
 
 def _list_block(key: str, fragments: Sequence[str]) -> str:
     if not fragments:
         return f"{key}: []\n"
     return f"{key}:\n" + "".join(fragments)
+
+
+def _size(text: str) -> int:
+    """UTF-8 size: ``len`` for ASCII text (every fast-writer fragment; ``isascii`` is O(1))."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 @dataclass(frozen=True)
@@ -238,50 +407,65 @@ class Emitted:
 def emit(
     listeners: Sequence[Mapping[str, Any]],
     certificates: Sequence[Mapping[str, Any]],
-    routes: Sequence[Mapping[str, Any]],
-    clusters: Sequence[Mapping[str, Any]],
+    routes: Iterable[Mapping[str, Any]],
+    clusters: Iterable[Mapping[str, Any]],
     *,
     part_limit: int,
     max_parts: int,
 ) -> Emitted:
-    """Assemble the root document (and parts past ``part_limit`` bytes)."""
-    head = _document({
-        "schemaVersion": SCHEMA_VERSION,
-        "listeners": [dict(x) for x in listeners],
-        "certificates": {"items": [dict(c) for c in certificates]},
-    })
-    route_frags = [_fragment(canonical_route(r)) for r in routes]
-    cluster_frags = [_fragment(canonical_cluster(c)) for c in clusters]
-    whole = head + _list_block("routes", route_frags) + _list_block("clusters", cluster_frags)
-    data = whole.encode()
-    if len(data) <= part_limit:
+    """Assemble the root document (and parts past ``part_limit`` bytes).
+
+    Memory: ``routes``/``clusters`` may be iterators that drop each item once it is text
+    (``RenderContext.take_ordered_routes``); fragments are measured with ``len`` (ASCII), only
+    the output returned is built, and each part's fragments are released once the part is
+    encoded, so the peak holds about one copy of the document plus the output.
+    """
+    route_frags = [route_fragment(r) for r in routes]
+    cluster_frags = [cluster_fragment(c) for c in clusters]
+    head = _head(SCHEMA_VERSION, listeners, certificates)
+    route_size = sum(map(_size, route_frags))
+    cluster_size = sum(map(_size, cluster_frags))
+    whole_size = (_size(head) + route_size + cluster_size + (len("routes:\n") if route_frags else len("routes: []\n"))
+                  + (len("clusters:\n") if cluster_frags else len("clusters: []\n")))
+    if whole_size <= part_limit:
+        text = head + _list_block("routes", route_frags) + _list_block("clusters", cluster_frags)
+        del route_frags, cluster_frags
+        data = text.encode()
+        del text
         return Emitted(data, hashlib.sha256(data).hexdigest())
     # split: routes then clusters, in order, greedily into parts of at most part_limit bytes
-    items = [("routes", f) for f in route_frags] + [("clusters", f) for f in cluster_frags]
-    parts: list[dict[str, list[str]]] = []
-    current: dict[str, list[str]] = {"routes": [], "clusters": []}
-    size = _PART_OVERHEAD
+    n_routes = len(route_frags)
+    frags = route_frags
+    frags += cluster_frags
+    del route_frags, cluster_frags
+    bounds: list[int] = [0]  # part n holds frags[bounds[n]:bounds[n + 1]]
     error = ""
-    for kind, frag in items:
-        n = len(frag.encode())
+    size = _PART_OVERHEAD
+    for i, frag in enumerate(frags):
+        n = _size(frag)
         if n + _PART_OVERHEAD > part_limit:
-            error = f"one {kind[:-1]} is {n} bytes, more than the part limit of {part_limit} bytes"
+            kind = "route" if i < n_routes else "cluster"
+            error = f"one {kind} is {n} bytes, more than the part limit of {part_limit} bytes"
+            del frags[i:]
             break
         if size + n > part_limit:
-            parts.append(current)
-            current, size = {"routes": [], "clusters": []}, _PART_OVERHEAD
-        current[kind].append(frag)
+            bounds.append(i)
+            size = _PART_OVERHEAD
         size += n
-    if current["routes"] or current["clusters"]:
-        parts.append(current)
+    if bounds[-1] < len(frags):
+        bounds.append(len(frags))
     part_files: list[tuple[str, bytes]] = []
-    for n, part in enumerate(parts, start=1):
-        text = _list_block("routes", part["routes"]) + _list_block("clusters", part["clusters"])
-        part_files.append((f"twp.part-{n}.yaml", text.encode()))
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        text = (_list_block("routes", frags[start:min(end, n_routes)])
+                + _list_block("clusters", frags[max(start, n_routes):end]))
+        frags[start:end] = [""] * (end - start)  # release this part's fragments
+        part_files.append((f"twp.part-{len(part_files) + 1}.yaml", text.encode()))
+        del text
+    del frags
     include = [{"file": name, "sha256": hashlib.sha256(body).hexdigest()} for name, body in part_files]
-    root = (head + _document({"include": include})).encode()
+    root = _head(SCHEMA_VERSION, listeners, certificates, include).encode()
     if not error and len(part_files) > max_parts:
-        error = (f"the config is {len(data)} bytes: it needs {len(part_files)} parts of at most {part_limit} bytes, "
+        error = (f"the config is {whole_size} bytes: it needs {len(part_files)} parts of at most {part_limit} bytes, "
                  f"but the data-plane pods mount only {max_parts}")
     if not error and len(root) > part_limit:
         error = f"the root config alone is {len(root)} bytes, more than {part_limit} bytes"

@@ -476,3 +476,32 @@ def test_a_new_term_or_a_failed_pass_renders_again() -> None:
     ctrl.reconcile()
     assert len(render.snapshots) == 5
     assert api.obj(CONFIG_MAPS, NS, "tp")["data"]["twp.yaml"] == render.config.decode()
+
+
+def test_failure_back_off_uses_the_controller_rate_limiter_and_counts_retries() -> None:
+    from titanium_gateway.kube.api import ApiError
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    text = ctrl.registry.render_text()
+    assert 'workqueue_adds_total{name="reconcile"}' in text
+    for _ in range(2):
+        api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+        _fail_then_retry(ctrl)
+        ctrl.trigger.done()
+    assert ctrl._rate_limiter.num_requeues("reconcile") == 2
+    text = ctrl.registry.render_text()
+    assert 'workqueue_retries_total{name="reconcile"} 2' in text
+    assert ctrl.trigger.wait(0) is False
+    clock.step(1.0)
+    assert ctrl.trigger.wait(0) is True  # the second retry: after 1 s
+    ctrl.reconcile()
+    ctrl._rate_limiter.forget("reconcile")  # what the worker does after a success
+    ctrl.trigger.done()
+    render.config = b"routes: [changed]\n"  # a change: the ConfigMap must be written again
+    ctrl.informers["Service"].store.upsert({"metadata": {"name": "s", "namespace": "apps"}})
+    api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+    clock.step(1.0)
+    assert _fail_then_retry(ctrl) == 0.5  # back to the first step
+    assert 'workqueue_work_duration_seconds_count{name="reconcile"} 1' in ctrl.registry.render_text()

@@ -92,5 +92,8 @@ def test_metrics_and_health_endpoints(env: Env) -> None:
     for name in ("controller_runtime_reconcile_total{result=\"success\"}", "controller_runtime_reconcile_time_seconds",
                  "titanium_render_duration_seconds", "titanium_config_bytes", "titanium_config_writes_total",
                  "titanium_status_writes_total", "titanium_probe_results_total{result=\"confirmed\"}",
-                 "leader_election_master_status", "rest_client_requests_total"):
+                 "leader_election_master_status", "rest_client_requests_total",
+                 'workqueue_depth{name="reconcile"}', 'workqueue_adds_total{name="reconcile"}',
+                 'workqueue_queue_duration_seconds_bucket{name="reconcile"', 'workqueue_work_duration_seconds_count{name="reconcile"}',
+                 'workqueue_retries_total{name="reconcile"}'):
         assert name in text, name

@@ -29,9 +29,10 @@ from titanium_gateway.kube import api as k
 from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
+from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
 from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.workqueue import CoalescingTrigger
-from titanium_gateway.metrics import REGISTRY, Registry
+from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
 from titanium_gateway.prober.prober import Prober, ready_endpoints
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import ObjectStatus, RenderResult
@@ -67,6 +68,7 @@ WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
 
 
 StatusKey = tuple[str, str, str]
+RECONCILE_KEY = "reconcile"
 #: Re-freeze the collector once this many cached objects changed since the last freeze (or after
 #: any relist): the new objects leave the collector's scans too.
 FREEZE_AFTER_CHANGES = 2000
@@ -114,7 +116,9 @@ class Controller:
         self.guard = LeaderGuard(is_leader)
         reg = registry or REGISTRY
         self.registry = reg
-        self.trigger = CoalescingTrigger(opts.min_reconcile_ms / 1000.0, clock=clock)
+        # one key, "reconcile": /metrics exports the client-go workqueue figures for it
+        self.trigger = CoalescingTrigger(opts.min_reconcile_ms / 1000.0, clock=clock, name=RECONCILE_KEY,
+                                         metrics=PrometheusWorkqueueMetrics(reg))
         ns = opts.data_plane_namespace
         self.informers = InformerSet()
         kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
@@ -146,8 +150,10 @@ class Controller:
         self._owned: dict[StatusKey, ObjectStatus] = {}
         self._releasing: dict[StatusKey, tuple[ObjectStatus, str]] = {}
         self._probe_message = ""
-        self._failures = 0
-        self._retry_backoff = retry_backoff
+        #: failure back-off of the reconcile key: client-go's default controller limiter (per-item
+        #: exponential from retry_backoff[0], capped at retry_backoff[1], max with the overall bucket)
+        self._rate_limiter: RateLimiter = default_controller_rate_limiter(
+            clock, base_delay=retry_backoff[0], max_delay=retry_backoff[1])
         self._worker: threading.Thread | None = None
         self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
         self.stuck_after = stuck_after
@@ -235,7 +241,7 @@ class Controller:
             try:
                 if self.reconcile() is None:
                     result = "skipped"  # a follower: caches only
-                self._failures = 0
+                self._rate_limiter.forget(RECONCILE_KEY)
             except NotLeader as e:
                 result = "not_leader"
                 log.info("stopped writing: %s", e)
@@ -283,14 +289,12 @@ class Controller:
         """After a failed reconcile: retry after the exponential back-off, or after the server's
         Retry-After when it asked for longer (then as a hard gate: a change arriving meanwhile
         does not make the controller write sooner). Returns the delay."""
-        self._failures += 1
-        base, cap = self._retry_backoff
-        delay = min(cap, base * 2 ** min(self._failures - 1, 20))
+        delay = self._rate_limiter.when(RECONCILE_KEY)
         retry_after = retry_after_of(error)
         if retry_after is not None:
             delay = max(delay, retry_after)
             self.trigger.defer(delay)
-        self.trigger.trigger(after=delay)
+        self.trigger.retry(delay)  # counted in workqueue_retries_total{name="reconcile"}
         return delay
 
     def snapshot(self) -> Snapshot:

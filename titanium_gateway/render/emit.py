@@ -225,16 +225,18 @@ def _flow(value: Any) -> str:
     scalars never contain ``,[]{}#`` (see ``_PLAIN``), so they read the same inside flow
     collections."""
     kind = type(value)
-    if kind is _Raw:
-        return str.__str__(value)
     if kind is str:
         text = _scalar_cache.get(value)
         return text if text is not None else _scalar(value)
     if kind is int:
         return str(value)
-    if isinstance(value, Mapping):
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is _Raw:
+        return str.__str__(value)
+    if kind is dict or isinstance(value, Mapping):
         return "{" + ", ".join([f"{_key(k)}: {_flow(v)}" for k, v in value.items()]) + "}"
-    if isinstance(value, list):
+    if kind is list:
         return "[" + ", ".join([_flow(v) for v in value]) + "]"
     return _scalar(value)
 
@@ -242,11 +244,12 @@ def _flow(value: Any) -> str:
 def _flow_keyed(value: Any, keys: Sequence[str]) -> str:
     """A mapping in flow style with ``keys`` first, in that order (the contract's order), then
     any other key sorted; other values as :func:`_flow`."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return _flow(value)
-    parts = [f"{k}: {_flow(value[k])}" for k in keys if k in value]
+    flow = _flow
+    parts = [f"{k}: {flow(value[k])}" for k in keys if k in value]
     if len(parts) != len(value):
-        parts += [f"{_key(k)}: {_flow(value[k])}" for k in sorted(k for k in value if k not in keys)]
+        parts += [f"{_key(k)}: {flow(value[k])}" for k in sorted(k for k in value if k not in keys)]
     return "{" + ", ".join(parts) + "}"
 
 
@@ -308,7 +311,7 @@ _CLUSTER_LIST_SHAPES = {"destinations": DEST_KEYS}
 _CLUSTER_MAP_SHAPES = {"sessionAffinity": ("policy", "name"), "httpClient": HTTP_CLIENT_KEYS}
 
 
-def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Sequence[str]],
+def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Sequence[str]],  # noqa: C901
             map_shapes: Mapping[str, Sequence[str]]) -> str:
     """An item whose keys are all in ``keys``, written in that order without copying it, with
     the contract's key order inside the fixed-shape parts (``*_shapes``)."""
@@ -318,7 +321,13 @@ def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[s
         if k not in item:
             continue
         v = item[k]
-        if isinstance(v, list) and v:
+        kind = type(v)
+        if kind is str:
+            text = _scalar_cache.get(v)
+            out.append(f"{lead}{k}: {text if text is not None else _scalar(v)}\n")
+        elif kind is int:
+            out.append(f"{lead}{k}: {v}\n")
+        elif (kind is list or isinstance(v, list)) and v:
             out.append(f"{lead}{k}:\n")
             shape = list_shapes.get(k)
             if shape is None:

@@ -55,7 +55,10 @@ def setup(leader: bool = True, clock: Any = None) -> tuple[Controller, Recording
     api.put(CONFIG_MAPS, {"metadata": {"name": "tp-part-1", "namespace": NS}})
     api.put(SECRETS, {"metadata": {"name": "tp-tls", "namespace": NS}})
     api.put(DEPLOYMENTS, {"metadata": {"name": "tp", "namespace": NS}})
-    pod = api.put(PODS, {"metadata": {"name": "p0", "namespace": NS, "uid": "u0"}})
+    # created from the template stamped with the render's listener set (see test_rollout.py)
+    pod = api.put(PODS, {"metadata": {"name": "p0", "namespace": NS, "uid": "u0",
+                                      "annotations": {"gateway.titaniumproxy.com/listeners": "8080/http"}},
+                         "status": {"podIP": "10.0.0.9"}})
     gw = api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}})
     opts = parse_options([f"--data-plane-service={NS}/tp", f"--data-plane-namespace={NS}", "--config-parts=1",
                           "--data-plane-deployment=tp", "--identity=me"], {})

@@ -24,6 +24,7 @@ from titanium_gateway.kube.rest import RestApi
 from titanium_gateway.metrics import Registry
 
 GW = "gateway.networking.k8s.io/v1"
+LISTENERS = "gateway.titaniumproxy.com/listeners"
 FAST_LEASE = LeaseTimings(lease_duration=2.0, renew_deadline=1.5, retry_period=0.25)
 
 
@@ -89,12 +90,57 @@ class Instance:
         return el.is_leader() if el is not None else True
 
 
+class Rollout:
+    """Stands in for the Deployment controller: when the data-plane Deployment's pod template
+    carries a listener stamp a pod lacks, that pod is replaced by one created from the new
+    template (here: its annotation is updated; the stub keeps its address and name). ``hold()``
+    pauses it (a rollout still running), ``release()`` lets it finish."""
+
+    def __init__(self, server: FakeApiServer, namespace: str, deployment: str, pods: list[str],
+                 interval: float = 0.05) -> None:
+        self.server, self.namespace, self.deployment, self.pods = server, namespace, deployment, pods
+        self.interval = interval
+        self._held = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="stub-rollout", daemon=True)
+        self._thread.start()
+
+    def hold(self) -> None:
+        self._held.set()
+
+    def release(self) -> None:
+        self._held.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            if self._held.is_set():
+                continue
+            try:
+                dep = self.server.get_object("Deployment", self.namespace, self.deployment) or {}
+                stamp = ((((dep.get("spec") or {}).get("template") or {}).get("metadata") or {})
+                         .get("annotations") or {}).get(LISTENERS)
+                if stamp is None:
+                    continue
+                for name in self.pods:
+                    pod = self.server.get_object("Pod", self.namespace, name)
+                    if pod is not None and (pod["metadata"].get("annotations") or {}).get(LISTENERS) != stamp:
+                        self.server.update_object("Pod", self.namespace, name, lambda p, v=stamp: p["metadata"]
+                                                  .setdefault("annotations", {}).__setitem__(LISTENERS, v))
+            except Exception:  # keep rolling whatever a test does to the server
+                continue
+
+
 @dataclass
 class Env:
     server: FakeApiServer
     rel: Release
     fleet: DataPlaneFleet
     instances: list[Instance] = field(default_factory=list)
+    rollout: Rollout | None = None
 
     def start_controller(self, *extra: str, identity: str = "ctrl-a", lease: LeaseTimings | None = FAST_LEASE,
                          probe_interval: float = 0.5, min_reconcile_ms: int = 100, qps: float = 500,
@@ -202,12 +248,14 @@ def env() -> Iterator[Env]:
     fleet = DataPlaneFleet.start(2, token=rel.token, service=rel.data_plane)
     fleet.register(server, rel.namespace, rel.data_plane, deployment=rel.data_plane)
     fleet.follow(server, rel.namespace, rel.config_map)
-    e = Env(server, rel, fleet)
+    e = Env(server, rel, fleet, rollout=Rollout(server, rel.namespace, rel.data_plane, [s.name for s in fleet]))
     try:
         yield e
     finally:
         for inst in e.instances:
             inst.shutdown(5)
+        assert e.rollout is not None
+        e.rollout.stop()
         fleet.stop()
         server.stop()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from tests.integration.conftest import Env, wait_for
+from titanium_gateway.writers.pods import poke_value
 
 
 def test_quick_start_reaches_programmed(env: Env) -> None:
@@ -23,10 +24,11 @@ def test_quick_start_reaches_programmed(env: Env) -> None:
     assert parents[0]["controllerName"] == env.rel.controller_name
     accepted = [c for c in parents[0]["conditions"] if c["type"] == "Accepted"]
     assert accepted and accepted[0]["status"] == "True"
-    # poked pods carry the confirmed hash
+    # poked pods carry the digest of the confirmed hash (and of the TLS files: none here)
     pods = [env.must("Pod", env.rel.namespace, s.name) for s in env.fleet]
     h = env.fleet[0].config_hash
-    assert all(p["metadata"]["annotations"]["gateway.titaniumproxy.com/config-poke"] == h for p in pods)
+    assert h is not None
+    assert all(p["metadata"]["annotations"]["gateway.titaniumproxy.com/config-poke"] == poke_value(h) for p in pods)
     # the Deployment is stamped with the listener set
     dep = env.must("Deployment", env.rel.namespace, env.rel.data_plane)
     assert dep["spec"]["template"]["metadata"]["annotations"]["gateway.titaniumproxy.com/listeners"] == "8080/http"

@@ -7,7 +7,14 @@ import responses
 from responses import matchers
 
 from titanium_gateway.metrics import Registry
-from titanium_gateway.prober.prober import Endpoint, Prober, ready_endpoints
+from titanium_gateway.prober.prober import (
+    POD_FIELDS_USED,
+    Endpoint,
+    Prober,
+    awaiting_rollout,
+    ready_endpoints,
+)
+from titanium_gateway.writers.deployment import LISTENERS_ANNOTATION
 
 TOKEN = "admin-token"
 H = "a" * 64
@@ -126,3 +133,56 @@ def test_pods_are_probed_in_parallel() -> None:
     t0 = time.monotonic()
     assert p.probe([Endpoint(f"p{i}", f"10.0.0.{i}") for i in range(8)], H).confirmed_hash == H
     assert time.monotonic() - t0 < 1.0 and p.peak > 1
+
+
+def pod(name: str, ip: str | None, stamp: str | None = None, *, ips: tuple[str, ...] = (),
+        deleting: bool = False) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": "gw",
+                          "annotations": {} if stamp is None else {LISTENERS_ANNOTATION: stamp}}
+    if deleting:
+        md["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    status: dict[str, Any] = {}
+    if ip:
+        status["podIP"] = ip
+    if ips:
+        status["podIPs"] = [{"ip": i} for i in ips]
+    return {"metadata": md, "status": status}
+
+
+def bare(addr: str) -> dict[str, Any]:
+    """An endpoint after an informer transform dropped targetRef and nodeName."""
+    return {"addresses": [addr], "conditions": {"ready": True}}
+
+
+def test_endpoints_map_to_pods_by_address_without_target_ref() -> None:
+    slices = [slice_([bare("10.0.0.1"), bare("fd00::2"), bare("10.0.0.3")])]
+    pods = [pod("titanium-a", "10.0.0.1", "8080/http"), pod("titanium-b", None, "", ips=("10.0.0.2", "fd00::2")),
+            pod("old", "10.0.0.1", "8080/http", deleting=True)]
+    eps = ready_endpoints(slices, "gw", "titanium", pods)
+    assert [(e.pod, e.address, e.listeners) for e in eps] == [
+        ("10.0.0.3", "10.0.0.3", None), ("titanium-a", "10.0.0.1", "8080/http"), ("titanium-b", "fd00::2", "")]
+    # with targetRef but no Pod address in the cache: by name
+    eps = ready_endpoints([slice_([ep("10.0.0.9", "p9")])], "gw", "titanium", [pod("p9", None, "8080/http")])
+    assert [(e.pod, e.listeners) for e in eps] == [("p9", "8080/http")]
+    # the Pod fields this relies on are declared for the informer transform
+    assert {"status.podIP", "status.podIPs[].ip", "metadata.annotations[gateway.titaniumproxy.com/listeners]"} \
+        <= set(POD_FIELDS_USED)
+
+
+def test_pod_created_before_the_listener_stamp_awaits_the_rollout() -> None:
+    slices = [slice_([bare("10.0.0.1"), bare("10.0.0.2")])]
+    new = "8080/http,8443/https"
+    eps = ready_endpoints(slices, "gw", "titanium", [pod("p-new", "10.0.0.1", new), pod("p-old", "10.0.0.2", "8080/http")])
+    msg = awaiting_rollout(eps, new)
+    assert "p-old" in msg and "10.0.0.2" in msg and "rollout" in msg and "p-new" not in msg
+    assert awaiting_rollout(eps, "8080/http").startswith("pod p-new ")
+    eps = ready_endpoints(slices, "gw", "titanium", [pod("p-new", "10.0.0.1", new), pod("p-2", "10.0.0.2", new)])
+    assert awaiting_rollout(eps, new) == ""
+    # a pod without the stamp was created from the chart's template: the empty listener set
+    eps = ready_endpoints(slices, "gw", "titanium", [pod("a", "10.0.0.1"), pod("b", "10.0.0.2")])
+    assert awaiting_rollout(eps, "") == ""
+    assert "pod a (10.0.0.1) awaits the data-plane rollout" in awaiting_rollout(eps, "8080/http")
+    assert "(and 1 more)" in awaiting_rollout(eps, "8080/http")
+    # an endpoint whose Pod is not in the cache is not confirmed either
+    eps = ready_endpoints(slices, "gw", "titanium", [pod("a", "10.0.0.1", new)])
+    assert "10.0.0.2" in awaiting_rollout(eps, new)

@@ -33,13 +33,13 @@ from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate
 from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
-from titanium_gateway.prober.prober import Prober, ready_endpoints
+from titanium_gateway.prober.prober import Prober, ProbeResult, awaiting_rollout, ready_endpoints
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
-from titanium_gateway.writers.deployment import DeploymentStamper
+from titanium_gateway.writers.deployment import DeploymentStamper, canonical_listeners
 from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
 from titanium_gateway.writers.secret import SecretWriter
@@ -346,8 +346,9 @@ class Controller:
             if self.config_writer.write(result):
                 log.info("config written", extra={"config_hash": result.config_hash,
                                                    "bytes": len(result.config), "parts": len(result.parts)})
-            self.poker.poke(self.informers["Pod"].list(), result.config_hash)
-            self.stamper.stamp(result.listeners)
+            pods = self.informers["Pod"].list()
+            self.poker.poke(pods, result.config_hash, result.tls_files)  # a certificate change pokes too
+            self.stamper.stamp(result.listeners, pods)
         if not reused:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
@@ -417,8 +418,10 @@ class Controller:
 
     def _probe(self, result: RenderResult, snap: Snapshot) -> None:
         svc_ns, svc = self.render_options.data_plane_service
-        eps = ready_endpoints(self.informers["EndpointSlice"].list(), svc_ns, svc)
-        pr = self.prober.probe(eps, result.config_hash)
+        eps = ready_endpoints(self.informers["EndpointSlice"].list(), svc_ns, svc, self.informers["Pod"].list())
+        # with the listener stamp, a pod confirms only once it was created with the current set
+        rollout = awaiting_rollout(eps, canonical_listeners(result.listeners)) if self.opts.data_plane_deployment else ""
+        pr = ProbeResult(None, rollout) if rollout else self.prober.probe(eps, result.config_hash)
         if pr.confirmed_hash == result.config_hash:
             if self._confirmed != result.config_hash:
                 log.info("config confirmed by every ready data-plane pod",

@@ -6,6 +6,13 @@ confirmed only when ALL ready endpoints answer /readyz 200 and report the expect
 ``config_hash``; otherwise the result carries a message naming the pod and what it reported
 (the render puts it in Programmed=False/Pending). Requests are short and retried briefly
 (tenacity) on connection errors only.
+
+With ``--data-plane-deployment`` (the controller stamps the listener set on the pod template,
+which the pods inherit) a ready endpoint also has to run the current listener set: listeners
+are bound at start, so a pod created from an older template does not serve a new listener even
+after it reloaded the new twp.yaml (``awaiting_rollout``). Endpoints are mapped to their Pod by
+address (``status.podIP``/``podIPs``), falling back to ``targetRef.name`` when the Pod has no
+address in the cache.
 """
 
 from __future__ import annotations
@@ -13,22 +20,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from titanium_gateway.metrics import REGISTRY, Registry
+from titanium_gateway.writers.deployment import LISTENERS_ANNOTATION
 
 log = logging.getLogger(__name__)
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+POD_FIELDS_USED = (
+    "metadata.name", "metadata.namespace", "metadata.uid", "metadata.deletionTimestamp",
+    "metadata.annotations[gateway.titaniumproxy.com/config-poke]",
+    "metadata.annotations[gateway.titaniumproxy.com/listeners]",
+    "status.podIP", "status.podIPs[].ip",
+)
+"""Fields of the data-plane Pods read by the prober (``ready_endpoints``: endpoint address ->
+Pod, the listener stamp the Pod was created with) and the pod writers (``writers/pods.py``:
+name, namespace, uid, deletionTimestamp, config-poke; ``writers/deployment.py``: the listeners
+annotation). An informer transform of the Pods must keep all of them; EndpointSlice
+``targetRef``/``nodeName`` are not needed (endpoints are mapped to Pods by address)."""
 
 
 @dataclass(frozen=True)
 class Endpoint:
     pod: str
     address: str
+    #: the listener set the endpoint's Pod was created with (its ``LISTENERS_ANNOTATION``, "" when
+    #: absent); None: no Pod known for the endpoint (only set when ``ready_endpoints`` got pods)
+    listeners: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -37,8 +60,28 @@ class ProbeResult:
     message: str = ""
 
 
-def ready_endpoints(slices: Iterable[Mapping[str, Any]], namespace: str, service: str) -> list[Endpoint]:
-    """Ready endpoints of ``namespace/service`` (``conditions.ready`` absent counts as ready)."""
+def _pod_addresses(pod: Mapping[str, Any]) -> list[str]:
+    status = pod.get("status") or {}
+    addrs = [str(status["podIP"])] if status.get("podIP") else []
+    for ip in status.get("podIPs") or []:
+        if isinstance(ip, Mapping) and ip.get("ip"):
+            addrs.append(str(ip["ip"]))
+    return addrs
+
+
+def ready_endpoints(slices: Iterable[Mapping[str, Any]], namespace: str, service: str,
+                    pods: Iterable[Mapping[str, Any]] | None = None) -> list[Endpoint]:
+    """Ready endpoints of ``namespace/service`` (``conditions.ready`` absent counts as ready).
+    With ``pods`` (the data-plane Pods) each endpoint is named after the Pod with its address
+    and carries that Pod's listener stamp (``Endpoint.listeners``)."""
+    by_addr: dict[str, Mapping[str, Any]] = {}
+    by_name: dict[str, Mapping[str, Any]] = {}
+    # a Pod being deleted yields its address to a live Pod that reuses it
+    for pod in sorted(pods or (), key=lambda p: not (p.get("metadata") or {}).get("deletionTimestamp")):
+        md = pod.get("metadata") or {}
+        by_name[str(md.get("name") or "")] = pod
+        for a in _pod_addresses(pod):
+            by_addr[a] = pod
     out: dict[str, Endpoint] = {}
     for sl in slices:
         meta = sl.get("metadata") or {}
@@ -54,9 +97,37 @@ def ready_endpoints(slices: Iterable[Mapping[str, Any]], namespace: str, service
             if not addrs:
                 continue
             addr = str(addrs[0])
-            pod = str((ep.get("targetRef") or {}).get("name") or addr)
-            out.setdefault(addr, Endpoint(pod, addr))
+            ref = str((ep.get("targetRef") or {}).get("name") or "")
+            if pods is None:
+                out.setdefault(addr, Endpoint(ref or addr, addr))
+                continue
+            p = by_addr.get(addr) or (by_name.get(ref) if ref else None)
+            if p is None:
+                out.setdefault(addr, Endpoint(ref or addr, addr, None))
+                continue
+            md = p.get("metadata") or {}
+            stamp = str((md.get("annotations") or {}).get(LISTENERS_ANNOTATION) or "")
+            out.setdefault(addr, Endpoint(str(md.get("name") or ref or addr), addr, stamp))
     return sorted(out.values(), key=lambda e: (e.pod, e.address))
+
+
+def awaiting_rollout(endpoints: Iterable[Endpoint], listeners: str) -> str:
+    """"" when every endpoint's Pod was created with the listener set ``listeners`` (canonical,
+    see ``writers.deployment.canonical_listeners``; a Pod without the annotation counts as the
+    empty set, what the chart's template starts with), else a Pending message naming the Pod
+    that awaits the rollout. Endpoints need ``listeners`` from ``ready_endpoints(..., pods)``."""
+    problems = []
+    for ep in endpoints:
+        if ep.listeners is None:
+            problems.append(f"pod {ep.pod} ({ep.address}) is not in the data-plane pod cache yet: "
+                            "its listeners are unknown, awaiting the data-plane rollout")
+        elif ep.listeners != listeners:
+            problems.append(f"pod {ep.pod} ({ep.address}) awaits the data-plane rollout: it was started "
+                            f"with listeners {ep.listeners or 'none'}, the config needs {listeners or 'none'}")
+    if not problems:
+        return ""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0] + more
 
 
 class _Transient(Exception):

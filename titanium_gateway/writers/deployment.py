@@ -1,12 +1,19 @@
 """Listener stamp: when the listener set changes, annotate the data-plane Deployment's pod
 template (``gateway.titaniumproxy.com/listeners``) so Kubernetes rolls the pods, which bind
-listeners only at start."""
+listeners only at start. The pods inherit the annotation: the prober counts a pod as confirmed
+only once it was created with the current set.
+
+The chart's template carries no annotation, which stands for the empty set (``""``): an empty
+set is not stamped while no data-plane pod carries a non-empty stamp, so a fresh install with no
+Gateway does not roll the data plane for nothing; the first non-empty set and every change after
+it are stamped."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from titanium_gateway.kube.api import DEPLOYMENTS, ApiError, KubeApi
 from titanium_gateway.render.result import ListenerKey
@@ -34,14 +41,19 @@ class DeploymentStamper:
         with self._lock:
             self._stamped = None
 
-    def stamp(self, listeners: Iterable[ListenerKey]) -> bool:
-        """Returns True when the Deployment was patched. No-op without --data-plane-deployment."""
+    def stamp(self, listeners: Iterable[ListenerKey], pods: Iterable[Mapping[str, Any]] = ()) -> bool:
+        """Returns True when the Deployment was patched. No-op without --data-plane-deployment.
+        ``pods``: the data-plane pods (cache); while nothing was stamped in this term, an empty
+        set is stamped only when one of them was created with a non-empty stamp."""
         if not self.name:
             return False
         value = canonical_listeners(listeners)
         with self._lock:
             if value == self._stamped:
                 return False
+            if not value and self._stamped is None and not any(
+                    ((p.get("metadata") or {}).get("annotations") or {}).get(LISTENERS_ANNOTATION) for p in pods):
+                return False  # the template's missing annotation already means "no listener"
             self.guard.check(f"stamp Deployment {self.namespace}/{self.name}")
             body = {"spec": {"template": {"metadata": {"annotations": {LISTENERS_ANNOTATION: value}}}}}
             try:

@@ -124,7 +124,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "data-plane-deployment": ("str", "Deployment stamped when the listener set changes (none: no stamping)"),
     "config-map": ("str", "root ConfigMap (default: the Service name)"),
     "tls-secret": ("str", "generated TLS Secret (default: the Service name + -tls)"),
-    "config-parts": ("int", "number of part ConfigMaps the pods mount (8)"),
+    "config-parts": ("int", "number of part ConfigMaps the pods mount (64)"),
     "port-map": ("str", "Gateway port to data-plane port (80=8080,443=8443)"),
     "data-plane-ports": ("str", "ports the data-plane pods expose (8080,8443)"),
     "secret-namespaces": ("str", "comma-separated namespaces whose TLS Secrets are read (all)"),

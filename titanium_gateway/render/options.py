@@ -13,7 +13,7 @@ DEFAULT_DATA_PLANE_PORTS: tuple[int, ...] = (8080, 8443)
 #: A rendered document larger than this is split into parts (see the contract).
 PART_LIMIT_BYTES = 900 * 1024
 #: How many part ConfigMaps the data-plane pods mount (chart value dataPlane.configParts).
-DEFAULT_MAX_PARTS = 8
+DEFAULT_MAX_PARTS = 64
 
 
 def parse_port_map(text: str) -> dict[int, int]:

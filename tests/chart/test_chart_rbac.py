@@ -28,7 +28,7 @@ CLUSTER_RULES = {
     ("events.k8s.io", "events"): {"create", "patch"},
 }
 
-PARTS = [f"titanium-gateway-data-plane-part-{n}" for n in range(1, 9)]
+PARTS = [f"titanium-gateway-data-plane-part-{n}" for n in range(1, 65)]
 # (apiGroup, resource, resourceNames or None) -> verbs, in the release namespace.
 NAMESPACED_RULES = {
     ("", "configmaps", ("titanium-gateway-data-plane", *PARTS)): {"update", "patch"},

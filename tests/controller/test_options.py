@@ -12,7 +12,7 @@ def test_defaults() -> None:
     o = parse_options(REQ, {})
     assert o.controller_name == "titaniumproxy.com/gateway-controller"
     assert (o.data_plane_namespace, o.service_namespace, o.service_name) == ("default", "default", "titanium")
-    assert (o.config_map, o.tls_secret, o.config_parts) == ("titanium", "titanium-tls", 8)
+    assert (o.config_map, o.tls_secret, o.config_parts) == ("titanium", "titanium-tls", 64)
     assert dict(o.port_map) == {80: 8080, 443: 8443} and o.data_plane_ports == (8080, 8443)
     assert o.secret_namespaces == () and o.data_plane_deployment is None
     assert o.ingress_controller_name == "titanium.io/ingress-controller" and not o.watch_legacy_annotation

@@ -200,3 +200,19 @@ def test_null_and_empty_status_fields_compare_equal() -> None:
     assert not (api.obj(INGRESSES, "apps", "shop")["status"].get("loadBalancer") or {}).get("ingress")
     assert w.write_all([st]).unchanged == 1
     w.close()
+
+
+def test_a_new_transition_time_alone_is_not_a_change() -> None:
+    """A later render stamps a transition its cache has not seen yet with a newer time; the
+    object already carries the earlier (true) one: nothing to write, not even after a 409."""
+    api = RecordingApi()
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}})
+    stale = api.obj(GATEWAYS, "apps", "web")  # what the informer still shows
+    w = StatusWriter(api, controller_name=OURS, guard=LeaderGuard(), current=lambda *a: stale, registry=Registry())
+    first = {"conditions": [cond("Accepted")]}
+    assert w.write_all([ObjectStatus("v1", "Gateway", "apps", "web", first)]).written == 1
+    later = {"conditions": [cond("Accepted") | {"lastTransitionTime": "2026-01-01T00:00:09Z"}]}
+    rep = w.write_all([ObjectStatus("v1", "Gateway", "apps", "web", later)])
+    assert rep.written == 0 and len(api.writes("gateways")) == 1
+    changed = {"conditions": [cond("Accepted", "False") | {"lastTransitionTime": "2026-01-01T00:00:09Z"}]}
+    assert w.write_all([ObjectStatus("v1", "Gateway", "apps", "web", changed)]).written == 1

@@ -69,19 +69,30 @@ __all__ = ["StatusReport", "StatusWriter", "WriteGuard", "merged_status", "statu
 
 
 def status_differs(current: Obj | None, status: Mapping[str, Any]) -> bool:
+    """``status`` would change the object's current status. A condition's ``lastTransitionTime``
+    alone never counts: the render stamps a transition it has not seen in its cache yet with its
+    own clock, while the object already carries the earlier, true time (written by a previous
+    pass the cache had not caught up with)."""
     cur = (current or {}).get("status") or {}
     return any(_norm(cur.get(k)) != _norm(v) for k, v in status.items())
 
 
 def _norm(v: Any) -> Any:
-    """Treat an absent list/dict like an empty one (the server drops empty values)."""
-    if v in (None, [], {}):
+    """Treat an absent list/dict like an empty one (the server drops empty values); ignore
+    ``lastTransitionTime``."""
+    if v is None:
         return None
     if isinstance(v, Mapping):
-        out = {k: _norm(x) for k, x in v.items() if _norm(x) is not None}
+        out = {}
+        for k, x in v.items():
+            if k == "lastTransitionTime":
+                continue
+            n = _norm(x)
+            if n is not None:
+                out[k] = n
         return out or None  # {"ingress": null} is as empty as {}
     if isinstance(v, list):
-        return [_norm(x) for x in v]
+        return [_norm(x) for x in v] or None
     return v
 
 
@@ -271,7 +282,7 @@ class StatusWriter:
                 report.unchanged += 1
                 continue
             memo = self._written.get(st.key)
-            if memo is not None and memo == (_rv(cur), want):
+            if memo is not None and memo[0] == _rv(cur) and _norm(memo[1]) == _norm(want):
                 report.unchanged += 1  # written already; the cache has not caught up yet
                 continue
             todo.append((st, cur, guards.get(st.key)))

@@ -96,7 +96,28 @@ def test_what_is_dropped_and_kept() -> None:
     tls = {"kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "t"}, "data": {"tls.crt": "eA=="}}
     assert tf.transform_for("Secret", dp)(tls) is tls
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u", "annotations": {"a": "b"}},
-           "spec": {"containers": []}, "status": {"phase": "Running"}}
-    assert tf.transform_for("Pod", dp)(pod) == {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}
+           "spec": {"containers": []}, "status": {"phase": "Running", "podIP": "10.0.0.9",
+                                                  "podIPs": [{"ip": "10.0.0.9"}], "conditions": []}}
+    assert tf.transform_for("Pod", dp)(pod) == {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"],
+                                                "status": {"podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}]}}
+
+
+def test_the_pod_transform_keeps_every_field_the_prober_and_pod_writers_read() -> None:
+    from titanium_gateway.prober.prober import POD_FIELDS_USED
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"nodeName": "n"},
+           "metadata": {"name": "p", "namespace": "gw", "uid": "u", "deletionTimestamp": "t",
+                        "annotations": {"gateway.titaniumproxy.com/config-poke": "h",
+                                        "gateway.titaniumproxy.com/listeners": "8080"}},
+           "status": {"podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}], "phase": "Running"}}
+    out = tf.pod_transform(pod)
+    for path in POD_FIELDS_USED:
+        head, _, rest = path.partition(".")
+        if "[" in rest and rest.endswith("]") and not rest.endswith("[]"):
+            field, key = rest[:-1].split("[", 1)
+            assert out[head][field][key] == pod[head][field][key], path
+        else:
+            field = rest.split("[")[0]
+            assert out[head][field] == pod[head][field], path
     plain = {"kind": "HTTPRoute", "metadata": {"name": "r"}, "spec": {}, "status": {}}
-    assert tf.transform_for("HTTPRoute", dp)(plain) is plain  # nothing to drop: no copy
+    assert tf.transform_for("HTTPRoute", ("gw", "tp"))(plain) is plain  # nothing to drop: no copy

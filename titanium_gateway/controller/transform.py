@@ -17,7 +17,9 @@ and without the transforms and requires identical results):
 * Service: ``status``, except the data-plane Service's (its load-balancer address is published);
 * Secret: ``data``/``stringData`` of any type but ``kubernetes.io/tls`` (the render rejects
   those by type before reading data; the field selector keeps them out of the cache anyway);
-* Pod (data-plane pods, for the config poke): everything but ``metadata``.
+* Pod (data-plane pods): everything but ``metadata`` and ``status.podIP``/``podIPs`` (the
+  fields in ``prober.POD_FIELDS_USED``: the prober maps endpoints to pods by address, the pod
+  writers read metadata only).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 ENDPOINT_FIELDS_DROPPED = ("targetRef", "nodeName", "zone", "hints", "deprecatedTopology")
 POD_FIELDS_KEPT = ("apiVersion", "kind", "metadata")
+POD_STATUS_KEPT = ("podIP", "podIPs")
 
 
 def strip_metadata(obj: Obj) -> Obj:
@@ -98,9 +101,14 @@ def secret_transform(obj: Obj) -> Obj:
 
 def pod_transform(obj: Obj) -> Obj:
     obj = strip_metadata(obj)
-    if all(k in POD_FIELDS_KEPT for k in obj):
+    status = obj.get("status")
+    status_ok = status is None or (isinstance(status, dict) and all(k in POD_STATUS_KEPT for k in status))
+    if status_ok and all(k in POD_FIELDS_KEPT or k == "status" for k in obj):
         return obj
-    return {k: v for k, v in obj.items() if k in POD_FIELDS_KEPT}
+    out = {k: v for k, v in obj.items() if k in POD_FIELDS_KEPT}
+    if isinstance(status, dict):
+        out["status"] = {k: v for k, v in status.items() if k in POD_STATUS_KEPT}
+    return out
 
 
 def transform_for(kind: str, data_plane_service: tuple[str, str]) -> Transform:

@@ -20,7 +20,7 @@ def floor_dumper() -> tuple[str, Callable[[Any], Any]]:
     """``(description, serialize(document))`` with the render's own writer and settings.
 
     The floor is "serialize this very document again, the way the render does": routes and
-    clusters item by item through ``emit._fragment`` (the render's block-style writer, PyYAML
+    clusters item by item through ``emit._fragment`` (the render's item writer, PyYAML
     fallback), everything else through ``emit.dump`` (PyYAML ``CSafeDumper``). Without those
     (an older emit), the whole document goes through ``emit.dump`` / ``yaml.dump``.
     """

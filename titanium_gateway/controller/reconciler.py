@@ -327,6 +327,9 @@ class Controller:
             assert self.last_result is not None
             result = self.last_result
         else:
+            # the previous result (its config text alone is 26 MB at 10k routes) is not needed
+            # any more: let it go before the render builds the next one, not after
+            self.last_result = None
             result = self._render(snap)
             self.renders += 1
             render_s = time.monotonic() - t0

@@ -722,12 +722,10 @@ class Finding:
 
 #: Known render bugs (each has a strict xfail reproduction in test_hostile_inputs.py): pattern -> bug id.
 KNOWN_BUGS: dict[str, str] = {
-    # R1-R9 are fixed in the render (0944b0c, 3b5bc93): a finding of their classes is a regression.
+    # R1-R10 are fixed in the render: a finding of their classes is a regression.
     # A status past the 1.5 MB object limit needs input past the CRDs' admission limits
     # (parentRefs <= 32, listeners <= 64, hostnames <= 253 chars), which the API server refuses.
     r"status of .* is N bytes": "oversize-input",
-    # R10 (test_overlong_match_names_keep_the_config_loadable): names over 1024 chars break the YAML
-    r"^ScannerError: mapping values are not allowed here": "R10",
 }
 FINDINGS: dict[str, Finding] = {}
 

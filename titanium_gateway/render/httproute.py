@@ -83,6 +83,8 @@ def brief(value: Any) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Gateway API HTTPHeaderName (headers and query parameter names): an RFC 7230 token, 1-256 characters.
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]{1,256}$")
 
 
 def has_control(text: str) -> bool:
@@ -369,6 +371,10 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
             out.unsupported.append("a header match is malformed")
             degraded = True
             continue
+        if not _HEADER_NAME.match(name):
+            out.unsupported.append("a header match name is not a header name of at most 256 token characters")
+            degraded = True
+            continue
         if htype != "Exact":
             out.unsupported.append(f"header match type {plain(htype)} ({plain(name)}) is not supported")
             degraded = True
@@ -383,6 +389,10 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
         name, value, qtype = _s(q.get("name")), q.get("value"), _s(q.get("type")) or "Exact"
         if not name or not isinstance(value, str):
             out.unsupported.append("a query parameter match is malformed")
+            degraded = True
+            continue
+        if not _HEADER_NAME.match(name):
+            out.unsupported.append("a query parameter match name is not a name of at most 256 token characters")
             degraded = True
             continue
         if name in query or name in query_regex:

@@ -89,7 +89,10 @@ def test_rendered_chart_rbac_matches_the_builtin_mirror(tmp_path: Path) -> None:
     rel = Release()
     env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path), HELM_CONFIG_HOME=str(tmp_path), HELM_DATA_HOME=str(tmp_path))
     out = subprocess.run([str(_helm()), "template", rel.name, str(ROOT / "charts" / "titanium-gateway"),
-                          "--namespace", rel.namespace, "--show-only", "templates/rbac.yaml"],
+                          "--namespace", rel.namespace, "--show-only", "templates/rbac.yaml",
+                          # the mirror's part count (the tests' releases pre-create fewer parts than
+                          # the chart default, to keep them quick)
+                          "--set", f"dataPlane.configParts={rel.parts}"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]

@@ -296,3 +296,54 @@ def test_leader_cut_off_from_its_lease_stops_writing_before_the_lease_expires(
           f"{len(created)} routes, none lost")
     assert max(a_writes) < last_renew + lease.lease_duration, "a wrote after its lease could have expired"
     assert min(b_writes) > max(a_writes), "b wrote while a was still writing"
+
+
+def test_429_on_every_verb_and_a_409_storm_on_status_converge(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API Priority and Fairness throttling every verb (429 + Retry-After on get, list, watch,
+    patch, update) and a storm of 409 Conflicts on route status: the controller waits as asked,
+    retries with a fresh read, and ends with every route in the ConfigMap and Accepted."""
+    env.service("api")
+    env.gateway()
+    start(env, monkeypatch, "ctrl-a")
+    env.wait_programmed()
+    s = env.server
+    for verb in ("get", "list", "watch", "patch", "update"):
+        s.inject(verb, "*", status=429, retry_after=1, times=2)
+    s.inject("patch", "httproutes/status", status=409, times=20)
+    s.close_watches(abrupt=True)  # the watches must come back through the throttled list/watch
+    names = [f"t{i}" for i in range(8)]
+    for n in names:
+        env.route(name=n, host=f"{n}.example.com")
+    wait_for(lambda: {f"{n}.example.com" for n in names} <= route_hosts(env), timeout=60,
+             what="every route in the ConfigMap through the throttling")
+    wait_for(lambda: routes_accepted(env, names), timeout=60, what="every route Accepted through the 409 storm")
+    s.clear_injections()
+    answered = Counter(r.status for r in s.requests())
+    assert answered[429] >= 5 and answered[409] >= 1, answered
+    print(f"\n429/409 storm: {answered[429]} throttled, {answered[409]} conflicts; converged")
+
+
+def test_admin_endpoints_hanging_keep_programmed_pending_then_recover(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data-plane pod whose admin endpoints hang past the prober's timeout is not confirmed:
+    Programmed turns False/Pending on the next config, never True on a guess, and the loop keeps
+    going; once the pod answers again Programmed returns to True."""
+    env.service("api")
+    env.gateway()
+    env.route()
+    start(env, monkeypatch, "ctrl-a")
+    env.wait_programmed()
+    slow = env.fleet.stubs[0]
+    slow.delay = 5.0  # past the prober's 2 s timeout, on every attempt
+    try:
+        env.route(name="cart", host="cart.example.com")  # a new config the slow pod cannot confirm
+        wait_for(lambda: "cart.example.com" in route_hosts(env), timeout=30, what="the new config written")
+        pending = env.wait_programmed(status="False", timeout=40)
+        assert pending.get("reason") == "Pending", pending
+        # the other pod confirms at once; the hung one keeps the Gateway Pending, poll after poll
+        time.sleep(6.0)  # longer than a probe interval plus the prober's timeouts
+        still = condition(env.get("Gateway", "apps", "web"), "Programmed")
+        assert still and still.get("status") == "False" and still.get("reason") == "Pending", still
+        print(f"\nhung admin endpoint: {still.get('message')}")
+    finally:
+        slow.delay = 0.0
+    env.wait_programmed(timeout=60)

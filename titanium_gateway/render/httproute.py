@@ -154,6 +154,20 @@ def _quantifier_at(pattern: str, i: int) -> bool:
 MAX_UNBOUNDED_QUANTIFIERS = 3
 
 
+def _after_class(pattern: str, i: int) -> int:
+    """The index just past the character class that opens at ``pattern[i] == "["`` (a leading
+    ``^`` and a leading ``]`` belong to the class; escapes are skipped)."""
+    n = len(pattern)
+    j = i + 1
+    if j < n and pattern[j] == "^":
+        j += 1
+    if j < n and pattern[j] == "]":
+        j += 1
+    while j < n and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
 def unbounded_quantifiers(pattern: str) -> int:
     """How many ``*``, ``+`` and ``{n,}`` the pattern has outside character classes.
 
@@ -166,14 +180,7 @@ def unbounded_quantifiers(pattern: str) -> int:
             i += 2
             continue
         if c == "[":
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
+            i = _after_class(pattern, i)
             continue
         lazy_or_repeat = c in "*+" and i > 0 and pattern[i - 1] in "*+?"
         if (c in "*+" and not lazy_or_repeat) or (c == "{" and re.match(r"\{[0-9]+,\}", pattern[i:])):
@@ -197,14 +204,7 @@ def backtracking_risk(pattern: str) -> bool:
             i += 2
             continue
         if c == "[":
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
+            i = _after_class(pattern, i)
             continue
         if c == "(":
             stack.append(False)

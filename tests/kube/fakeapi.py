@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from tests.support.k8sutil import merge_patch
 from titanium_gateway.kube.api import ApiError, Obj, PatchType, Resource
 
 _END = object()
@@ -49,18 +50,6 @@ def _fields_match(obj: Obj, selector: str | None) -> bool:
             if _field(obj, k.rstrip("=")) != v.lstrip("="):
                 return False
     return True
-
-
-def _merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = _merge(out.get(k), v)
-    return out
 
 
 class FakeKubeApi:
@@ -262,7 +251,7 @@ class FakeKubeApi:
                 raise ApiError(404, "NotFound", f'{res.plural} "{name}" not found')
             if patch_type != "merge":
                 raise ApiError(415, "UnsupportedMediaType", "the fake takes merge patches only")
-            return self._store(res, key, _merge(cur, body), "MODIFIED")
+            return self._store(res, key, merge_patch(cur, body), "MODIFIED")
 
     def delete(self, res: Resource, namespace: str | None, name: str) -> Obj:
         with self.lock:

@@ -8,19 +8,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from tests.support.k8sutil import merge_patch
 from titanium_gateway.kube.api import ApiError, Obj, PatchType, Resource
-
-
-def merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge(out.get(k), v)
-    return out
 
 
 class RecordingApi:
@@ -113,7 +102,7 @@ class RecordingApi:
                 body = dict(body)
                 if "metadata" in body:
                     body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "resourceVersion"}
-                new = merge(cur, body)
+                new = merge_patch(cur, body)
             elif patch_type == "json":
                 new = copy.deepcopy(cur)
                 for op in body:

@@ -202,9 +202,11 @@ def _emit_inputs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     real = emit_module.emit
 
     def recording(listeners: Any, certificates: Any, routes: Any, clusters: Any, **kw: Any) -> Any:
-        routes, clusters = [dict(r) for r in routes], [dict(c) for c in clusters]
+        # the render hands routes over already written (one fragment each): read them back
+        routes, clusters = list(routes), [dict(c) for c in clusters]
+        dicts = [yaml.safe_load(r)[0] if isinstance(r, str) else dict(r) for r in routes]
         seen.append({"listeners": list(listeners), "certificates": list(certificates),
-                     "routes": [canonical_route(r) for r in routes], "clusters": [canonical_cluster(c) for c in clusters]})
+                     "routes": [canonical_route(r) for r in dicts], "clusters": [canonical_cluster(c) for c in clusters]})
         return real(listeners, certificates, routes, clusters, **kw)
 
     monkeypatch.setattr(emit_module, "emit", recording)

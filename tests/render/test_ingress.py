@@ -8,7 +8,6 @@ import base64
 import datetime
 import random
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -1048,7 +1047,8 @@ def test_malformed_input_never_raises() -> None:
         base(obj)  # must not raise
 
 
-def test_ten_thousand_ingresses_render_fast() -> None:
+def test_ten_thousand_ingresses_translate() -> None:
+    """Scale, not speed (timings live in benchmarks/)."""
     objs: list[Any] = [CLASS]
     for s in range(50):
         objs += service(f"svc{s}", ips=(f"10.0.{s}.1", f"10.0.{s}.2"))
@@ -1064,13 +1064,11 @@ def test_ten_thousand_ingresses_render_fast() -> None:
             )
         )
     snapshot = Snapshot.from_objects(objs)
-    start = time.perf_counter()
     ctx = RenderContext(snapshot, RenderOptions())
     ingress.translate(ctx)
     ordered = ctx.ordered_routes()
-    elapsed = time.perf_counter() - start
     assert len(ordered) == 20_000
-    assert elapsed < 5.0, elapsed
+    assert [r["order"] for r in ordered] == list(range(1, 20_001))
 
 
 # == through the full render (Gateway listeners, HTTPRoutes and Ingress together) =========

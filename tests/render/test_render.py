@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import random
-import time
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -128,7 +127,9 @@ def test_malformed_input_never_raises(data: st.DataObject) -> None:
     assert result.config_hash
 
 
-def test_ten_thousand_routes_render_fast() -> None:
+def test_ten_thousand_routes_render_in_parts() -> None:
+    """Scale, not speed (timings live in benchmarks/): every route gets its status and the
+    config is split into parts."""
     objs: list[dict[str, Any]] = [gatewayclass(), gateway()]
     for i in range(200):
         objs += [service(f"s{i}"), endpoints(f"s{i}", addresses=(f"10.1.{i // 200}.{i % 200}",))]
@@ -136,12 +137,9 @@ def test_ten_thousand_routes_render_fast() -> None:
         objs.append(route(f"r{i}", hostnames=[f"h{i % 500}.example.com"], rules=[
             {"matches": [{"path": {"value": f"/p{i}"}}], "backendRefs": [{"name": f"s{i % 200}", "port": 8080}]}]))
     snap = Snapshot.from_objects(objs)
-    start = time.perf_counter()
     result = render(snap, RenderOptions())
-    elapsed = time.perf_counter() - start
     assert len(result.statuses) == 10_002
     assert result.parts  # 10k routes exceed one ConfigMap
-    assert elapsed < 3.0, elapsed  # < 1 s on a quiet machine; headroom for CI
 
 
 def test_garbage_snapshot_values_never_raise() -> None:

@@ -136,6 +136,8 @@ class BackendIndex:
                 ns = _s(meta.get("namespace")) or "default"
                 self.slices.setdefault((ns, svc_name), []).append(eps)
         self._cache: dict[tuple[Any, ...], BackendResolution] = {}
+        #: cluster id -> (namespace, service, port, settings) it was resolved from (render/memo.py)
+        self.recipes: dict[str, tuple[str, str, Any, ClusterSettings]] = {}
 
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.services.get((namespace, name))
@@ -253,7 +255,9 @@ def resolve_backend(
             )
         else:
             dests = _destinations(index, namespace, service, svc_port, settings.use_https)
-            result = BackendResolution(build_cluster(cluster_id(namespace, service, port, settings), dests, settings))
+            cid = cluster_id(namespace, service, port, settings)
+            result = BackendResolution(build_cluster(cid, dests, settings))
+            index.recipes.setdefault(cid, (namespace, service, port, settings))
     index._cache[key] = result
     return result
 

@@ -50,9 +50,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from titanium_gateway.render.backends import BackendIndex
+from titanium_gateway.render.backends import BackendIndex, resolve_backend
 from titanium_gateway.render.certificates import CertificateConversion, convert_tls_secret, pfx_file_name
 from titanium_gateway.render.conditions import ConditionList
+from titanium_gateway.render.emit import route_fragment, route_fragment_split
+from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import PrecedenceKey
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
@@ -94,7 +96,9 @@ class RenderContext:
         self.gateway_ports: dict[int, str] = {}
         self.listeners: dict[int, bool] = {}
         self.clusters: dict[str, dict[str, Any]] = {}
-        self._routes: dict[str, tuple[PrecedenceKey, dict[str, Any]]] = {}
+        #: route id -> (key, id, fragment head, fragment tail), or (key, id, route dict, None)
+        #: for a route the fast writer cannot cut (written once its order is known)
+        self._routes: dict[str, tuple[PrecedenceKey, str, Any, str | None]] = {}
         self._route_count = 0
         self._certs: dict[tuple[str, str], _CertBinding] = {}
         self.tls_files: dict[str, bytes] = {}
@@ -102,6 +106,8 @@ class RenderContext:
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         #: Free-form data shared between translators (e.g. Gateway info for HTTPRoutes).
         self.shared: dict[str, Any] = {}
+        #: While set, every output call is also recorded here (see render/memo.py).
+        self.recording: Recording | None = None
 
     # -- inputs -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -115,6 +121,8 @@ class RenderContext:
 
     # -- outputs ----------------------------------------------------------------------------
     def add_listener(self, port: int, decrypt: bool) -> bool:
+        if self.recording is not None:
+            self.recording.listeners.append((port, decrypt))
         current = self.listeners.get(port)
         if current is None:
             self.listeners[port] = decrypt
@@ -123,15 +131,55 @@ class RenderContext:
 
     def add_cluster(self, cluster: Mapping[str, Any]) -> str:
         cid = str(cluster["id"])
+        if self.recording is not None:
+            self._record_cluster(cid, cluster)
         if cid not in self.clusters:
             self.clusters[cid] = dict(cluster)
         return cid
 
+    def _record_cluster(self, cid: str, cluster: Mapping[str, Any]) -> None:
+        """How to get this cluster again in a later render: the Service port it resolves
+        (its endpoints may have changed by then), or the constant itself (no destinations)."""
+        rec = self.recording
+        assert rec is not None
+        recipes = self.backends.recipes
+        suffix = ""
+        recipe = recipes.get(cid)
+        if recipe is None:
+            for suffix in ("-h2c", "-grpc"):
+                if cid.endswith(suffix):
+                    recipe = recipes.get(cid[: -len(suffix)])
+                    break
+        if recipe is not None:
+            again = self._resolve_recipe((*recipe, suffix))
+            if again is not None and again == cluster:
+                rec.clusters.append((*recipe, suffix))
+                return
+        elif cluster.keys() <= {"id", "destinations"} and cluster.get("destinations") == []:
+            rec.clusters.append(dict(cluster))
+            return
+        rec.volatile = True
+
+    def _resolve_recipe(self, recipe: tuple[Any, ...]) -> dict[str, Any] | None:
+        namespace, service, port, settings, suffix = recipe
+        res = resolve_backend(self.backends, namespace, service, port, settings)
+        if res.cluster is None:
+            return None
+        if suffix:
+            return {**res.cluster, "id": f"{res.cluster['id']}{suffix}"}
+        return res.cluster
+
     def add_route(self, route: Mapping[str, Any], key: PrecedenceKey) -> bool:
+        """Written to text right away (without ``order``, spliced in once every route is
+        known), so the route dicts never pile up and a recording holds text only."""
         rid = str(route["id"])
         if rid in self._routes:
             return False
-        self._routes[rid] = (key, dict(route))
+        split = route_fragment_split(route) if type(route.get("id")) is str else None
+        entry = (key, rid, split[0], split[1]) if split is not None else (key, rid, dict(route), None)
+        self._routes[rid] = entry
+        if self.recording is not None:
+            self.recording.routes.append(entry)
         return True
 
     def bind_certificate(
@@ -147,6 +195,9 @@ class RenderContext:
         conv = convert_tls_secret(secret)
         if not conv.ok:
             return CertificateConversion(None, f"Secret {namespace}/{name}: {conv.error}")
+        if self.recording is not None:
+            hosts = tuple(hosts)
+            self.recording.certificates.append((namespace, name, hosts, default_rank))
         binding = self._certs.setdefault((namespace, name), _CertBinding(namespace, name))
         binding.hosts.update(h for h in hosts if h)
         if default_rank is not None and (binding.default_rank is None or default_rank < binding.default_rank):
@@ -156,39 +207,83 @@ class RenderContext:
         return conv
 
     def add_tls_file(self, name: str, data: bytes) -> None:
+        if self.recording is not None:
+            self.recording.tls_files.append((name, data))
         self.tls_files[name] = data
 
     def add_status(self, status: ObjectStatus) -> None:
+        if self.recording is not None:
+            self.recording.statuses.append(status)
         self.statuses[status.key] = status
 
     def add_event(self, event: EventRecord) -> None:
+        if self.recording is not None:
+            self.recording.events.append(event)
         self._events.setdefault(event.dedupe_key, event)
+
+    # -- memo (render/memo.py) ----------------------------------------------------------------
+    def replay(self, rec: Recording) -> bool:
+        """Apply a recording's effects, in the order they were made. False, with nothing
+        changed, when it cannot apply exactly (a cluster no longer resolves, a route id is
+        taken): the caller translates the object instead."""
+        clusters: list[Mapping[str, Any]] = []
+        for c in rec.clusters:
+            if type(c) is dict:
+                clusters.append(c)
+            else:
+                got = self._resolve_recipe(c)  # type: ignore[arg-type]
+                if got is None:
+                    return False
+                clusters.append(got)
+        routes = self._routes
+        for entry in rec.routes:
+            if entry[1] in routes:
+                return False
+        for cluster in clusters:
+            cid = str(cluster["id"])
+            if cid not in self.clusters:
+                self.clusters[cid] = dict(cluster)
+        for entry in rec.routes:
+            routes[entry[1]] = entry
+        for status in rec.statuses:
+            self.statuses[status.key] = status
+        for event in rec.events:
+            self._events.setdefault(event.dedupe_key, event)
+        for port, decrypt in rec.listeners:
+            self.add_listener(port, decrypt)
+        for namespace, name, hosts, rank in rec.certificates:
+            self.bind_certificate(namespace, name, hosts, rank)
+        for name, data in rec.tls_files:
+            self.tls_files[name] = data
+        return True
 
     # -- finishing --------------------------------------------------------------------------
     def ordered_routes(self) -> list[dict[str, Any]]:
-        """Routes sorted by precedence key, each with ``order`` = 1, 2, ... (id first); copies,
-        the context is unchanged (the render itself uses :meth:`take_ordered_routes`)."""
-        items = sorted(self._routes.values(), key=lambda kr: (kr[0], kr[1]["id"]))
-        out: list[dict[str, Any]] = []
-        for n, (_, route) in enumerate(items, start=1):
-            ordered = {"id": route["id"], "order": n}
-            ordered.update(route)  # "id" keeps its first position
-            out.append(ordered)
-        return out
+        """Routes sorted by precedence key, each with ``order`` = 1, 2, ... (id first), read
+        back from their text; the context is unchanged (the render uses :meth:`take_ordered_routes`)."""
+        import yaml
 
-    def take_ordered_routes(self) -> Iterator[dict[str, Any]]:
-        """The routes in precedence order with ``order`` set in the stored dict (no copy; the
-        writer emits keys in contract order whatever the dict's order). Hands the routes over one at a time and drops the
-        context's references, so each route dict is freed as soon as the writer has turned it
-        into text (the render's memory peak holds the routes or their text, not both)."""
-        items: list[Any] = sorted(self._routes.values(), key=lambda kr: (kr[0], kr[1]["id"]))
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        text = "".join(self._ordered_fragments(sorted(self._routes.values())))
+        return list(yaml.load(text, Loader=loader) or [])
+
+    def take_ordered_routes(self) -> Iterator[str]:
+        """The routes' fragments in precedence order (key, then id: ids are unique, so the
+        sort never compares further), each with its ``order`` line. Drops the context's
+        references as it goes."""
+        items: list[Any] = sorted(self._routes.values())
         self._route_count = len(items)
         self._routes.clear()
+        return self._ordered_fragments(items)
+
+    @staticmethod
+    def _ordered_fragments(items: list[Any]) -> Iterator[str]:
         for n in range(len(items)):
-            route = items[n][1]
-            items[n] = None
-            route["order"] = n + 1
-            yield route
+            _, _, head, tail = items[n]
+            if tail is None:
+                yield route_fragment({"id": head["id"], "order": n + 1, **head})
+            else:
+                yield f"{head}  order: {n + 1}\n{tail}"
 
     def route_count(self) -> int:
         return len(self._routes) or self._route_count

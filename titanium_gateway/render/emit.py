@@ -358,6 +358,21 @@ def route_fragment(route: Mapping[str, Any]) -> str:
     return _fragment(canonical_route(route))
 
 
+def route_fragment_split(route: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The fragment of a route given WITHOUT ``order``, cut after its first line: ``(head,
+    tail)`` such that ``head + f"  order: {n}\\n" + tail == route_fragment({**route, "order": n})``
+    (the ``id`` line comes first and every scalar is one line). None when the route is not of
+    the fast path's shape: write it with :func:`route_fragment` once its order is known."""
+    try:
+        if "order" not in route and "id" in route and route.keys() <= _ROUTE_KEY_SET:
+            frag = _shaped(route, ROUTE_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES)
+            cut = frag.find("\n") + 1
+            return frag[:cut], frag[cut:]
+    except (_LongKey, _Fallback):
+        pass
+    return None
+
+
 def cluster_fragment(cluster: Mapping[str, Any]) -> str:
     """``_fragment(canonical_cluster(cluster))`` without the copies."""
     try:
@@ -416,7 +431,7 @@ class Emitted:
 def emit(
     listeners: Sequence[Mapping[str, Any]],
     certificates: Sequence[Mapping[str, Any]],
-    routes: Iterable[Mapping[str, Any]],
+    routes: Iterable[Mapping[str, Any] | str],
     clusters: Iterable[Mapping[str, Any]],
     *,
     part_limit: int,
@@ -424,12 +439,13 @@ def emit(
 ) -> Emitted:
     """Assemble the root document (and parts past ``part_limit`` bytes).
 
+    ``routes`` are route dicts (with ``order``) or their fragments already written.
     Memory: ``routes``/``clusters`` may be iterators that drop each item once it is text
     (``RenderContext.take_ordered_routes``); fragments are measured with ``len`` (ASCII), only
     the output returned is built, and each part's fragments are released once the part is
     encoded, so the peak holds about one copy of the document plus the output.
     """
-    route_frags = [route_fragment(r) for r in routes]
+    route_frags = [r if type(r) is str else route_fragment(r) for r in routes]
     cluster_frags = [cluster_fragment(c) for c in clusters]
     head = _head(SCHEMA_VERSION, listeners, certificates)
     route_size = sum(map(_size, route_frags))

@@ -1,0 +1,133 @@
+"""Translation memo across renders: what an unchanged object translated to last time.
+
+The render is a pure function of its snapshot, so a reconcile after one EndpointSlice change
+would translate 10k unchanged HTTPRoutes again (benchmarks/FINDINGS.md R5). A
+:class:`RenderCache` passed to :func:`titanium_gateway.render.render` remembers, per source
+object, the *effects* its translation had on the :class:`~titanium_gateway.render.builder.RenderContext`
+(a :class:`Recording`: routes already written as text, clusters as the Service port they
+resolve, statuses, events, listener counts) and replays them when neither the object nor
+anything its translation reads has changed. The output is byte for byte the output without
+the cache (``tests/render/test_memo.py`` checks it over every golden input and sequences of
+changes); the cache only decides how much work it takes.
+
+Validity, conservatively:
+
+* an HTTPRoute's recording is keyed by its ``(uid, resourceVersion)`` and valid while the
+  *route dependencies* are unchanged: the options, the Gateway listeners as the route
+  translation sees them (:func:`gateway_fingerprint`: never their status), and the
+  ``(key, uid, resourceVersion)`` of every GatewayClass, Namespace, ReferenceGrant, Service
+  and Secret. EndpointSlices are not among them: clusters are resolved again on every replay,
+  so endpoint churn re-translates nothing;
+* the Ingress translation (conflicts and canaries make Ingresses depend on each other) is
+  recorded as a whole, valid while every Ingress, IngressClass, Service, Secret and Namespace
+  version, the options and the ports Gateway listeners use are unchanged;
+* an object without ``metadata.resourceVersion`` (an offline render of files) is never
+  memoized, nor is a recording whose statuses stamped ``snapshot.now`` (a condition that
+  changed: its next render must stamp the next ``now`` exactly as a fresh render would), nor
+  one that added a cluster it cannot resolve again.
+
+A cache belongs to one caller (the controller's single reconcile worker); it is not
+thread-safe. Recordings not used by a render are dropped, so the cache holds at most one
+render's worth of text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from titanium_gateway.render.result import EventRecord, ObjectStatus
+
+#: (namespace, service, port, settings, id suffix): a cluster resolved again on replay.
+ClusterRecipe = tuple[str, str, Any, Any, str]
+
+
+@dataclass
+class Recording:
+    """The effects of translating one source (or every Ingress) on a render context."""
+
+    #: (precedence key, route id, fragment head, fragment tail or None): see builder.add_route
+    routes: list[tuple[Any, str, Any, str | None]] = field(default_factory=list)
+    #: clusters in the order added: a recipe, or a constant cluster dict (no destinations)
+    clusters: list[ClusterRecipe | dict[str, Any]] = field(default_factory=list)
+    statuses: list[ObjectStatus] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+    #: add_listener(port, decrypt) calls, in order
+    listeners: list[tuple[int, bool]] = field(default_factory=list)
+    #: bind_certificate(namespace, name, hosts, default_rank) calls, in order
+    certificates: list[tuple[str, str, tuple[str, ...], Any]] = field(default_factory=list)
+    tls_files: list[tuple[str, bytes]] = field(default_factory=list)
+    #: translator-specific effects (HTTPRoute: the listeners whose attachedRoutes it counts)
+    extra: list[Any] = field(default_factory=list)
+    #: cannot be replayed (stamped ``now``, or a cluster it cannot resolve again)
+    volatile: bool = False
+
+
+def resource_version(obj: Any) -> tuple[str, str] | None:
+    """``(uid, resourceVersion)`` of an object, None when it has no resourceVersion."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return None
+    rv = meta.get("resourceVersion")
+    if not isinstance(rv, str) or not rv:
+        return None
+    uid = meta.get("uid")
+    return (uid if isinstance(uid, str) else "", rv)
+
+
+def versions(objects: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """``(key, uid, resourceVersion)`` of every object, in key order; None when one has no
+    resourceVersion (nothing depending on them can be memoized)."""
+    out: list[tuple[str, str, str]] = []
+    for key in sorted(objects):
+        ver = resource_version(objects[key])
+        if ver is None:
+            return None
+        out.append((key, *ver))
+    return tuple(out)
+
+
+def gateway_fingerprint(gateways: Mapping[tuple[str, str], Any]) -> tuple[Any, ...]:
+    """Everything of our Gateways that an HTTPRoute's translation reads (``_attach``,
+    ``_effective_hosts``): identity, acceptance and each listener's attachment facts. Never
+    their status, so writing a Gateway's status (attachedRoutes) invalidates nothing."""
+    out = []
+    for key in sorted(gateways):
+        gw = gateways[key]
+        out.append((key, gw.namespace, gw.name, gw.accepted, tuple(
+            (li.index, li.name, li.port, li.dp_port, li.protocol, li.hostname, li.allowed_from,
+             repr(li.allowed_selector), li.serves_httproute, li.attachable, li.usable)
+            for li in gw.listeners)))
+    return tuple(out)
+
+
+def uses_now(value: Any, now: str) -> bool:
+    """True when a status stamps ``now`` as a condition's lastTransitionTime."""
+    if isinstance(value, Mapping):
+        if value.get("lastTransitionTime") == now:
+            return True
+        return any(uses_now(v, now) for v in value.values() if isinstance(v, (Mapping, list)))
+    if isinstance(value, list):
+        return any(uses_now(v, now) for v in value if isinstance(v, (Mapping, list)))
+    return False
+
+
+class RenderCache:
+    """Recordings kept between renders (see the module doc). Pass the same instance to every
+    render of one controller; ``hits``/``misses`` count HTTPRoute recordings replayed or made."""
+
+    def __init__(self) -> None:
+        self.route_deps: Any = None
+        self.routes: dict[str, tuple[tuple[str, str], Recording]] = {}
+        self.ingress_deps: Any = None
+        self.ingress: Recording | None = None
+        self.hits = 0
+        self.misses = 0
+        self.ingress_hits = 0
+
+    def clear(self) -> None:
+        self.route_deps = None
+        self.routes.clear()
+        self.ingress_deps = None
+        self.ingress = None

@@ -1,7 +1,9 @@
 """The pure render: cluster snapshot in, twp.yaml bytes, statuses and events out.
 
-``render(snapshot, options) -> RenderResult``: no I/O, no clock (``snapshot.now``), no
-randomness; the same input in any order gives the same bytes. Steps: GatewayClasses ->
+``render(snapshot, options, cache=None) -> RenderResult``: no I/O, no clock (``snapshot.now``),
+no randomness; the same input in any order gives the same bytes. A :class:`RenderCache` (one
+per caller, reused across renders) only saves work: translations of unchanged objects are
+replayed (render/memo.py), the result is the same. Steps: GatewayClasses ->
 Gateways (listeners, certificates) -> HTTPRoutes -> ``ingress.translate(ctx)`` -> routes
 ordered by precedence -> emit (YAML, parts, hash) -> Programmed conditions -> result.
 """
@@ -15,15 +17,17 @@ from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
+from titanium_gateway.render import memo as _memo
 from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.memo import Recording, RenderCache
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 
-__all__ = ["render", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
+__all__ = ["render", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
 
 
-def render(snapshot: Snapshot, options: RenderOptions) -> RenderResult:
+def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None = None) -> RenderResult:
     """Render with the cyclic GC paused: the render creates no reference cycles (a test checks
     that ``gc.collect()`` finds nothing after a render with the collector off), so collections
     during it only walk the caller's heap (the informer caches) and made a 10k render ~1/3
@@ -33,19 +37,63 @@ def render(snapshot: Snapshot, options: RenderOptions) -> RenderResult:
     if enabled:
         gc.disable()
     try:
-        return _render(snapshot, options)
+        return _render(snapshot, options, cache)
     finally:
         if enabled:
             gc.enable()
 
 
-def _render(snapshot: Snapshot, options: RenderOptions) -> RenderResult:
+def _route_deps(snapshot: Snapshot, options: RenderOptions, gateways: dict) -> tuple | None:
+    """What every HTTPRoute translation may read besides the route itself (render/memo.py)."""
+    parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
+             _memo.versions(snapshot.services))
+    if any(p is None for p in parts):
+        return None
+    return (options, _memo.gateway_fingerprint(gateways), *parts)
+
+
+def _ingress_deps(ctx: RenderContext) -> tuple | None:
+    """What the Ingress translation (all Ingresses together) may read (render/memo.py)."""
+    snap = ctx.snapshot
+    parts = tuple(_memo.versions(objs) for objs in (snap.ingresses, snap.ingress_classes, snap.services,
+                                                     snap.secrets, snap.namespaces))
+    if any(p is None for p in parts):
+        return None
+    return (ctx.options, tuple(sorted(ctx.gateway_ports.items())), tuple(sorted(ctx.listeners.items())), *parts)
+
+
+def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
+    if cache is None:
+        _ingress.translate(ctx)
+        return
+    deps = _ingress_deps(ctx)
+    if deps is not None and deps == cache.ingress_deps and cache.ingress is not None and ctx.replay(cache.ingress):
+        cache.ingress_hits += 1
+        return
+    cache.ingress_deps, cache.ingress = None, None
+    rec = Recording()
+    ctx.recording = rec
+    try:
+        _ingress.translate(ctx)
+    finally:
+        ctx.recording = None
+    if deps is not None and rec.replayable():
+        cache.ingress_deps, cache.ingress = deps, rec
+
+
+def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None) -> RenderResult:
     ctx = RenderContext(snapshot, options)
+    if cache is not None:
+        ctx.known_recipes, ctx.order_hint, ctx.known_clusters = cache.recipes, cache.order, cache.clusters
+        cache.order = []  # released: the context holds it until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)
     ctx.shared["gateways"] = gateways
-    _httproute.translate(ctx, gateways)
-    _ingress.translate(ctx)
+    if cache is None:
+        _httproute.translate(ctx, gateways)
+    else:
+        _httproute.translate(ctx, gateways, cache, _route_deps(snapshot, options, gateways))
+    _translate_ingresses(ctx, cache)
 
     listeners = [
         {"host": "0.0.0.0", "port": port, "type": "transparent", "decryptSsl": decrypt}
@@ -58,14 +106,20 @@ def _render(snapshot: Snapshot, options: RenderOptions) -> RenderResult:
         if entry.default:
             item["default"] = True
         certificates.append(item)
+    if cache is not None:
+        clusters, cluster_table = ctx.cluster_fragments()
+    else:
+        clusters, cluster_table = ctx.sorted_clusters(), {}
     out = _emit.emit(
         listeners,
         certificates,
         ctx.take_ordered_routes(),
-        ctx.sorted_clusters(),
+        clusters,
         part_limit=options.part_limit_bytes,
         max_parts=options.max_parts,
     )
+    if cache is not None:
+        cache.recipes, cache.order, cache.clusters = ctx.recipes, ctx.sorted_entries, cluster_table
     if out.delivery_error:
         programmed, reason, message = False, "NoResources", out.delivery_error
     elif options.assume_programmed or snapshot.confirmed_config_hash == out.config_hash:

@@ -45,6 +45,15 @@ def _meta(obj: Any) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def _version(obj: Any) -> tuple[str, str] | None:
+    meta = _meta(obj)
+    rv = meta.get("resourceVersion")
+    if not isinstance(rv, str) or not rv:
+        return None
+    uid = meta.get("uid")
+    return (uid if isinstance(uid, str) else "", rv)
+
+
 def _port_number(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
         return None
@@ -138,6 +147,21 @@ class BackendIndex:
         self._cache: dict[tuple[Any, ...], BackendResolution] = {}
         #: cluster id -> (namespace, service, port, settings) it was resolved from (render/memo.py)
         self.recipes: dict[str, tuple[str, str, Any, ClusterSettings]] = {}
+
+    def version(self, namespace: str, name: str) -> tuple[Any, ...] | None:
+        """``(uid, resourceVersion)`` of the Service and of each of its EndpointSlices: what a
+        cluster of it is made from (render/memo.py); None when one has no resourceVersion."""
+        svc = self.services.get((namespace, name))
+        ver = _version(svc)
+        if ver is None:
+            return None
+        out: list[Any] = [ver]
+        for eps in self.slices.get((namespace, name), ()):
+            ver = _version(eps)
+            if ver is None:
+                return None
+            out.append(ver)
+        return tuple(out)
 
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.services.get((namespace, name))

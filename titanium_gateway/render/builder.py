@@ -53,7 +53,7 @@ from typing import Any
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
 from titanium_gateway.render.certificates import CertificateConversion, convert_tls_secret, pfx_file_name
 from titanium_gateway.render.conditions import ConditionList
-from titanium_gateway.render.emit import route_fragment, route_fragment_split
+from titanium_gateway.render.emit import cluster_fragment, route_fragment, route_fragment_split
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import PrecedenceKey
@@ -100,6 +100,8 @@ class RenderContext:
         #: for a route the fast writer cannot cut (written once its order is known)
         self._routes: dict[str, tuple[PrecedenceKey, str, Any, str | None]] = {}
         self._route_count = 0
+        #: the routes' entries in precedence order, once taken (the next render's sort hint)
+        self.sorted_entries: list[Any] = []
         self._certs: dict[tuple[str, str], _CertBinding] = {}
         self.tls_files: dict[str, bytes] = {}
         self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
@@ -108,6 +110,14 @@ class RenderContext:
         self.shared: dict[str, Any] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
         self.recording: Recording | None = None
+        #: cluster id -> (namespace, service, port, settings, id suffix) of the clusters
+        #: recorded or replayed by this render; ``known_recipes``: the previous render's
+        self.recipes: dict[str, tuple[Any, ...]] = {}
+        self.known_recipes: Mapping[str, tuple[Any, ...]] = {}
+        #: cluster id -> (Service version, cluster, fragment) of the previous render
+        self.known_clusters: Mapping[str, tuple[Any, dict[str, Any], str]] = {}
+        #: the previous render's route entries in order: a near-sorted start for the sort
+        self.order_hint: list[Any] = []
 
     # -- inputs -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -117,7 +127,10 @@ class RenderContext:
         return labels
 
     def conditions(self, obj: Mapping[str, Any], previous: Iterable[Mapping[str, Any]]) -> ConditionList:
-        return ConditionList(obj, previous=previous, now=self.now)
+        conds = ConditionList(obj, previous=previous, now=self.now)
+        if self.recording is not None:
+            self.recording.conditions.append(conds)
+        return conds
 
     # -- outputs ----------------------------------------------------------------------------
     def add_listener(self, port: int, decrypt: bool) -> bool:
@@ -138,10 +151,13 @@ class RenderContext:
         return cid
 
     def _record_cluster(self, cid: str, cluster: Mapping[str, Any]) -> None:
-        """How to get this cluster again in a later render: the Service port it resolves
-        (its endpoints may have changed by then), or the constant itself (no destinations)."""
+        """How to get this cluster again in a later render: its id, with the Service port it
+        resolves in :attr:`recipes` (its endpoints may have changed by then), or the constant
+        itself (no destinations)."""
         rec = self.recording
         assert rec is not None
+        if cid in rec.cluster_ids:
+            return
         recipes = self.backends.recipes
         suffix = ""
         recipe = recipes.get(cid)
@@ -151,11 +167,15 @@ class RenderContext:
                     recipe = recipes.get(cid[: -len(suffix)])
                     break
         if recipe is not None:
-            again = self._resolve_recipe((*recipe, suffix))
+            full = (*recipe, suffix)
+            again = self._resolve_recipe(full)
             if again is not None and again == cluster:
-                rec.clusters.append((*recipe, suffix))
+                rec.cluster_ids.add(cid)
+                rec.clusters.append(cid)
+                self.recipes[cid] = full
                 return
         elif cluster.keys() <= {"id", "destinations"} and cluster.get("destinations") == []:
+            rec.cluster_ids.add(cid)
             rec.clusters.append(dict(cluster))
             return
         rec.volatile = True
@@ -226,23 +246,34 @@ class RenderContext:
         """Apply a recording's effects, in the order they were made. False, with nothing
         changed, when it cannot apply exactly (a cluster no longer resolves, a route id is
         taken): the caller translates the object instead."""
+        known = self.clusters
         clusters: list[Mapping[str, Any]] = []
         for c in rec.clusters:
             if type(c) is dict:
                 clusters.append(c)
-            else:
-                got = self._resolve_recipe(c)  # type: ignore[arg-type]
-                if got is None:
+            elif c not in known:
+                recipe = self.known_recipes.get(c)
+                if recipe is None:
                     return False
+                hit = self.known_clusters.get(c)
+                if hit is not None and hit[0] == self.backends.version(recipe[0], recipe[1]):
+                    got = hit[1]  # same Service and EndpointSlices: the same cluster
+                else:
+                    got = self._resolve_recipe(recipe)
+                    if got is None:
+                        return False
+                self.recipes[c] = recipe
                 clusters.append(got)
+            else:
+                self.recipes[c] = self.known_recipes[c]
         routes = self._routes
         for entry in rec.routes:
             if entry[1] in routes:
                 return False
         for cluster in clusters:
             cid = str(cluster["id"])
-            if cid not in self.clusters:
-                self.clusters[cid] = dict(cluster)
+            if cid not in known:
+                known[cid] = dict(cluster)
         for entry in rec.routes:
             routes[entry[1]] = entry
         for status in rec.statuses:
@@ -271,9 +302,22 @@ class RenderContext:
         """The routes' fragments in precedence order (key, then id: ids are unique, so the
         sort never compares further), each with its ``order`` line. Drops the context's
         references as it goes."""
-        items: list[Any] = sorted(self._routes.values())
+        routes = self._routes
+        hint = self.order_hint
+        if hint:
+            # replayed entries are the very tuples of the previous render: start from its
+            # order (Timsort then does ~n comparisons), new entries appended
+            items: list[Any] = [e for e in hint if routes.get(e[1]) is e]
+            if len(items) != len(routes):
+                seen = {e[1] for e in items}
+                items += [e for rid, e in routes.items() if rid not in seen]
+            items.sort()
+        else:
+            items = sorted(routes.values())
+        self.order_hint = []
+        self.sorted_entries = items
         self._route_count = len(items)
-        self._routes.clear()
+        routes.clear()
         return self._ordered_fragments(items)
 
     @staticmethod
@@ -290,6 +334,26 @@ class RenderContext:
 
     def sorted_clusters(self) -> list[dict[str, Any]]:
         return [self.clusters[k] for k in sorted(self.clusters)]
+
+    def cluster_fragments(self) -> tuple[list[str], dict[str, tuple[Any, dict[str, Any], str]]]:
+        """The clusters' fragments in id order, re-using the previous render's text of a
+        cluster whose Service and EndpointSlices are unchanged; and the new such table."""
+        out: list[str] = []
+        table: dict[str, tuple[Any, dict[str, Any], str]] = {}
+        known = self.known_clusters
+        for cid in sorted(self.clusters):
+            cluster = self.clusters[cid]
+            recipe = self.recipes.get(cid)
+            ver = self.backends.version(recipe[0], recipe[1]) if recipe is not None else None
+            hit = known.get(cid) if ver is not None else None
+            if hit is not None and hit[0] == ver and hit[1] == cluster:
+                text = hit[2]
+            else:
+                text = cluster_fragment(cluster)
+            if ver is not None:
+                table[cid] = (ver, cluster, text)
+            out.append(text)
+        return out, table
 
     def listener_keys(self) -> frozenset[ListenerKey]:
         return frozenset(ListenerKey(p, d) for p, d in self.listeners.items())

@@ -45,13 +45,21 @@ def make_condition(
     previous: Iterable[Mapping[str, Any]] = (),
 ) -> Condition:
     """A metav1.Condition dict with a stable lastTransitionTime (see module doc)."""
+    return _condition(ctype, status, reason, message, observed_generation, now, previous)[0]
+
+
+def _condition(ctype: str, status: bool, reason: str, message: str, observed_generation: int, now: str,
+               previous: Iterable[Mapping[str, Any]]) -> tuple[Condition, bool]:
+    """The condition, and whether it stamped ``now`` (a transition)."""
     status_text = "True" if status else "False"
     ltt = now
+    stamped = True
     for prev in previous:
         if prev.get("type") == ctype:
             old = prev.get("lastTransitionTime")
             if prev.get("status") == status_text and prev.get("reason") == reason and isinstance(old, str) and old:
                 ltt = old
+                stamped = False
             break
     return {
         "type": ctype,
@@ -60,7 +68,7 @@ def make_condition(
         "message": message,
         "observedGeneration": observed_generation,
         "lastTransitionTime": ltt,
-    }
+    }, stamped
 
 
 class ConditionList:
@@ -76,17 +84,13 @@ class ConditionList:
         self._previous = list(previous)
         self._now = now
         self._items: dict[str, Condition] = {}
+        #: a condition set here took ``now`` as its lastTransitionTime (a transition)
+        self.stamped = False
 
     def set(self, ctype: str, status: bool, reason: str, message: str = "") -> None:
-        self._items[ctype] = make_condition(
-            ctype,
-            status,
-            reason,
-            message,
-            observed_generation=self._gen,
-            now=self._now,
-            previous=self._previous,
-        )
+        cond, stamped = _condition(ctype, status, reason, message, self._gen, self._now, self._previous)
+        self._items[ctype] = cond
+        self.stamped = self.stamped or stamped
 
     def get(self, ctype: str) -> Condition | None:
         return self._items.get(ctype)

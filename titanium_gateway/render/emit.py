@@ -432,21 +432,22 @@ def emit(
     listeners: Sequence[Mapping[str, Any]],
     certificates: Sequence[Mapping[str, Any]],
     routes: Iterable[Mapping[str, Any] | str],
-    clusters: Iterable[Mapping[str, Any]],
+    clusters: Iterable[Mapping[str, Any] | str],
     *,
     part_limit: int,
     max_parts: int,
 ) -> Emitted:
     """Assemble the root document (and parts past ``part_limit`` bytes).
 
-    ``routes`` are route dicts (with ``order``) or their fragments already written.
+    ``routes`` are route dicts (with ``order``) or their fragments already written; so are
+    ``clusters``.
     Memory: ``routes``/``clusters`` may be iterators that drop each item once it is text
     (``RenderContext.take_ordered_routes``); fragments are measured with ``len`` (ASCII), only
     the output returned is built, and each part's fragments are released once the part is
     encoded, so the peak holds about one copy of the document plus the output.
     """
     route_frags = [r if type(r) is str else route_fragment(r) for r in routes]
-    cluster_frags = [cluster_fragment(c) for c in clusters]
+    cluster_frags = [c if type(c) is str else cluster_fragment(c) for c in clusters]
     head = _head(SCHEMA_VERSION, listeners, certificates)
     route_size = sum(map(_size, route_frags))
     cluster_size = sum(map(_size, cluster_frags))

@@ -25,6 +25,7 @@ from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
+from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import TIER_DEGRADED, TIER_NORMAL, creation_timestamp, key_from_match
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import ObjectStatus
@@ -719,69 +720,112 @@ def _effective_hosts(listeners: list[ListenerInfo], route_hosts: list[str]) -> l
     return sorted(hosts)
 
 
-def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
-    controller = ctx.options.controller_name
-    for key in sorted(ctx.snapshot.httproutes):
-        route = ctx.snapshot.httproutes[key]
+def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], cache: RenderCache | None = None,
+              deps: Any = None) -> None:
+    """Every HTTPRoute, in key order. With a ``cache`` and the route dependencies ``deps`` (see
+    render/memo.py; None: nothing is memoized), a route whose ``(uid, resourceVersion)`` and
+    dependencies are unchanged replays its recorded effects instead of being translated."""
+    routes = ctx.snapshot.httproutes
+    if cache is not None and (deps is None or deps != cache.route_deps):
+        cache.routes.clear()
+        cache.route_deps = deps
+    memo = cache.routes if cache is not None and deps is not None else None
+    kept: dict[str, tuple[tuple[str, str], Recording]] = {}
+    listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
+    for key in sorted(routes):
+        route = routes[key]
         if not isinstance(route, Mapping):
             continue
-        meta = _dict(route.get("metadata"))
-        name = _s(meta.get("name"))
-        ns = _s(meta.get("namespace")) or "default"
-        if not name:
+        version = resource_version(route) if memo is not None else None
+        if version is not None:
+            assert memo is not None and cache is not None
+            hit = memo.get(key)
+            if hit is not None and hit[0] == version and ctx.replay(hit[1]):
+                for lk in hit[1].extra:
+                    listeners[lk].attached += 1
+                kept[key] = hit
+                cache.hits += 1
+                continue
+            rec = Recording()
+            ctx.recording = rec
+            try:
+                counted = _translate_route(ctx, route, gateways)
+            finally:
+                ctx.recording = None
+            rec.extra = [(((li.gateway_ns, li.gateway_name)), li.index) for li in counted]
+            if rec.replayable():
+                kept[key] = (version, rec)
+            cache.misses += 1
+        else:
+            _translate_route(ctx, route, gateways)
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
+
+
+def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dict[tuple[str, str], GatewayInfo]
+                     ) -> list[ListenerInfo]:
+    """One HTTPRoute; returns the listeners whose attachedRoutes it counted (already counted)."""
+    controller = ctx.options.controller_name
+    meta = _dict(route.get("metadata"))
+    name = _s(meta.get("name"))
+    ns = _s(meta.get("namespace")) or "default"
+    if not name:
+        return []
+    spec = _dict(route.get("spec"))
+    status = _dict(route.get("status"))
+    old_parents = [p for p in _list(status.get("parents"))
+                   if isinstance(p, Mapping) and p.get("controllerName") == controller]
+    route_hosts: list[str] = []
+    bad_hosts: list[str] = []
+    for index, h in enumerate(_list(spec.get("hostnames"))):
+        if isinstance(h, str) and valid_hostname(h.lower()):
+            route_hosts.append(h.lower())
+        else:
+            bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
+    parents: list[_Parent] = []
+    for ref in _list(spec.get("parentRefs")):
+        if not isinstance(ref, Mapping):
             continue
-        spec = _dict(route.get("spec"))
-        status = _dict(route.get("status"))
-        old_parents = [p for p in _list(status.get("parents"))
-                       if isinstance(p, Mapping) and p.get("controllerName") == controller]
-        route_hosts: list[str] = []
-        bad_hosts: list[str] = []
-        for index, h in enumerate(_list(spec.get("hostnames"))):
-            if isinstance(h, str) and valid_hostname(h.lower()):
-                route_hosts.append(h.lower())
-            else:
-                bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
-        parents: list[_Parent] = []
-        for ref in _list(spec.get("parentRefs")):
-            if not isinstance(ref, Mapping):
-                continue
-            ident = _ref_identity(ref, ns)
-            if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
-                continue
-            gw = gateways.get((ident[2], ident[3]))
-            if gw is None:
-                continue  # not ours (other class) or absent: never reported
-            if any(p.identity == ident for p in parents):
-                continue
-            ok, reason, message, listeners, counted = _attach(ctx, gw, ref, ns, route_hosts)
-            if bad_hosts and ok:
-                # emitting the valid names only could widen the route (none left = any host)
-                ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
-            parents.append(_Parent(ref, ident, ok, reason, message, listeners, counted))
-        if not parents:
-            if old_parents:
-                ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
+        ident = _ref_identity(ref, ns)
+        if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
             continue
-        # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
-        for li in {id(li): li for p in parents for li in p.counted}.values():
-            li.attached += 1
-        attached = [li for p in parents if p.accepted for li in p.listeners]
-        unique_listeners = {id(li): li for li in attached}
-        unsupported: list[str] = []
-        refs: list[tuple[str, str]] = []
-        serving = [li for li in unique_listeners.values() if li.usable]
-        # rules are always validated (status), but only emitted when a programmed listener serves them
-        basis = serving or list(unique_listeners.values())
-        ports = {(li.port, li.protocol) for li in basis}
-        one_port = next(iter(ports)) if len(ports) == 1 else None
-        hosts = _effective_hosts(basis, route_hosts) if basis else (
-            sorted({h.lower() for h in route_hosts}) or [None])
-        firsts: list[str] = []  # the problem each 500 body starts with: always named in the status
-        ref_firsts: list[str] = []
-        _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs, firsts, ref_firsts,
-                    emit=bool(serving))
-        _status(ctx, route, ns, name, parents, old_parents, firsts + unsupported, ref_firsts + [m for _, m in refs],
-                refs[0][0] if refs else "", len(set(firsts)), len(set(ref_firsts)))
+        gw = gateways.get((ident[2], ident[3]))
+        if gw is None:
+            continue  # not ours (other class) or absent: never reported
+        if any(p.identity == ident for p in parents):
+            continue
+        ok, reason, message, listeners, counted = _attach(ctx, gw, ref, ns, route_hosts)
+        if bad_hosts and ok:
+            # emitting the valid names only could widen the route (none left = any host)
+            ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
+        parents.append(_Parent(ref, ident, ok, reason, message, listeners, counted))
+    if not parents:
+        if old_parents:
+            ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
+        return []
+    # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
+    counted_once = list({id(li): li for p in parents for li in p.counted}.values())
+    for li in counted_once:
+        li.attached += 1
+    attached = [li for p in parents if p.accepted for li in p.listeners]
+    unique_listeners = {id(li): li for li in attached}
+    unsupported: list[str] = []
+    refs: list[tuple[str, str]] = []
+    serving = [li for li in unique_listeners.values() if li.usable]
+    # rules are always validated (status), but only emitted when a programmed listener serves them
+    basis = serving or list(unique_listeners.values())
+    ports = {(li.port, li.protocol) for li in basis}
+    one_port = next(iter(ports)) if len(ports) == 1 else None
+    hosts = _effective_hosts(basis, route_hosts) if basis else (
+        sorted({h.lower() for h in route_hosts}) or [None])
+    firsts: list[str] = []  # the problem each 500 body starts with: always named in the status
+    ref_firsts: list[str] = []
+    _emit_rules(ctx, route, ns, name, spec, hosts, one_port, unsupported, refs, firsts, ref_firsts,
+                emit=bool(serving))
+    _status(ctx, route, ns, name, parents, old_parents, firsts + unsupported, ref_firsts + [m for _, m in refs],
+            refs[0][0] if refs else "", len(set(firsts)), len(set(ref_firsts)))
+    return counted_once
 
 
 def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],

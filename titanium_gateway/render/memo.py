@@ -22,9 +22,10 @@ Validity, conservatively:
   recorded as a whole, valid while every Ingress, IngressClass, Service, Secret and Namespace
   version, the options and the ports Gateway listeners use are unchanged;
 * an object without ``metadata.resourceVersion`` (an offline render of files) is never
-  memoized, nor is a recording whose statuses stamped ``snapshot.now`` (a condition that
-  changed: its next render must stamp the next ``now`` exactly as a fresh render would), nor
-  one that added a cluster it cannot resolve again.
+  memoized, nor is a recording in which a condition stamped ``snapshot.now`` (a transition:
+  the next render must stamp its own ``now``, exactly as a fresh render would; once the status
+  is written the object has a new resourceVersion and is recorded again), nor one that added
+  a cluster it cannot resolve again.
 
 A cache belongs to one caller (the controller's single reconcile worker); it is not
 thread-safe. Recordings not used by a render are dropped, so the cache holds at most one
@@ -49,8 +50,10 @@ class Recording:
 
     #: (precedence key, route id, fragment head, fragment tail or None): see builder.add_route
     routes: list[tuple[Any, str, Any, str | None]] = field(default_factory=list)
-    #: clusters in the order added: a recipe, or a constant cluster dict (no destinations)
-    clusters: list[ClusterRecipe | dict[str, Any]] = field(default_factory=list)
+    #: clusters in the order first added: an id (its recipe in ``RenderCache.recipes``) or a
+    #: constant cluster dict (no destinations)
+    clusters: list[str | dict[str, Any]] = field(default_factory=list)
+    cluster_ids: set[str] = field(default_factory=set)
     statuses: list[ObjectStatus] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
     #: add_listener(port, decrypt) calls, in order
@@ -60,8 +63,19 @@ class Recording:
     tls_files: list[tuple[str, bytes]] = field(default_factory=list)
     #: translator-specific effects (HTTPRoute: the listeners whose attachedRoutes it counts)
     extra: list[Any] = field(default_factory=list)
-    #: cannot be replayed (stamped ``now``, or a cluster it cannot resolve again)
+    #: condition lists made while recording (checked by :meth:`replayable`, then dropped)
+    conditions: list[Any] = field(default_factory=list)
+    #: cannot be replayed (a cluster it cannot resolve again)
     volatile: bool = False
+
+    def replayable(self) -> bool:
+        """False when a condition stamped ``now`` (a transition: the next render must stamp its
+        own ``now``, as a fresh render would) or a cluster cannot be resolved again. Drops what
+        only the recording needed either way."""
+        stamped = any(c.stamped for c in self.conditions)
+        self.conditions = []
+        self.cluster_ids = set()
+        return not (stamped or self.volatile)
 
 
 def resource_version(obj: Any) -> tuple[str, str] | None:
@@ -102,17 +116,6 @@ def gateway_fingerprint(gateways: Mapping[tuple[str, str], Any]) -> tuple[Any, .
     return tuple(out)
 
 
-def uses_now(value: Any, now: str) -> bool:
-    """True when a status stamps ``now`` as a condition's lastTransitionTime."""
-    if isinstance(value, Mapping):
-        if value.get("lastTransitionTime") == now:
-            return True
-        return any(uses_now(v, now) for v in value.values() if isinstance(v, (Mapping, list)))
-    if isinstance(value, list):
-        return any(uses_now(v, now) for v in value if isinstance(v, (Mapping, list)))
-    return False
-
-
 class RenderCache:
     """Recordings kept between renders (see the module doc). Pass the same instance to every
     render of one controller; ``hits``/``misses`` count HTTPRoute recordings replayed or made."""
@@ -122,6 +125,12 @@ class RenderCache:
         self.routes: dict[str, tuple[tuple[str, str], Recording]] = {}
         self.ingress_deps: Any = None
         self.ingress: Recording | None = None
+        #: cluster id -> recipe of every cluster the recordings of the last render name
+        self.recipes: dict[str, ClusterRecipe] = {}
+        #: the last render's route entries in precedence order (a start for the next sort)
+        self.order: list[Any] = []
+        #: cluster id -> (Service + EndpointSlice versions, cluster, fragment) of the last render
+        self.clusters: dict[str, tuple[Any, dict[str, Any], str]] = {}
         self.hits = 0
         self.misses = 0
         self.ingress_hits = 0
@@ -131,3 +140,6 @@ class RenderCache:
         self.routes.clear()
         self.ingress_deps = None
         self.ingress = None
+        self.recipes = {}
+        self.order = []
+        self.clusters = {}

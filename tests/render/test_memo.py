@@ -1,0 +1,232 @@
+"""The translation memo (render/memo.py) changes how much work a render does, never its result.
+
+Every check renders the same snapshot with a cache that has seen earlier renders and without
+any cache, and requires identical results (config bytes, parts, statuses, events, TLS files,
+certificates, listeners).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from benchmarks import workload
+from titanium_gateway.offline import build_snapshot
+from titanium_gateway.render import RenderCache, render
+from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.snapshot import Snapshot
+
+from .conftest import case_names, case_objects, case_options
+
+NOW_1 = "2026-01-01T00:00:00Z"
+NOW_2 = "2026-01-01T00:05:00Z"
+
+
+def _versioned(objs: Any) -> list[dict[str, Any]]:
+    """The case's objects as an API server returns them: with a uid and a resourceVersion."""
+    out = []
+    for n, obj in enumerate(objs):
+        obj = copy.deepcopy(dict(obj))
+        meta = obj.setdefault("metadata", {})
+        if isinstance(meta, dict):
+            meta.setdefault("uid", f"uid-{n}")
+            meta.setdefault("resourceVersion", str(100 + n))
+        out.append(obj)
+    return out
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.config == b.config
+    assert a.config_hash == b.config_hash
+    assert a.parts == b.parts
+    assert a.statuses == b.statuses
+    assert a.events == b.events
+    assert dict(a.tls_files) == dict(b.tls_files)
+    assert a.certificates == b.certificates
+    assert a.listeners == b.listeners
+    assert a.delivery_error == b.delivery_error
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_every_golden_case_renders_the_same_with_a_warm_cache(case: str) -> None:
+    options, snap_kwargs = case_options(case)
+    snap_kwargs.pop("confirmed_config_hash", None)
+    objs = _versioned(case_objects(case))
+    snap = build_snapshot(objs, **snap_kwargs)
+    cache = RenderCache()
+    fresh = render(snap, options)
+    _same(render(snap, options, cache), fresh)
+    _same(render(snap, options, cache), fresh)  # replayed
+    # a later render (another "now") of the same objects: recordings that stamped "now" were not kept
+    later = build_snapshot(objs, **{**snap_kwargs, "now": NOW_2})
+    _same(render(later, options, cache), render(later, options))
+
+
+def test_unchanged_routes_are_replayed_and_endpoint_changes_re_resolve_clusters() -> None:
+    w = workload.build(50)
+    objs = [copy.deepcopy(o) for o in w.objects]
+    options = _options()
+    cache = RenderCache()
+    snap = workload.snapshot(objs, now=NOW_1)
+    _same(render(snap, options, cache), render(snap, options))
+    assert cache.misses == 50 and cache.hits == 0 and not cache.routes  # new conditions stamp "now"
+    _converge(objs, render(snap, options))  # the status writer's work: every route changes once
+    snap = workload.snapshot(objs, now=NOW_1)
+    _same(render(snap, options, cache), render(snap, options))
+    first_misses = cache.misses
+    assert first_misses == 100 and cache.hits == 0 and len(cache.routes) == 50
+    # an EndpointSlice changes: no route is translated again, the cluster shows the new address
+    eps = next(o for o in objs if o["kind"] == "EndpointSlice")
+    eps["endpoints"][0]["addresses"] = ["172.16.9.9"]
+    _bump(eps)
+    snap = workload.snapshot(objs, now=NOW_2)
+    got = render(snap, options, cache)
+    _same(got, render(snap, options))
+    assert b"172.16.9.9" in got.config + b"".join(b for _, b in got.parts)
+    assert cache.hits == 50 and cache.misses == first_misses
+    assert cache.ingress_hits == 1
+
+
+def _converge(objs: list[dict[str, Any]], result: Any) -> None:
+    """Store every wanted status on its object (a new resourceVersion), as the status writer does."""
+    by_key = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
+    for st in result.statuses:
+        obj = by_key.get((st.kind, st.namespace, st.name))
+        if obj is not None:
+            obj["status"] = copy.deepcopy(dict(st.status))
+            _bump(obj)
+
+
+def _options() -> RenderOptions:
+    from benchmarks import bench_render
+
+    return bench_render.render_options()
+
+
+def _bump(obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 100000)
+
+
+def _find(objs: list[dict[str, Any]], kind: str, n: int = 0) -> dict[str, Any]:
+    return [o for o in objs if o["kind"] == kind][n]
+
+
+def _change_route_path(objs: list[dict[str, Any]]) -> None:
+    r = _find(objs, "HTTPRoute", 3)
+    r["spec"]["rules"][0]["matches"][0]["path"] = {"type": "PathPrefix", "value": "/changed"}
+    _bump(r)
+
+
+def _delete_service(objs: list[dict[str, Any]]) -> None:
+    svc = _find(objs, "Service", 2)  # 0 is the data-plane Service
+    objs.remove(svc)
+
+
+def _gateway_listener_hostname(objs: list[dict[str, Any]]) -> None:
+    gw = _find(objs, "Gateway", 0)
+    gw["spec"]["listeners"][0]["hostname"] = "nothing.example.org"
+    _bump(gw)
+
+
+def _gateway_status_only(objs: list[dict[str, Any]]) -> None:
+    gw = _find(objs, "Gateway", 1)
+    gw["status"] = {"conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                                    "observedGeneration": 1, "lastTransitionTime": NOW_1}]}
+    _bump(gw)
+
+
+def _namespace_label(objs: list[dict[str, Any]]) -> None:
+    gw = _find(objs, "Gateway", 0)
+    gw["spec"]["listeners"][0]["allowedRoutes"] = {"namespaces": {"from": "Selector", "selector": {
+        "matchLabels": {"team": "a"}}}}
+    _bump(gw)
+    ns = [o for o in objs if o["kind"] == "Namespace" and o["metadata"]["name"] == "app-00"][0]
+    ns["metadata"].setdefault("labels", {})["team"] = "a"
+    _bump(ns)
+
+
+def _ingress_change(objs: list[dict[str, Any]]) -> None:
+    ing = _find(objs, "Ingress", 5)
+    ing["spec"]["rules"][0]["http"]["paths"][0]["path"] = "/moved"
+    _bump(ing)
+
+
+def _route_status_written(objs: list[dict[str, Any]]) -> None:
+    r = _find(objs, "HTTPRoute", 7)
+    r["status"] = {"parents": []}
+    _bump(r)
+
+
+def _route_deleted(objs: list[dict[str, Any]]) -> None:
+    objs.remove(_find(objs, "HTTPRoute", 9))
+
+
+def _secret_changed(objs: list[dict[str, Any]]) -> None:
+    sec = _find(objs, "Secret", 0)
+    sec["data"] = dict(_find(objs, "Secret", 1)["data"])
+    _bump(sec)
+
+
+def _route_without_version(objs: list[dict[str, Any]]) -> None:
+    r = _find(objs, "HTTPRoute", 11)
+    del r["metadata"]["resourceVersion"]
+
+
+CHANGES = [_change_route_path, _delete_service, _gateway_status_only, _gateway_listener_hostname,
+           _namespace_label, _ingress_change, _route_status_written, _route_deleted, _secret_changed,
+           _route_without_version]
+
+
+def test_a_sequence_of_changes_renders_as_without_a_cache() -> None:
+    objs = [copy.deepcopy(o) for o in workload.build(40).objects]
+    options = _options()
+    cache = RenderCache()
+    _converge(objs, render(workload.snapshot(objs, now=NOW_1), options))
+    for step, change in enumerate([None, *CHANGES]):
+        if change is not None:
+            change(objs)
+        snap = workload.snapshot(objs, now=f"2026-01-01T00:{step:02d}:00Z")
+        _same(render(snap, options, cache), render(snap, options))
+
+
+def test_a_route_whose_status_changes_is_not_replayed_with_an_old_now() -> None:
+    objs = [copy.deepcopy(o) for o in workload.build(10).objects]
+    options = _options()
+    cache = RenderCache()
+    a = workload.snapshot(objs, now=NOW_1)
+    render(a, options, cache)
+    b = workload.snapshot(objs, now=NOW_2)
+    got = render(b, options, cache)
+    _same(got, render(b, options))
+    stamped = [s for s in got.statuses if s.kind == "HTTPRoute"]
+    assert stamped and all(c["lastTransitionTime"] == NOW_2
+                           for s in stamped for p in s.status["parents"] for c in p["conditions"])
+
+
+def test_objects_without_resource_versions_are_never_memoized() -> None:
+    case = "conf-httproute-simple-same-namespace" if "conf-httproute-simple-same-namespace" in case_names() \
+        else case_names()[0]
+    snap: Snapshot = build_snapshot(case_objects(case))
+    cache = RenderCache()
+    render(snap, RenderOptions(), cache)
+    render(snap, RenderOptions(), cache)
+    assert cache.hits == 0 and not cache.routes and cache.ingress is None
+
+
+def test_cache_holds_only_the_last_render() -> None:
+    objs = [copy.deepcopy(o) for o in workload.build(20).objects]
+    options = _options()
+    cache = RenderCache()
+    _converge(objs, render(workload.snapshot(objs, now=NOW_1), options))
+    render(workload.snapshot(objs, now=NOW_1), options, cache)
+    assert len(cache.routes) == 20
+    objs = [o for o in objs if not (o["kind"] == "HTTPRoute" and o["metadata"]["name"].endswith(("1", "3")))]
+    render(workload.snapshot(objs, now=NOW_1), options, cache)
+    assert len(cache.routes) == len([o for o in objs if o["kind"] == "HTTPRoute"])
+    assert all(isinstance(k, str) for k in cache.routes)
+    assert all(isinstance(v, tuple) and isinstance(v[1].routes, list) for v in cache.routes.values())
+    assert isinstance(cache.routes, Mapping)

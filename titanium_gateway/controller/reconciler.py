@@ -95,10 +95,18 @@ def _meta_rv(obj: Mapping[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
-def _default_render() -> RenderFn:
+def _default_render(cache: Any = None) -> RenderFn:
+    """The pure render, with this controller's translation memo (render/memo.py): a reconcile
+    re-translates only what changed since the last one; the output is the same."""
     from titanium_gateway.render import render
 
-    return render
+    if cache is None:
+        return render
+
+    def render_with_cache(snap: Snapshot, options: Any) -> RenderResult:
+        return render(snap, options, cache)
+
+    return render_with_cache
 
 
 class Controller:
@@ -111,7 +119,12 @@ class Controller:
         self.opts = opts
         self.api = api
         self.clock = clock
-        self.render_fn = render_fn or _default_render()
+        self.render_cache: Any = None
+        if render_fn is None:
+            from titanium_gateway.render import RenderCache
+
+            self.render_cache = RenderCache()
+        self.render_fn = render_fn or _default_render(self.render_cache)
         self.render_options = opts.to_render_options()
         self.guard = LeaderGuard(is_leader)
         reg = registry or REGISTRY
@@ -169,10 +182,14 @@ class Controller:
         self._rendered_from: tuple[Any, ...] | None = None
         self.renders = 0
         self.reconciles = 0
+        self._memo_seen = (0, 0)
         self._m_total = reg.counter("controller_runtime_reconcile_total", "Reconciles by result.", ["result"])
         self._m_time = reg.histogram("controller_runtime_reconcile_time_seconds", "Time of one reconcile.")
         self._m_render = reg.histogram("titanium_render_duration_seconds", "Time of the pure render.")
         self._m_bytes = reg.gauge("titanium_config_bytes", "Bytes of the rendered config (root + parts).")
+        self._m_memo = reg.counter("titanium_render_memo_total",
+                                   "HTTPRoute translations by outcome: replayed from the last render or translated.",
+                                   ["outcome"])
 
     # --- informer events: one key, coalesced --------------------------------------------------
     def _on_add(self, obj: Any) -> None:
@@ -335,6 +352,11 @@ class Controller:
             render_s = time.monotonic() - t0
             self._m_render.observe(render_s)
             self._m_bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
+            memo = self.render_cache
+            if memo is not None:
+                self._m_memo.labels("replayed").inc(memo.hits - self._memo_seen[0])
+                self._m_memo.labels("translated").inc(memo.misses - self._memo_seen[1])
+                self._memo_seen = (memo.hits, memo.misses)
             self.last_result = result
             log.debug("rendered", extra={"config_hash": result.config_hash,
                                          "duration_ms": round(render_s * 1000, 1)})

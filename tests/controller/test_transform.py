@@ -94,7 +94,8 @@ def test_what_is_dropped_and_kept() -> None:
     opaque = {"kind": "Secret", "type": "Opaque", "metadata": {"name": "o"}, "data": {"k": "dg=="}}
     assert "data" not in tf.transform_for("Secret", dp)(opaque)
     tls = {"kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "t"}, "data": {"tls.crt": "eA=="}}
-    assert tf.transform_for("Secret", dp)(tls) is tls
+    assert tf.secret_transform(tls) is tls
+    assert tf.transform_for("Secret", dp)(tls) == tls
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u", "annotations": {"a": "b"}},
            "spec": {"containers": []}, "status": {"phase": "Running", "podIP": "10.0.0.9",
                                                   "podIPs": [{"ip": "10.0.0.9"}], "conditions": []}}
@@ -120,4 +121,32 @@ def test_the_pod_transform_keeps_every_field_the_prober_and_pod_writers_read() -
             field = rest.split("[")[0]
             assert out[head][field] == pod[head][field], path
     plain = {"kind": "HTTPRoute", "metadata": {"name": "r"}, "spec": {}, "status": {}}
-    assert tf.transform_for("HTTPRoute", ("gw", "tp"))(plain) is plain  # nothing to drop: no copy
+    assert tf.strip_metadata(plain) is plain  # nothing to drop: no copy
+    assert tf.transform_for("HTTPRoute", ("gw", "tp"))(plain) == plain  # compacted: an equal copy
+
+
+def test_compaction_shares_keys_and_short_strings_and_keeps_values() -> None:
+    import json
+
+    dp = ("gw", "tp")
+    text = json.dumps({"kind": "HTTPRoute", "metadata": {"name": "r", "namespace": "apps"},
+                       "spec": {"rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}]}],
+                                "note": "x" * 100}})
+    a = tf.transform_for("HTTPRoute", dp)(json.loads(text))
+    b = tf.transform_for("HTTPRoute", dp)(json.loads(text))
+    assert a == b == json.loads(text)
+    ka, kb = next(iter(a["metadata"])), next(iter(b["metadata"]))
+    assert ka is kb  # one "name" for every object
+    pa = a["spec"]["rules"][0]["matches"][0]["path"]["type"]
+    assert pa is b["spec"]["rules"][0]["matches"][0]["path"]["type"]
+    assert a["spec"]["note"] is not b["spec"]["note"]  # long strings are not interned
+
+
+def test_compaction_survives_a_deeply_nested_object() -> None:
+    deep: dict[str, Any] = {}
+    cur = deep
+    for _ in range(5000):
+        cur["a"] = {}
+        cur = cur["a"]
+    obj = {"kind": "HTTPRoute", "metadata": {"name": "r"}, "spec": deep}
+    assert tf.transform_for("HTTPRoute", ("gw", "tp"))(obj)["spec"] is deep

@@ -85,6 +85,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     ctx = RenderContext(snapshot, options)
     if cache is not None:
         ctx.known_recipes, ctx.order_hint, ctx.known_clusters = cache.recipes, cache.order, cache.clusters
+        ctx.keep_order = True
         cache.order = []  # released: the context holds it until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)

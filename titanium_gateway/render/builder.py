@@ -118,6 +118,8 @@ class RenderContext:
         self.known_clusters: Mapping[str, tuple[Any, dict[str, Any], str]] = {}
         #: the previous render's route entries in order: a near-sorted start for the sort
         self.order_hint: list[Any] = []
+        #: keep :attr:`sorted_entries` for the next render's hint (with a RenderCache only)
+        self.keep_order = False
 
     # -- inputs -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -315,15 +317,18 @@ class RenderContext:
         else:
             items = sorted(routes.values())
         self.order_hint = []
-        self.sorted_entries = items
+        if self.keep_order:  # a cache's recordings hold these strings anyway
+            self.sorted_entries = items
         self._route_count = len(items)
         routes.clear()
         return self._ordered_fragments(items)
 
-    @staticmethod
-    def _ordered_fragments(items: list[Any]) -> Iterator[str]:
+    def _ordered_fragments(self, items: list[Any]) -> Iterator[str]:
+        release = not self.keep_order
         for n in range(len(items)):
             _, _, head, tail = items[n]
+            if release:
+                items[n] = None  # the text is only needed once it is written
             if tail is None:
                 yield route_fragment({"id": head["id"], "order": n + 1, **head})
             else:

@@ -44,7 +44,7 @@ from titanium_gateway.render.result import EventRecord, ObjectStatus
 ClusterRecipe = tuple[str, str, Any, Any, str]
 
 
-@dataclass
+@dataclass(slots=True)
 class Recording:
     """The effects of translating one source (or every Ingress) on a render context."""
 
@@ -73,9 +73,17 @@ class Recording:
         own ``now``, as a fresh render would) or a cluster cannot be resolved again. Drops what
         only the recording needed either way."""
         stamped = any(c.stamped for c in self.conditions)
-        self.conditions = []
-        self.cluster_ids = set()
+        self.conditions = _NONE  # type: ignore[assignment]
+        self.cluster_ids = _NO_IDS  # type: ignore[assignment]
+        # a kept recording holds no empty lists (10k recordings: ~1 KiB each otherwise)
+        for name in ("routes", "clusters", "statuses", "events", "listeners", "certificates", "tls_files", "extra"):
+            if not getattr(self, name):
+                setattr(self, name, _NONE)
         return not (stamped or self.volatile)
+
+
+_NONE: tuple[Any, ...] = ()
+_NO_IDS: frozenset[str] = frozenset()
 
 
 def resource_version(obj: Any) -> tuple[str, str] | None:

@@ -77,9 +77,8 @@ def _fill_caches(path: str) -> tuple[Any, str]:
                 objects.append(json.loads(line))
         return workload.snapshot(objects), "plain dicts"
     try:  # the informers' transforms (drop unread fields, intern keys and short strings)
-        from titanium_gateway.controller.transform import transform_for
-
         from benchmarks.bench_render import render_options
+        from titanium_gateway.controller.transform import transform_for
 
         dp = render_options().data_plane_service
         transforms = {kind: transform_for(kind, dp) for kind in KIND_FIELDS}

@@ -132,6 +132,81 @@ def _one_size(render: Callable[..., Any], options: Any, dump: Callable[[Any], An
     return cold, warm, floor, pyyaml, wl, result
 
 
+def _converged(objects: list[Any], options: Any, render: Callable[..., Any]) -> list[Any]:
+    """The objects with the statuses the controller writes (a new resourceVersion each), as the
+    informers hold them once the controller has converged."""
+    import copy
+
+    result = render(workload.snapshot(objects, now="2026-01-01T00:00:00Z"), options)
+    wanted = {(st.kind, st.namespace, st.name): st.status for st in result.statuses}
+    out = []
+    for o in objects:
+        meta = o["metadata"]
+        status = wanted.get((o["kind"], meta.get("namespace", ""), meta["name"]))
+        if status is not None:
+            o = {**o, "status": copy.deepcopy(dict(status)),
+                 "metadata": {**meta, "resourceVersion": meta["resourceVersion"] + "0"}}
+        out.append(o)
+    return out
+
+
+def _changed(objects: list[Any], kind: str, index: int, edit: Callable[[Any], None]) -> list[Any]:
+    import copy
+
+    target = [o for o in objects if o["kind"] == kind][index]
+    new = copy.deepcopy(target)
+    edit(new)
+    new["metadata"]["resourceVersion"] += "1"
+    return [new if o is target else o for o in objects]
+
+
+def figure_incremental(n: int, repeats: int, ingresses: bool = True) -> list[Row]:
+    """The controller's render: with its RenderCache (render/memo.py), after one change, on a
+    converged cluster (statuses written). Same bytes as a full render (tests/render/test_memo.py)."""
+    label = f"N={n} routes + {n} ingresses" if ingresses else f"N={n} routes only"
+    try:
+        from titanium_gateway.render import RenderCache, render
+    except ImportError as exc:
+        return [not_measured("render", f"{label}, re-render after one change", str(exc))]
+    rows: list[Row] = []
+    try:
+        options = render_options()
+        objects = _converged(workload.build(n, ingresses=ingresses).objects, options, render)
+        cache = RenderCache()
+        first, _ = timed(lambda: render(workload.snapshot(objects, now="2026-01-01T00:01:00Z"), options, cache))
+        times: dict[str, list[float]] = {"EndpointSlice": [], "HTTPRoute": [], "Ingress": []}
+        for i in range(max(2, repeats)):
+            def slice_edit(o: Any, i: int = i) -> None:
+                o["endpoints"][0]["addresses"] = [f"172.16.{i // 250}.{i % 250 + 1}"]
+
+            def route_edit(o: Any, i: int = i) -> None:
+                o["spec"]["rules"][0]["matches"][0]["path"]["value"] = f"/changed-{i}"
+
+            def ingress_edit(o: Any, i: int = i) -> None:
+                o["spec"]["rules"][0]["http"]["paths"][0]["path"] = f"/changed-{i}"
+
+            edits = [("EndpointSlice", slice_edit), ("HTTPRoute", route_edit)]
+            if ingresses:
+                edits.append(("Ingress", ingress_edit))
+            for kind, edit in edits:
+                objects = _changed(objects, kind, (i * 37) % 50, edit)
+                snap = workload.snapshot(objects, now="2026-01-01T00:01:00Z")
+                t, _ = timed(lambda snap=snap: render(snap, options, cache))
+                times[kind].append(t)
+        parts = [f"first {seconds(first)} (empty cache)"]
+        for kind, ts in times.items():
+            if ts:
+                parts.append(f"1 {kind} changed {seconds(min(ts))}")
+        best = max(min(ts) for ts in (times["EndpointSlice"], times["HTTPRoute"]))
+        goal, met = ("", None)
+        if n == 10_000:
+            goal, met = "< 1.0 s (the controller's render per change)", best < 1.0
+        rows.append(Row("render", f"{label}, controller re-render (RenderCache)", "; ".join(parts), goal, met))
+    except Exception as exc:  # noqa: BLE001
+        rows.append(error_row("render", exc, f"{label}, re-render"))
+    return rows
+
+
 def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_only_at: int | None = 10_000) -> list[Row]:
     """Full render time per N (cold: PFX cache empty; warm: best of ``repeats``), ratio to the
     floor (the same output document dumped again by the render's dumper), growth.
@@ -171,6 +246,9 @@ def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_
             del wl, result
         except Exception as exc:  # noqa: BLE001 - each row reports its own failure
             rows.append(error_row("render", exc, label))
+    if routes_only_at in sizes:
+        rows += figure_incremental(routes_only_at, repeats, ingresses=True)
+        rows += figure_incremental(routes_only_at, repeats, ingresses=False)
     lo, hi = min(sizes), max(sizes)
     if lo in warm and hi in warm and hi > lo:
         allowed = _nlogn(hi) / _nlogn(lo)

@@ -95,6 +95,8 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 _PLAIN = re.compile(r"[A-Za-z0-9/_.][A-Za-z0-9/_.:*@=+-]*")
 _scalar_cache: dict[str, str] = {}
+#: Entries of the scalar cache (kinds, keys, hosts, cluster ids repeat; route ids do not).
+_SCALAR_CACHE_MAX = 32_768
 
 
 def _quote(value: str) -> str:
@@ -153,8 +155,9 @@ def _scalar(value: Any) -> str:
         text = value
     else:
         text = json.dumps(value)  # printable ASCII: a valid YAML double-quoted scalar
-    if len(_scalar_cache) < 500_000:
-        _scalar_cache[value] = text
+    if len(_scalar_cache) >= _SCALAR_CACHE_MAX:
+        _scalar_cache.clear()  # bounded: recurring strings come back at once, unique ids do not pile up
+    _scalar_cache[value] = text
     return text
 
 

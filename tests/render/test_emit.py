@@ -204,7 +204,7 @@ def _emit_inputs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     def recording(listeners: Any, certificates: Any, routes: Any, clusters: Any, **kw: Any) -> Any:
         # the render hands routes over already written (one fragment each): read them back
         routes, clusters = list(routes), [dict(c) for c in clusters]
-        dicts = [yaml.safe_load(r)[0] if isinstance(r, str) else dict(r) for r in routes]
+        dicts = [yaml.safe_load("".join(r))[0] if isinstance(r, (str, tuple)) else dict(r) for r in routes]
         seen.append({"listeners": list(listeners), "certificates": list(certificates),
                      "routes": [canonical_route(r) for r in dicts], "clusters": [canonical_cluster(c) for c in clusters]})
         return real(listeners, certificates, routes, clusters, **kw)

@@ -297,10 +297,10 @@ class RenderContext:
         import yaml
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        text = "".join(self._ordered_fragments(sorted(self._routes.values())))
+        text = "".join("".join(f) for f in self._ordered_fragments(sorted(self._routes.values())))
         return list(yaml.load(text, Loader=loader) or [])
 
-    def take_ordered_routes(self) -> Iterator[str]:
+    def take_ordered_routes(self) -> Iterator[str | tuple[str, str, str]]:
         """The routes' fragments in precedence order (key, then id: ids are unique, so the
         sort never compares further), each with its ``order`` line. Drops the context's
         references as it goes."""
@@ -323,7 +323,9 @@ class RenderContext:
         routes.clear()
         return self._ordered_fragments(items)
 
-    def _ordered_fragments(self, items: list[Any]) -> Iterator[str]:
+    def _ordered_fragments(self, items: list[Any]) -> Iterator[str | tuple[str, str, str]]:
+        """Each route's fragment: ``(head, order line, tail)`` (emit joins them into its part),
+        or the text of a route the fast writer could not cut."""
         release = not self.keep_order
         for n in range(len(items)):
             _, _, head, tail = items[n]
@@ -332,7 +334,7 @@ class RenderContext:
             if tail is None:
                 yield route_fragment({"id": head["id"], "order": n + 1, **head})
             else:
-                yield f"{head}  order: {n + 1}\n{tail}"
+                yield (head, f"  order: {n + 1}\n", tail)
 
     def route_count(self) -> int:
         return len(self._routes) or self._route_count

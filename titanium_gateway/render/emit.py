@@ -412,15 +412,23 @@ def _head(schema_version: str, listeners: Sequence[Mapping[str, Any]], certifica
         return dump(data)
 
 
-def _list_block(key: str, fragments: Sequence[str]) -> str:
+#: A fragment: its text, or the pieces it is the concatenation of (joined only when written)
+Fragment = str | tuple[str, ...]
+
+
+def _list_block(key: str, fragments: Sequence[Fragment]) -> str:
     if not fragments:
         return f"{key}: []\n"
-    return f"{key}:\n" + "".join(fragments)
+    if all(type(f) is str for f in fragments):
+        return f"{key}:\n" + "".join(fragments)  # type: ignore[arg-type]
+    return f"{key}:\n" + "".join([p for f in fragments for p in ((f,) if type(f) is str else f)])
 
 
-def _size(text: str) -> int:
+def _size(text: Fragment) -> int:
     """UTF-8 size: ``len`` for ASCII text (every fast-writer fragment; ``isascii`` is O(1))."""
-    return len(text) if text.isascii() else len(text.encode())
+    if type(text) is tuple:
+        return sum(map(_size, text))
+    return len(text) if text.isascii() else len(text.encode())  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -434,7 +442,7 @@ class Emitted:
 def emit(
     listeners: Sequence[Mapping[str, Any]],
     certificates: Sequence[Mapping[str, Any]],
-    routes: Iterable[Mapping[str, Any] | str],
+    routes: Iterable[Mapping[str, Any] | Fragment],
     clusters: Iterable[Mapping[str, Any] | str],
     *,
     part_limit: int,
@@ -442,14 +450,17 @@ def emit(
 ) -> Emitted:
     """Assemble the root document (and parts past ``part_limit`` bytes).
 
-    ``routes`` are route dicts (with ``order``) or their fragments already written; so are
-    ``clusters``.
+    ``routes`` are route dicts (with ``order``) or their fragments already written, as one
+    string or as the tuple of strings it is made of (joined only into the part that holds it:
+    the render's routes are ``(head, order line, tail)`` of text its cache keeps anyway); so
+    are ``clusters``.
     Memory: ``routes``/``clusters`` may be iterators that drop each item once it is text
     (``RenderContext.take_ordered_routes``); fragments are measured with ``len`` (ASCII), only
     the output returned is built, and each part's fragments are released once the part is
     encoded, so the peak holds about one copy of the document plus the output.
     """
-    route_frags = [r if type(r) is str else route_fragment(r) for r in routes]
+    route_frags: list[Fragment] = [r if type(r) is str or type(r) is tuple else route_fragment(r)  # type: ignore[misc]
+                                   for r in routes]
     cluster_frags = [c if type(c) is str else cluster_fragment(c) for c in clusters]
     head = _head(SCHEMA_VERSION, listeners, certificates)
     route_size = sum(map(_size, route_frags))

@@ -296,6 +296,8 @@ class _Translator:
         self.http_port = self.options.data_plane_port(80)
         self.https_port = self.options.data_plane_port(443)
         self.lb_ingress = load_balancer_ingress(ctx.snapshot, self.options.data_plane_service)
+        #: the one status of every Ingress, shared (statuses are never modified downstream)
+        self.lb_status = {"loadBalancer": {"ingress": [dict(x) for x in self.lb_ingress]}}
         self.http_ok, self.http_why = self._port_usable(self.http_port, "HTTP")
         self.https_ok, self.https_why = self._port_usable(self.https_port, "HTTPS")
         self.https_needed = False
@@ -388,7 +390,7 @@ class _Translator:
                 kind="Ingress",
                 namespace=ing.namespace,
                 name=ing.name,
-                status={"loadBalancer": {"ingress": [dict(x) for x in self.lb_ingress]}},
+                status=self.lb_status,
             )
         )
 

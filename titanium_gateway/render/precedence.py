@@ -44,6 +44,10 @@ def creation_timestamp(obj: Any) -> str:
     return value if isinstance(value, str) and value else _MISSING_TIME
 
 
+def _longer_first(n: int) -> int:
+    return 256 - n if n <= 256 else -n
+
+
 def route_key(
     *,
     hostname: str | None,
@@ -73,12 +77,15 @@ def route_key(
         rank, plen = PATH_TYPE_RANK["PathPrefix"], 1
     else:
         rank, plen = PATH_TYPE_RANK.get(path_type, 2), len(path)
+    # "longer first" as small non-negative ints where possible (CPython shares 0..256: no
+    # allocation per key; hostnames have at most 253 characters), negative past 256 (still
+    # smaller, so the order is the same as plain negation)
     return (
         tier,
-        -exact_len,
-        -len(host),
+        _longer_first(exact_len),
+        _longer_first(len(host)),
         rank,
-        -plen,
+        _longer_first(plen),
         0 if method else 1,
         -headers,
         -query,

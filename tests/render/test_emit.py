@@ -235,3 +235,14 @@ def test_every_golden_config_parses_back_to_the_emitter_input(case: str, monkeyp
     assert doc == {"schemaVersion": "7.1", "listeners": given["listeners"],
                    "certificates": {"items": given["certificates"]},
                    "routes": given["routes"], "clusters": given["clusters"]}
+
+
+@given(st.text(alphabet="abcyYnNoOtTfFeE01239/_.-:+~= xX", max_size=12))
+def test_the_sure_plain_shortcut_agrees_with_the_resolver(value: str) -> None:
+    """A string the shortcut writes plain reads back as the same string."""
+    from titanium_gateway.render import emit as em
+
+    if em._SURE_PLAIN.fullmatch(value) and not value.isalpha():
+        assert em._scalar(value) == value
+        assert yaml.safe_load(f"k: {value}") == {"k": value}
+        assert yaml.safe_load(f"k: [{value}, x]") == {"k": [value, "x"]}

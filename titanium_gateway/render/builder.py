@@ -53,7 +53,7 @@ from typing import Any
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
 from titanium_gateway.render.certificates import CertificateConversion, convert_tls_secret, pfx_file_name
 from titanium_gateway.render.conditions import ConditionList
-from titanium_gateway.render.emit import cluster_fragment, route_fragment, route_fragment_split
+from titanium_gateway.render.emit import cluster_fragment, route_fragment, route_fragment_split, route_head
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import PrecedenceKey
@@ -191,13 +191,22 @@ class RenderContext:
             return {**res.cluster, "id": f"{res.cluster['id']}{suffix}"}
         return res.cluster
 
-    def add_route(self, route: Mapping[str, Any], key: PrecedenceKey) -> bool:
+    def add_route(self, route: Mapping[str, Any], key: PrecedenceKey, tail: str | None = None) -> bool:
         """Written to text right away (without ``order``, spliced in once every route is
-        known), so the route dicts never pile up and a recording holds text only."""
+        known), so the route dicts never pile up and a recording holds text only. ``tail``:
+        the text of every line after ``match`` when the caller already has it
+        (:func:`~titanium_gateway.render.emit.route_tail` of the route's other keys, shared by
+        the routes of one rule)."""
         rid = str(route["id"])
         if rid in self._routes:
             return False
-        split = route_fragment_split(route) if type(route.get("id")) is str else None
+        split = None
+        if tail is not None:
+            lines = route_head(rid, route["match"])
+            if lines is not None:
+                split = (lines[0], lines[1] + tail)
+        if split is None and type(route.get("id")) is str:
+            split = route_fragment_split(route)
         entry = (key, rid, split[0], split[1]) if split is not None else (key, rid, dict(route), None)
         self._routes[rid] = entry
         if self.recording is not None:

@@ -120,8 +120,16 @@ def _quote(value: str) -> str:
     return "".join(out)
 
 
+#: Certainly a plain string: starts with a letter and has a digit or one of ``/_.-`` (no
+#: YAML 1.1 implicit type - bool, null, int, float, timestamp - starts with a letter unless it
+#: is letters only). Ids, hosts, paths and cluster ids skip the resolver and the cache.
+_SURE_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9/_.-]*")
+
+
 def _scalar(value: Any) -> str:
     if type(value) is str:
+        if _SURE_PLAIN.fullmatch(value) is not None and not value.isalpha():
+            return value
         cached = _scalar_cache.get(value)
         if cached is not None:
             return cached
@@ -315,11 +323,11 @@ _CLUSTER_MAP_SHAPES = {"sessionAffinity": ("policy", "name"), "httpClient": HTTP
 
 
 def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Sequence[str]],  # noqa: C901
-            map_shapes: Mapping[str, Sequence[str]]) -> str:
+            map_shapes: Mapping[str, Sequence[str]], lead: str = "- ") -> str:
     """An item whose keys are all in ``keys``, written in that order without copying it, with
-    the contract's key order inside the fixed-shape parts (``*_shapes``)."""
+    the contract's key order inside the fixed-shape parts (``*_shapes``). ``lead`` prefixes
+    the first line (``"  "``: the continuation of an item begun elsewhere)."""
     out: list[str] = []
-    lead = "- "
     for k in keys:
         if k not in item:
             continue
@@ -371,6 +379,35 @@ def route_fragment_split(route: Mapping[str, Any]) -> tuple[str, str] | None:
             frag = _shaped(route, ROUTE_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES)
             cut = frag.find("\n") + 1
             return frag[:cut], frag[cut:]
+    except (_LongKey, _Fallback):
+        pass
+    return None
+
+
+_TAIL_KEYS = tuple(k for k in ROUTE_KEYS if k not in ("id", "order", "match"))
+_TAIL_KEY_SET = frozenset(_TAIL_KEYS)
+
+
+def route_tail(rest: Mapping[str, Any]) -> str | None:
+    """The lines of a route after its ``match`` line (``rest`` holds the route's other keys:
+    its action, mirror, transforms...), to share between the routes of one rule that differ
+    only in ``id`` and ``match``; None when the fast writer cannot write them."""
+    try:
+        if rest and rest.keys() <= _TAIL_KEY_SET:
+            return _shaped(rest, _TAIL_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES, lead="  ")
+    except (_LongKey, _Fallback):
+        pass
+    return None
+
+
+def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(id line, match line)`` exactly as :func:`route_fragment_split` writes them; None when
+    the fast writer cannot."""
+    try:
+        if type(route_id) is str and type(match) is dict:
+            text = _scalar_cache.get(route_id)
+            return (f"- id: {text if text is not None else _scalar(route_id)}\n",
+                    f"  match: {_flow_keyed(match, MATCH_KEYS)}\n")
     except (_LongKey, _Fallback):
         pass
     return None

@@ -24,6 +24,7 @@ from typing import Any
 from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions
+from titanium_gateway.render.emit import route_tail
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import TIER_DEGRADED, TIER_NORMAL, creation_timestamp, key_from_match
@@ -847,6 +848,19 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         if emit and not rule_unsupported:
             for cluster in out.clusters:
                 ctx.add_cluster(cluster)
+        # every route of the rule that differs only in id and match shares its other lines
+        shared_tail: str | None = None
+        if emit:
+            if rule_unsupported:
+                shared_tail = route_tail({"directResponse": {"status": 500, "body": "UnsupportedValue: " + rule_message}})
+            elif out.redirect is None:
+                rest = dict(out.action)
+                if "clusterId" in out.action or "clusters" in out.action:
+                    for k in ("mirror", "transforms", "limits"):
+                        if k in out.extras:
+                            rest[k] = out.extras[k]
+                if not any(t["kind"] == _PREFIX_REWRITE for t in rest.get("transforms", ())):
+                    shared_tail = route_tail(rest)
         for mi, m in enumerate(out.matches):
             multi = len(hosts) > 1
             for host in hosts:
@@ -885,7 +899,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 key = key_from_match(match, created=created, namespace=ns, name=name, rule=ri,
                                      match_index=mi, route_id=rid, tier=tier)
                 if emit:
-                    ctx.add_route(body, key)
+                    ctx.add_route(body, key, None if "redirect" in body else shared_tail)
         unsupported.extend(rule_unsupported)
 
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks import workload
 from titanium_gateway.offline import build_snapshot
@@ -93,10 +95,10 @@ def test_unchanged_routes_are_replayed_and_endpoint_changes_re_resolve_clusters(
 def _converge(objs: list[dict[str, Any]], result: Any) -> None:
     """Store every wanted status on its object (a new resourceVersion), as the status writer does."""
     by_key = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
-    for st in result.statuses:
-        obj = by_key.get((st.kind, st.namespace, st.name))
+    for wanted in result.statuses:
+        obj = by_key.get((wanted.kind, wanted.namespace, wanted.name))
         if obj is not None:
-            obj["status"] = copy.deepcopy(dict(st.status))
+            obj["status"] = copy.deepcopy(dict(wanted.status))
             _bump(obj)
 
 
@@ -230,3 +232,81 @@ def test_cache_holds_only_the_last_render() -> None:
     assert all(isinstance(k, str) for k in cache.routes)
     assert all(isinstance(v, tuple) and isinstance(v[1].routes, list) for v in cache.routes.values())
     assert isinstance(cache.routes, Mapping)
+
+
+def _edit_slice(objs: list[dict[str, Any]], i: int) -> None:
+    eps = [o for o in objs if o["kind"] == "EndpointSlice"]
+    if eps:
+        e = eps[i % len(eps)]
+        e["endpoints"] = e["endpoints"][: 1 + i % 3]
+        e["endpoints"][0]["addresses"] = [f"172.16.1.{i % 250 + 1}"]
+        e["endpoints"][0].setdefault("conditions", {})["ready"] = i % 4 != 0
+        _bump(e)
+
+
+def _edit_route(objs: list[dict[str, Any]], i: int) -> None:
+    routes = [o for o in objs if o["kind"] == "HTTPRoute"]
+    if routes:
+        r = routes[i % len(routes)]
+        rule = r["spec"]["rules"][i % len(r["spec"]["rules"])]
+        rule["matches"][0]["path"] = {"type": ("Exact", "PathPrefix")[i % 2], "value": f"/e{i}"}
+        if i % 3 == 0:
+            rule["backendRefs"] = [{"name": "missing-svc", "port": 8080}]
+        _bump(r)
+
+
+def _drop(kind: str) -> Any:
+    def drop(objs: list[dict[str, Any]], i: int) -> None:
+        found = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] != workload.DATA_PLANE_SERVICE]
+        if found:
+            objs.remove(found[i % len(found)])
+    return drop
+
+
+def _copy_route(objs: list[dict[str, Any]], i: int) -> None:
+    routes = [o for o in objs if o["kind"] == "HTTPRoute"]
+    if routes:
+        r = copy.deepcopy(routes[i % len(routes)])
+        r["metadata"]["name"] += f"-copy{i}"
+        r["metadata"]["uid"] += f"-copy{i}"
+        r["metadata"].pop("creationTimestamp", None)
+        r.pop("status", None)
+        objs.append(r)
+
+
+def _listener(objs: list[dict[str, Any]], i: int) -> None:
+    gws = [o for o in objs if o["kind"] == "Gateway"]
+    if gws:
+        gw = gws[i % len(gws)]
+        li = gw["spec"]["listeners"][i % len(gw["spec"]["listeners"])]
+        if i % 2:
+            li["hostname"] = f"*.c{i % 3}.gw{i % 2}.example.com"
+        else:
+            li["allowedRoutes"] = {"namespaces": {"from": "Same"}}
+        _bump(gw)
+
+
+OPS = [_edit_slice, _edit_route, _drop("HTTPRoute"), _drop("Service"), _drop("EndpointSlice"), _drop("Ingress"),
+       _copy_route, _listener]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 1000)), min_size=1, max_size=6))
+def test_any_sequence_of_changes_renders_as_without_a_cache(steps: list[tuple[int, int]]) -> None:
+    objs = [copy.deepcopy(o) for o in _BASE]
+    options = _options()
+    cache = RenderCache()
+    render(workload.snapshot(objs, now=NOW_2), options, cache)
+    for n, (op, i) in enumerate(steps):
+        OPS[op](objs, i)
+        snap = workload.snapshot(objs, now=f"2026-01-02T00:{n:02d}:00Z")
+        _same(render(snap, options, cache), render(snap, options))
+
+
+def _base() -> list[dict[str, Any]]:
+    objs = [copy.deepcopy(o) for o in workload.build(12).objects]
+    _converge(objs, render(workload.snapshot(objs, now=NOW_1), _options()))
+    return objs
+
+
+_BASE = _base()

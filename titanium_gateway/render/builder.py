@@ -96,7 +96,8 @@ class RenderContext:
         self.gateway_ports: dict[int, str] = {}
         self.listeners: dict[int, bool] = {}
         self.clusters: dict[str, dict[str, Any]] = {}
-        #: route id -> (key, id, fragment head, fragment tail), or (key, id, route dict, None)
+        #: route id -> (key, id, fragment head, fragment tail: text, or (match line, the text
+        #: after it shared by the routes of one rule)), or (key, id, route dict, None)
         #: for a route the fast writer cannot cut (written once its order is known)
         self._routes: dict[str, tuple[PrecedenceKey, str, Any, str | None]] = {}
         self._route_count = 0
@@ -204,7 +205,7 @@ class RenderContext:
         if tail is not None:
             lines = route_head(rid, route["match"])
             if lines is not None:
-                split = (lines[0], lines[1] + tail)
+                split = (lines[0], (lines[1], tail))  # type: ignore[assignment]  # tail kept shared
         if split is None and type(route.get("id")) is str:
             split = route_fragment_split(route)
         entry = (key, rid, split[0], split[1]) if split is not None else (key, rid, dict(route), None)
@@ -309,7 +310,7 @@ class RenderContext:
         text = "".join("".join(f) for f in self._ordered_fragments(sorted(self._routes.values())))
         return list(yaml.load(text, Loader=loader) or [])
 
-    def take_ordered_routes(self) -> Iterator[str | tuple[str, str, str]]:
+    def take_ordered_routes(self) -> Iterator[str | tuple[str, ...]]:
         """The routes' fragments in precedence order (key, then id: ids are unique, so the
         sort never compares further), each with its ``order`` line. Drops the context's
         references as it goes."""
@@ -332,7 +333,7 @@ class RenderContext:
         routes.clear()
         return self._ordered_fragments(items)
 
-    def _ordered_fragments(self, items: list[Any]) -> Iterator[str | tuple[str, str, str]]:
+    def _ordered_fragments(self, items: list[Any]) -> Iterator[str | tuple[str, ...]]:
         """Each route's fragment: ``(head, order line, tail)`` (emit joins them into its part),
         or the text of a route the fast writer could not cut."""
         release = not self.keep_order
@@ -342,6 +343,8 @@ class RenderContext:
                 items[n] = None  # the text is only needed once it is written
             if tail is None:
                 yield route_fragment({"id": head["id"], "order": n + 1, **head})
+            elif type(tail) is tuple:  # (match line, the rule's shared tail)
+                yield (head, f"  order: {n + 1}\n", *tail)
             else:
                 yield (head, f"  order: {n + 1}\n", tail)
 

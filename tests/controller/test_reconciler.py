@@ -34,6 +34,7 @@ class FakeRender:
     def __init__(self) -> None:
         self.config = b"routes: []\n"
         self.delivery_error = ""
+        self.parts: tuple[tuple[str, bytes], ...] = ()
         self.snapshots: list[Snapshot] = []
 
     def __call__(self, snap: Snapshot, opts: RenderOptions) -> RenderResult:
@@ -41,7 +42,7 @@ class FakeRender:
         h = hashlib.sha256(self.config).hexdigest()
         programmed = "True" if snap.confirmed_config_hash == h else "False"
         return RenderResult(
-            config=self.config, config_hash=h, tls_files={"apps.c.pfx": b"pfx"},
+            config=self.config, config_hash=h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
             statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
                                    {"conditions": [{"type": "Programmed", "status": programmed,
                                                     "message": snap.probe_message}]}),),
@@ -508,3 +509,19 @@ def test_failure_back_off_uses_the_controller_rate_limiter_and_counts_retries() 
     clock.step(1.0)
     assert _fail_then_retry(ctrl) == 0.5  # back to the first step
     assert 'workqueue_work_duration_seconds_count{name="reconcile"} 1' in ctrl.registry.render_text()
+
+
+def test_written_part_bytes_are_released_and_never_needed_again() -> None:
+    ctrl, api, render, prober = setup()
+    render.parts = (("twp.part-1.yaml", b"routes:\n- id: a\nclusters: []\n"),)
+    ctrl.reconcile()
+    assert api.obj(CONFIG_MAPS, NS, "tp-part-1")["data"] == {"twp.part-1.yaml": "routes:\n- id: a\nclusters: []\n"}
+    assert ctrl.last_result is not None and ctrl.last_result.parts == (("twp.part-1.yaml", b""),)
+    ctrl.reconcile()  # the probe message is an input: renders once more, releases again
+    writes, renders = len(api.writes()), len(render.snapshots)
+    assert ctrl.reconcile() is ctrl.last_result  # reused without its part bytes: nothing to write
+    assert len(api.writes()) == writes and len(render.snapshots) == renders
+    ctrl.on_started_leading()  # the writer forgets what it wrote: the reuse is off, it renders again
+    ctrl.reconcile()
+    assert len(render.snapshots) == renders + 1
+    assert api.obj(CONFIG_MAPS, NS, "tp-part-1")["data"] == {"twp.part-1.yaml": "routes:\n- id: a\nclusters: []\n"}

@@ -160,3 +160,20 @@ def test_configmap_writer_remembers_digests_not_texts() -> None:
     assert not w.write(_RR(config=b"root", config_hash="h1", parts=(("twp.part-1.yaml", b"x" * 100_000),)))
     assert len(api.writes()) == n
     assert api.obj(CONFIG_MAPS, "gw", "tp-part-1")["data"] == {"twp.part-1.yaml": big.decode()}
+
+
+def test_a_complete_config_needs_no_part_bytes_and_released_bytes_are_never_written(api: RecordingApi) -> None:
+    import dataclasses
+
+    w = cm_writer(api)
+    full = result("root1", ["p1", "p2"])
+    assert w.write(full) and w.is_complete(full.config_hash)
+    released = dataclasses.replace(full, parts=tuple((n, b"") for n, _ in full.parts))
+    n = len(api.writes())
+    assert not w.write(released) and len(api.writes()) == n  # written already: bytes not looked at
+    w.reset()  # a new leadership term: nothing is known to be written
+    assert not w.is_complete(full.config_hash)
+    with pytest.raises(WriteError, match="no bytes"):
+        w.write(released)
+    assert data(api, "tp-part-1") == {"twp.part-1.yaml": "p1"}  # never overwritten with nothing
+    assert w.write(full) and w.is_complete(full.config_hash)  # after a reset, written again

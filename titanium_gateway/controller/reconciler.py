@@ -16,6 +16,7 @@ back-off and the Retry-After), however many changes arrive meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
@@ -177,6 +178,8 @@ class Controller:
         self._frozen_at: tuple[int, int] | None = None  # (store changes, reflector lists) at the last freeze
         self._stopped = threading.Event()
         self.last_result: RenderResult | None = None
+        #: ``last_result`` holds its parts' names only (their bytes were written and released)
+        self._parts_released = False
         #: what ``last_result`` was rendered from: the caches' change counts, the confirmed hash
         #: and the probe message (None: render again). Set only after a successful reconcile.
         self._rendered_from: tuple[Any, ...] | None = None
@@ -337,7 +340,8 @@ class Controller:
         t0 = time.monotonic()
         snap, version = self.versioned_snapshot()
         self._rendered_from, prev = None, self._rendered_from  # set again only when this pass succeeds
-        reused = self.last_result is not None and version == prev
+        reused = self.last_result is not None and version == prev and (
+            not self._parts_released or self.config_writer.is_complete(self.last_result.config_hash))
         if reused:
             # Nothing the render reads changed (e.g. the Programmed poll while a pod has not
             # confirmed yet): the last result stands; re-probe, and write only what failed before.
@@ -347,6 +351,7 @@ class Controller:
             # the previous result (its config text alone is 26 MB at 10k routes) is not needed
             # any more: let it go before the render builds the next one, not after
             self.last_result = None
+            self._parts_released = False
             result = self._render(snap)
             self.renders += 1
             render_s = time.monotonic() - t0
@@ -371,6 +376,13 @@ class Controller:
             if self.config_writer.write(result):
                 log.info("config written", extra={"config_hash": result.config_hash,
                                                    "bytes": len(result.config), "parts": len(result.parts)})
+            if result.parts and not self._parts_released and self.config_writer.is_complete(result.config_hash):
+                # Written: the parts' bytes (24 MB at 10k routes + 10k Ingresses) are not needed
+                # again; a reuse of this result needs the writer to still hold it written, and
+                # anything else renders again.
+                result = dataclasses.replace(result, parts=tuple((name, b"") for name, _ in result.parts))
+                self.last_result = result
+                self._parts_released = True
             pods = self.informers["Pod"].list()
             self.poker.poke(pods, result.config_hash, result.tls_files)  # a certificate change pokes too
             self.stamper.stamp(result.listeners, pods)

@@ -62,6 +62,8 @@ class ConfigMapWriter:
         self._known: dict[str, str] = {}
         #: part number -> config_hash of the root that stopped listing it.
         self._stale: dict[int, str] = {}
+        #: config_hash whose root and parts were all written (or found written) since the last reset
+        self._complete: str | None = None
         self._writes = config_writes(registry)
 
     def reset(self) -> None:
@@ -69,6 +71,12 @@ class ConfigMapWriter:
         with self._lock:
             self._known.clear()
             self._stale.clear()
+            self._complete = None
+
+    def is_complete(self, config_hash: str) -> bool:
+        """The root with ``config_hash`` and every part it lists are written (since the last reset)."""
+        with self._lock:
+            return self._complete == config_hash
 
     def _put(self, name: str, data: dict[str, bytes], what: str) -> bool:
         digest = data_digest(data)
@@ -98,18 +106,26 @@ class ConfigMapWriter:
         if result.delivery_error:
             return False
         with self._lock:
+            if self._complete == result.config_hash:
+                return False  # every file of this config is written: its part bytes are not needed
+            self._complete = None
             listed = len(result.parts)
             if listed > self.max_parts:
                 raise WriteError(f"{listed} config parts but the pods mount {self.max_parts}")
             for n, (fname, data) in enumerate(result.parts, 1):
                 if fname != part_key(n):
                     raise WriteError(f"part {n} is named {fname!r}, expected {part_key(n)!r}")
+                if not data:
+                    # a part is never empty (it holds "routes:"/"clusters:" at least): these are
+                    # the bytes a reconciler released after writing them; it must render again
+                    raise WriteError(f"part {n} of config {result.config_hash[:12]} has no bytes")
                 self._stale.pop(n, None)
                 self._put(part_name(self.name, n), {part_key(n): data}, "part")
             changed = self._put(self.name, {ROOT_KEY: result.config}, "root")
             for n in range(listed + 1, self.max_parts + 1):
                 if self._known.get(part_name(self.name, n)) != EMPTY and (changed or n not in self._stale):
                     self._stale[n] = result.config_hash
+            self._complete = result.config_hash
             return changed
 
     def confirm(self, config_hash: str) -> int:

@@ -310,3 +310,24 @@ def _base() -> list[dict[str, Any]]:
 
 
 _BASE = _base()
+
+
+def test_a_render_that_fails_leaves_an_empty_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    from titanium_gateway.render import emit as emit_module
+
+    objs = [copy.deepcopy(o) for o in _BASE]
+    options = _options()
+    cache = RenderCache()
+    render(workload.snapshot(objs, now=NOW_2), options, cache)
+    assert cache.routes
+
+    def boom(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("emit failed")
+
+    with monkeypatch.context() as m:
+        m.setattr(emit_module, "emit", boom)
+        with pytest.raises(RuntimeError):
+            render(workload.snapshot(objs, now=NOW_2), options, cache)
+    assert not cache.routes and cache.ingress is None and not cache.recipes and not cache.clusters
+    snap = workload.snapshot(objs, now=NOW_2)
+    _same(render(snap, options, cache), render(snap, options))

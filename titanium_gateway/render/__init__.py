@@ -38,6 +38,10 @@ def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None
         gc.disable()
     try:
         return _render(snapshot, options, cache)
+    except BaseException:
+        if cache is not None:
+            cache.clear()  # a render that did not finish may have left the cache half updated
+        raise
     finally:
         if enabled:
             gc.enable()

@@ -277,7 +277,10 @@ class RenderContext:
                 self.recipes[c] = recipe
                 clusters.append(got)
             else:
-                self.recipes[c] = self.known_recipes[c]
+                recipe = self.known_recipes.get(c)
+                if recipe is None:
+                    return False
+                self.recipes[c] = recipe
         routes = self._routes
         for entry in rec.routes:
             if entry[1] in routes:

@@ -286,12 +286,43 @@ def _listener(objs: list[dict[str, Any]], i: int) -> None:
         _bump(gw)
 
 
+def _edit_ingress(objs: list[dict[str, Any]], i: int) -> None:
+    ings = [o for o in objs if o["kind"] == "Ingress"]
+    if ings:
+        ing = ings[i % len(ings)]
+        path = ing["spec"]["rules"][0]["http"]["paths"][i % 2]
+        path["path"] = f"/i{i % 4}"  # small: collisions with the other path and other Ingresses
+        ann = ing["metadata"].setdefault("annotations", {})
+        if i % 3 == 0:
+            ann["titanium.io/limit-rps"] = str(1 + i % 50)
+        elif i % 3 == 1:
+            ann.pop("titanium.io/limit-rps", None)
+        _bump(ing)
+
+
+def _canary(objs: list[dict[str, Any]], i: int) -> None:
+    """A canary Ingress for another Ingress's host and path (or one that matches nothing)."""
+    ings = [o for o in objs if o["kind"] == "Ingress" and "canary" not in o["metadata"]["name"]]
+    if ings:
+        primary = ings[i % len(ings)]
+        c = copy.deepcopy(primary)
+        c["metadata"]["name"] += f"-canary{i % 3}"
+        c["metadata"]["uid"] += f"-canary{i % 3}"
+        c["metadata"]["resourceVersion"] = str(900000 + i)
+        c["metadata"]["annotations"] = {"titanium.io/canary": "true", "titanium.io/canary-weight": str(i % 100)}
+        if i % 2:
+            c["metadata"]["annotations"]["titanium.io/canary-by-header"] = "x-canary"
+        c.pop("status", None)
+        objs[:] = [o for o in objs if not (o["kind"] == "Ingress" and o["metadata"]["name"] == c["metadata"]["name"])]
+        objs.append(c)
+
+
 OPS = [_edit_slice, _edit_route, _drop("HTTPRoute"), _drop("Service"), _drop("EndpointSlice"), _drop("Ingress"),
-       _copy_route, _listener]
+       _copy_route, _listener, _edit_ingress, _canary]
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 1000)), min_size=1, max_size=6))
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 1000)), min_size=1, max_size=8))
 def test_any_sequence_of_changes_renders_as_without_a_cache(steps: list[tuple[int, int]]) -> None:
     objs = [copy.deepcopy(o) for o in _BASE]
     options = _options()
@@ -331,3 +362,17 @@ def test_a_render_that_fails_leaves_an_empty_cache(monkeypatch: pytest.MonkeyPat
     assert not cache.routes and cache.ingress is None and not cache.recipes and not cache.clusters
     snap = workload.snapshot(objs, now=NOW_2)
     _same(render(snap, options, cache), render(snap, options))
+
+
+def test_an_ingress_edit_replays_the_other_ingresses_paths() -> None:
+    objs = [copy.deepcopy(o) for o in _BASE]
+    options = _options()
+    cache = RenderCache()
+    render(workload.snapshot(objs, now=NOW_2), options, cache)
+    kept = dict(cache.ingress_paths)
+    assert kept
+    _edit_ingress(objs, 3)
+    snap = workload.snapshot(objs, now=NOW_2)
+    _same(render(snap, options, cache), render(snap, options))
+    same = [rid for rid, v in cache.ingress_paths.items() if kept.get(rid) is v]
+    assert len(same) >= len(kept) - 3  # only the edited Ingress's paths were recorded again

@@ -78,7 +78,7 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
     rec = Recording()
     ctx.recording = rec
     try:
-        _ingress.translate(ctx)
+        _ingress.translate(ctx, cache)
     finally:
         ctx.recording = None
     if deps is not None and rec.replayable():

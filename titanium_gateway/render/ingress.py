@@ -32,7 +32,7 @@ from typing import Any
 from cryptography import x509
 
 from titanium_gateway.render import ingress_annotations as ia
-from titanium_gateway.render import precedence
+from titanium_gateway.render import memo, precedence
 from titanium_gateway.render.backends import ClusterSettings, resolve_backend
 from titanium_gateway.render.certificates import convert_tls_secret
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
@@ -290,8 +290,12 @@ class _Path:
 
 
 class _Translator:
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, cache: Any = None) -> None:
         self.ctx = ctx
+        #: render/memo.py: recordings of ``emit`` per path, valid while ``path_deps`` hold
+        self.cache = cache
+        self.path_memo: dict[str, Any] | None = None
+        self.path_kept: dict[str, Any] = {}
         self.options = ctx.options
         self.http_port = self.options.data_plane_port(80)
         self.https_port = self.options.data_plane_port(443)
@@ -354,8 +358,12 @@ class _Translator:
             self.tls(ing)
         for ing in canaries:
             self.canary(ing, owners)
+        self._open_path_memo()
         for p in primaries:
-            self.emit(p)
+            self.emit_memoized(p)
+        if self.path_memo is not None:
+            self.path_memo.clear()
+            self.path_memo.update(self.path_kept)
         if self.http_ok and not self.ctx.add_listener(self.http_port, False):
             for ing in ingresses:
                 self.event(ing, "PortUnavailable", f"HTTP port {self.http_port} is bound with TLS")
@@ -610,6 +618,55 @@ class _Translator:
                 continue
             primary.canaries.append((ing, cluster, p.route_id))
 
+    # -- memo (render/memo.py) ---------------------------------------------------------------
+    def _open_path_memo(self) -> None:
+        """What ``emit(p)`` reads besides the path, its Ingress and its canary: the options and
+        the Services and Secrets (backends, upstream TLS settings)."""
+        cache = self.cache
+        if cache is None:
+            return
+        snap = self.ctx.snapshot
+        parts = (memo.versions(snap.services), memo.versions(snap.secrets))
+        deps = None if any(x is None for x in parts) else (self.options, *parts)
+        if deps is None or deps != cache.ingress_path_deps:
+            cache.ingress_paths.clear()
+            cache.ingress_path_deps = deps
+        self.path_memo = cache.ingress_paths if deps is not None else None
+
+    def emit_memoized(self, p: _Path) -> None:
+        """``emit(p)``, or the replay of its recording when the path's Ingress and its canary
+        are the same objects (resourceVersion) as when it was recorded."""
+        store = self.path_memo
+        if store is None:
+            self.emit(p)
+            return
+        sig: Any = memo.resource_version(p.ing.obj)
+        if sig is not None and p.canaries:
+            canary, _, canary_id = p.canaries[0]
+            ver = memo.resource_version(canary.obj)
+            sig = None if ver is None else (sig, canary.ref, ver, canary_id)
+        if sig is None:
+            self.emit(p)
+            return
+        ctx = self.ctx
+        outer = ctx.recording
+        hit = store.get(p.route_id)
+        if hit is not None and hit[0] == sig and ctx.replay(hit[1]):
+            if outer is not None:
+                outer.absorb(hit[1])
+            self.path_kept[p.route_id] = hit
+            return
+        rec = memo.Recording()
+        ctx.recording = rec
+        try:
+            self.emit(p)
+        finally:
+            ctx.recording = outer
+        if outer is not None:
+            outer.absorb(rec)
+        if rec.replayable():
+            self.path_kept[p.route_id] = (sig, rec)
+
     # -- routes ---------------------------------------------------------------------------
     def emit(self, p: _Path) -> None:
         ing = p.ing
@@ -745,10 +802,12 @@ def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[d
     return []
 
 
-def translate(ctx: Any) -> None:
+def translate(ctx: Any, cache: Any = None) -> None:
     """Translate every owned Ingress of ``ctx.snapshot`` into ``ctx`` (routes, clusters,
-    listeners, certificates, TLS files, events, statuses). See the module docstring."""
-    _Translator(ctx).run()
+    listeners, certificates, TLS files, events, statuses). See the module docstring. With a
+    :class:`~titanium_gateway.render.memo.RenderCache`, the routes of a path whose Ingress (and
+    canary) did not change are replayed (render/memo.py)."""
+    _Translator(ctx, cache).run()
 
 
 __all__: tuple[str, ...] = (

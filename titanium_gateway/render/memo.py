@@ -68,6 +68,23 @@ class Recording:
     #: cannot be replayed (a cluster it cannot resolve again)
     volatile: bool = False
 
+    def absorb(self, other: Recording) -> None:
+        """Add another recording's effects to this one (a recording made, or replayed, while
+        this one was recording)."""
+        self.routes.extend(other.routes)
+        for c in other.clusters:
+            cid = c if type(c) is str else str(c["id"])  # type: ignore[index]
+            if cid not in self.cluster_ids:
+                self.cluster_ids.add(cid)
+                self.clusters.append(c)
+        self.statuses.extend(other.statuses)
+        self.events.extend(other.events)
+        self.listeners.extend(other.listeners)
+        self.certificates.extend(other.certificates)
+        self.tls_files.extend(other.tls_files)
+        self.conditions.extend(other.conditions)
+        self.volatile = self.volatile or other.volatile
+
     def replayable(self) -> bool:
         """False when a condition stamped ``now`` (a transition: the next render must stamp its
         own ``now``, as a fresh render would) or a cluster cannot be resolved again. Drops what
@@ -133,6 +150,9 @@ class RenderCache:
         self.routes: dict[str, tuple[tuple[str, str], Recording]] = {}
         self.ingress_deps: Any = None
         self.ingress: Recording | None = None
+        #: Ingress path route id -> (Ingress + canary versions, recording of its routes)
+        self.ingress_path_deps: Any = None
+        self.ingress_paths: dict[str, tuple[Any, Recording]] = {}
         #: cluster id -> recipe of every cluster the recordings of the last render name
         self.recipes: dict[str, ClusterRecipe] = {}
         #: the last render's route entries in precedence order (a start for the next sort)
@@ -148,6 +168,8 @@ class RenderCache:
         self.routes.clear()
         self.ingress_deps = None
         self.ingress = None
+        self.ingress_path_deps = None
+        self.ingress_paths = {}
         self.recipes = {}
         self.order = []
         self.clusters = {}

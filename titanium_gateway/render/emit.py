@@ -464,7 +464,8 @@ def _list_block(key: str, fragments: Sequence[Fragment]) -> str:
 def _size(text: Fragment) -> int:
     """UTF-8 size: ``len`` for ASCII text (every fast-writer fragment; ``isascii`` is O(1))."""
     if type(text) is tuple:
-        return sum(map(_size, text))
+        n = sum(map(len, text))
+        return n if all(map(str.isascii, text)) else sum(len(p.encode()) for p in text)
     return len(text) if text.isascii() else len(text.encode())  # type: ignore[union-attr]
 
 

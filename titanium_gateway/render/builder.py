@@ -295,10 +295,14 @@ class RenderContext:
             self.statuses[status.key] = status
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
-        for port, decrypt in rec.listeners:
-            self.add_listener(port, decrypt)
-        for namespace, name, hosts, rank in rec.certificates:
-            self.bind_certificate(namespace, name, hosts, rank)
+        outer, self.recording = self.recording, None  # a replay inside a recording is absorbed by the caller
+        try:
+            for port, decrypt in rec.listeners:
+                self.add_listener(port, decrypt)
+            for namespace, name, hosts, rank in rec.certificates:
+                self.bind_certificate(namespace, name, hosts, rank)
+        finally:
+            self.recording = outer
         for name, data in rec.tls_files:
             self.tls_files[name] = data
         return True

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.apiserver import FakeApiServer
 from tests.support.dataplane import DataPlaneFleet
@@ -223,6 +224,17 @@ class Env:
     def root_config(self) -> str:
         cm = self.get("ConfigMap", self.rel.namespace, self.rel.config_map) or {}
         return str((cm.get("data") or {}).get("twp.yaml", ""))
+
+    def route_hosts(self) -> set[str]:
+        """Route hosts in the written config: the root ConfigMap and the parts it includes."""
+        doc = yaml.safe_load(self.root_config() or "{}") or {}
+        routes = list(doc.get("routes") or [])
+        for inc in doc.get("include") or []:
+            n = inc["file"].split("-")[1].split(".")[0]
+            cm = self.get("ConfigMap", self.rel.namespace, f"{self.rel.config_map}-part-{n}") or {}
+            part = yaml.safe_load((cm.get("data") or {}).get(inc["file"], "") or "{}") or {}
+            routes += part.get("routes") or []
+        return {(r.get("match") or {}).get("host") for r in routes} - {None}
 
     def wait_programmed(self, name: str = "web", ns: str = "apps", status: str = "True",
                         timeout: float = 20.0) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-import yaml
 
 import tests.integration.conftest as harness
 from tests.integration.conftest import Env, Instance, condition, wait_for
@@ -36,17 +35,6 @@ def start(env: Env, monkeypatch: pytest.MonkeyPatch, identity: str, *args: str, 
 def writer(rec: Any) -> str:
     ua = rec.user_agent or ""
     return ua[len(UA):].split(" ")[0] if ua.startswith(UA) else ua
-
-
-def route_hosts(env: Env) -> set[str]:
-    doc = yaml.safe_load(env.root_config() or "{}") or {}
-    routes = list(doc.get("routes") or [])
-    for inc in doc.get("include") or []:
-        n = inc["file"].split("-")[1].split(".")[0]
-        cm = env.get("ConfigMap", env.rel.namespace, f"{env.rel.config_map}-part-{n}") or {}
-        part = yaml.safe_load((cm.get("data") or {}).get(inc["file"], "") or "{}") or {}
-        routes += part.get("routes") or []
-    return {(r.get("match") or {}).get("host") for r in routes} - {None}
 
 
 def routes_accepted(env: Env, names: list[str]) -> bool:
@@ -110,7 +98,7 @@ def test_fault_storm_converges_with_nothing_lost(env: Env, monkeypatch: pytest.M
     s.clear_injections()
     want = {f"h{n[1:]}.example.com" for n in live}
     gone = {f"h{n[1:]}.example.com" for n in deleted}
-    wait_for(lambda: want <= route_hosts(env) and not (gone & route_hosts(env)), timeout=60,
+    wait_for(lambda: want <= env.route_hosts() and not (gone & env.route_hosts()), timeout=60,
              what="the ConfigMap to hold exactly the live routes")
     try:
         wait_for(lambda: routes_accepted(env, live), timeout=60, what="every live route Accepted at its generation")
@@ -147,7 +135,7 @@ def test_backoff_never_hammers_the_api_server(env: Env, monkeypatch: pytest.Monk
     # ~12 watched kinds + writers and the Lease; a client that does not back off makes hundreds per second
     assert max(rates) <= 150, f"request burst during the outage: {rates}"
     assert sum(rates[-2:]) / 2 <= 60, f"no back-off after 4 s of failures: {rates}"
-    wait_for(lambda: "cart.example.com" in route_hosts(env), timeout=30, what="recovery after the outage")
+    wait_for(lambda: "cart.example.com" in env.route_hosts(), timeout=30, what="recovery after the outage")
 
 
 RETRY_AFTER_BUG = ("BUG controller/reconciler: a write answered 429 with Retry-After fails the reconcile, "
@@ -163,7 +151,7 @@ def test_429_retry_after_is_honoured_by_the_writers(env: Env, monkeypatch: pytes
     s = env.server
     s.inject("patch", "configmaps", status=429, retry_after=3, times=1, name=env.rel.config_map)
     env.route(name="cart", host="cart.example.com")
-    wait_for(lambda: "cart.example.com" in route_hosts(env), timeout=30)
+    wait_for(lambda: "cart.example.com" in env.route_hosts(), timeout=30)
     patches = [r for r in s.requests("patch", "configmaps") if r.name == env.rel.config_map]
     refused = next(i for i, r in enumerate(patches) if r.status == 429)
     retry = patches[refused + 1]
@@ -224,7 +212,7 @@ def test_repeated_leader_kills_during_churn_never_two_writers_and_lose_nothing(
         stop.set()
         t.join(10)
     want = {f"{n}.example.com" for n in created}
-    wait_for(lambda: want <= route_hosts(env), timeout=60, what="every churned route in the ConfigMap")
+    wait_for(lambda: want <= env.route_hosts(), timeout=60, what="every churned route in the ConfigMap")
     wait_for(lambda: routes_accepted(env, created), timeout=60, what="every churned route Accepted")
 
     # no two writers: writes (everything but the Lease) grouped by writer identity never interleave,
@@ -285,7 +273,7 @@ def test_leader_cut_off_from_its_lease_stops_writing_before_the_lease_expires(
     stop.set()
     t.join(10)
     want = {f"{n}.example.com" for n in created}
-    wait_for(lambda: want <= route_hosts(env), timeout=60, what="every churned route in the ConfigMap")
+    wait_for(lambda: want <= env.route_hosts(), timeout=60, what="every churned route in the ConfigMap")
     writes = [r for r in env.server.requests() if r.method in ("POST", "PUT", "PATCH", "DELETE")
               and r.resource != "leases" and r.status < 300 and r.user_agent.startswith(UA)]
     a_writes = [r.time for r in writes if writer(r) == "ctrl-a"]
@@ -314,7 +302,7 @@ def test_429_on_every_verb_and_a_409_storm_on_status_converge(env: Env, monkeypa
     names = [f"t{i}" for i in range(8)]
     for n in names:
         env.route(name=n, host=f"{n}.example.com")
-    wait_for(lambda: {f"{n}.example.com" for n in names} <= route_hosts(env), timeout=60,
+    wait_for(lambda: {f"{n}.example.com" for n in names} <= env.route_hosts(), timeout=60,
              what="every route in the ConfigMap through the throttling")
     wait_for(lambda: routes_accepted(env, names), timeout=60, what="every route Accepted through the 409 storm")
     s.clear_injections()
@@ -336,7 +324,7 @@ def test_admin_endpoints_hanging_keep_programmed_pending_then_recover(env: Env, 
     slow.delay = 5.0  # past the prober's 2 s timeout, on every attempt
     try:
         env.route(name="cart", host="cart.example.com")  # a new config the slow pod cannot confirm
-        wait_for(lambda: "cart.example.com" in route_hosts(env), timeout=30, what="the new config written")
+        wait_for(lambda: "cart.example.com" in env.route_hosts(), timeout=30, what="the new config written")
         pending = env.wait_programmed(status="False", timeout=40)
         assert pending.get("reason") == "Pending", pending
         # the other pod confirms at once; the hung one keeps the Gateway Pending, poll after poll

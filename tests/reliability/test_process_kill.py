@@ -195,17 +195,6 @@ def lease_writes(env: Env) -> list[tuple[float, str, str]]:
             if r.method in ("PUT", "PATCH") and r.status < 300 and isinstance(r.body, dict)]
 
 
-def route_hosts(env: Env) -> set[str]:
-    """Route hosts in the written config: the root ConfigMap and the parts it includes."""
-    doc = yaml.safe_load(env.root_config() or "{}") or {}
-    routes = list(doc.get("routes") or [])
-    for inc in doc.get("include") or []:
-        n = inc["file"].split("-")[1].split(".")[0]
-        cm = env.get("ConfigMap", env.rel.namespace, f"{env.rel.config_map}-part-{n}") or {}
-        routes += (yaml.safe_load((cm.get("data") or {}).get(inc["file"], "") or "{}") or {}).get("routes") or []
-    return {(r.get("match") or {}).get("host") for r in routes} - {None}
-
-
 def test_sigkilled_leader_processes_are_replaced_without_two_writers_or_lost_updates(
         env: Env, tmp_path: Path) -> None:
     env.service("api")
@@ -238,7 +227,7 @@ def test_sigkilled_leader_processes_are_replaced_without_two_writers_or_lost_upd
             replicas[ident] = Replica(env, ident, tmp_path)
         first = wait_for(lambda: holder(env) in replicas and holder(env), timeout=30, interval=0.1,
                          what="one process holds the Lease")
-        wait_for(lambda: "shop.example.com" in route_hosts(env), timeout=20, interval=0.1,
+        wait_for(lambda: "shop.example.com" in env.route_hosts(), timeout=20, interval=0.1,
                  what=f"{first} writes the ConfigMap")
         for ident in replicas:
             wait_for(replicas[ident].ready, timeout=20, interval=0.1, what=f"{ident} ready")
@@ -256,7 +245,7 @@ def test_sigkilled_leader_processes_are_replaced_without_two_writers_or_lost_upd
             successor = wait_for(lambda ld=leader: (h := holder(env)) != ld and h, timeout=TAKEOVER_BOUND,
                                  interval=0.05, what=f"a successor of the SIGKILLed {leader}")
             took = min(t for t, h, w in lease_writes(env) if t > killed_at and h == successor) - killed_at
-            wait_for(lambda k=k: f"kill{k}.example.com" in route_hosts(env), timeout=TAKEOVER_BOUND,
+            wait_for(lambda k=k: f"kill{k}.example.com" in env.route_hosts(), timeout=TAKEOVER_BOUND,
                      interval=0.05, what=f"kill{k}.example.com in the ConfigMap")
             landed = time.time() - killed_at
             takeovers.append((leader, successor, took, landed))
@@ -271,7 +260,7 @@ def test_sigkilled_leader_processes_are_replaced_without_two_writers_or_lost_upd
         assert not churn_error, churn_error
         final = holder(env)
         want = set(hosts.values())
-        wait_for(lambda: route_hosts(env) == want, timeout=20, interval=0.1,
+        wait_for(lambda: env.route_hosts() == want, timeout=20, interval=0.1,
                  what="every route, at its latest host, in the ConfigMap")
     except BaseException:
         for r in replicas.values():

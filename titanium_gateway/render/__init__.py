@@ -19,7 +19,7 @@ from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.memo import Recording, RenderCache
+from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
@@ -75,12 +75,7 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
         cache.ingress_hits += 1
         return
     cache.ingress_deps, cache.ingress = None, None
-    rec = Recording()
-    ctx.recording = rec
-    try:
-        _ingress.translate(ctx, cache)
-    finally:
-        ctx.recording = None
+    rec, _ = ctx.record(_ingress.translate, ctx, cache)
     if deps is not None and rec.replayable():
         cache.ingress_deps, cache.ingress = deps, rec
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway.render.memo import resource_version
 from titanium_gateway.render.snapshot import Snapshot
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -43,15 +44,6 @@ def _s(value: Any) -> str:
 def _meta(obj: Any) -> Mapping[str, Any]:
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     return meta if isinstance(meta, Mapping) else {}
-
-
-def _version(obj: Any) -> tuple[str, str] | None:
-    meta = _meta(obj)
-    rv = meta.get("resourceVersion")
-    if not isinstance(rv, str) or not rv:
-        return None
-    uid = meta.get("uid")
-    return (uid if isinstance(uid, str) else "", rv)
 
 
 def _port_number(value: Any) -> int | None:
@@ -152,12 +144,12 @@ class BackendIndex:
         """``(uid, resourceVersion)`` of the Service and of each of its EndpointSlices: what a
         cluster of it is made from (render/memo.py); None when one has no resourceVersion."""
         svc = self.services.get((namespace, name))
-        ver = _version(svc)
+        ver = resource_version(svc)
         if ver is None:
             return None
         out: list[Any] = [ver]
         for eps in self.slices.get((namespace, name), ()):
-            ver = _version(eps)
+            ver = resource_version(eps)
             if ver is None:
                 return None
             out.append(ver)

@@ -46,7 +46,7 @@ A route that cannot be honoured is ``{"id", "match", "directResponse": {"status"
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,10 +254,23 @@ class RenderContext:
         self._events.setdefault(event.dedupe_key, event)
 
     # -- memo (render/memo.py) ----------------------------------------------------------------
+    def record(self, fn: Callable[..., Any], *args: Any) -> tuple[Recording, Any]:
+        """``fn(*args)`` with its effects recorded: ``(recording, fn's result)``. A recording
+        made while another one is open is added to that one too."""
+        outer, rec = self.recording, Recording()
+        self.recording = rec
+        try:
+            out = fn(*args)
+        finally:
+            self.recording = outer
+        if outer is not None:
+            outer.absorb(rec)
+        return rec, out
+
     def replay(self, rec: Recording) -> bool:
-        """Apply a recording's effects, in the order they were made. False, with nothing
-        changed, when it cannot apply exactly (a cluster no longer resolves, a route id is
-        taken): the caller translates the object instead."""
+        """Apply a recording's effects (added to the open recording, if any). False, with
+        nothing changed, when it cannot apply exactly (a cluster no longer resolves, a route id
+        is taken): the caller translates the object instead."""
         known = self.clusters
         clusters: list[Mapping[str, Any]] = []
         for c in rec.clusters:
@@ -295,7 +308,7 @@ class RenderContext:
             self.statuses[status.key] = status
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
-        outer, self.recording = self.recording, None  # a replay inside a recording is absorbed by the caller
+        outer, self.recording = self.recording, None  # absorbed whole below, not call by call
         try:
             for port, decrypt in rec.listeners:
                 self.add_listener(port, decrypt)
@@ -305,6 +318,8 @@ class RenderContext:
             self.recording = outer
         for name, data in rec.tls_files:
             self.tls_files[name] = data
+        if outer is not None:
+            outer.absorb(rec)
         return True
 
     # -- finishing --------------------------------------------------------------------------

@@ -747,12 +747,7 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
                 kept[key] = hit
                 cache.hits += 1
                 continue
-            rec = Recording()
-            ctx.recording = rec
-            try:
-                counted = _translate_route(ctx, route, gateways)
-            finally:
-                ctx.recording = None
+            rec, counted = ctx.record(_translate_route, ctx, route, gateways)
             rec.extra = [(((li.gateway_ns, li.gateway_name)), li.index) for li in counted]
             if rec.replayable():
                 kept[key] = (version, rec)

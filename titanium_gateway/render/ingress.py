@@ -648,22 +648,11 @@ class _Translator:
         if sig is None:
             self.emit(p)
             return
-        ctx = self.ctx
-        outer = ctx.recording
         hit = store.get(p.route_id)
-        if hit is not None and hit[0] == sig and ctx.replay(hit[1]):
-            if outer is not None:
-                outer.absorb(hit[1])
+        if hit is not None and hit[0] == sig and self.ctx.replay(hit[1]):
             self.path_kept[p.route_id] = hit
             return
-        rec = memo.Recording()
-        ctx.recording = rec
-        try:
-            self.emit(p)
-        finally:
-            ctx.recording = outer
-        if outer is not None:
-            outer.absorb(rec)
+        rec, _ = self.ctx.record(self.emit, p)
         if rec.replayable():
             self.path_kept[p.route_id] = (sig, rec)
 

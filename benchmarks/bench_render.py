@@ -132,7 +132,7 @@ def _one_size(render: Callable[..., Any], options: Any, dump: Callable[[Any], An
     return cold, warm, floor, pyyaml, wl, result
 
 
-def _converged(objects: list[Any], options: Any, render: Callable[..., Any]) -> list[Any]:
+def converged_objects(objects: list[Any], options: Any, render: Callable[..., Any]) -> list[Any]:
     """The objects with the statuses the controller writes (a new resourceVersion each), as the
     informers hold them once the controller has converged."""
     import copy
@@ -171,7 +171,7 @@ def figure_incremental(n: int, repeats: int, ingresses: bool = True) -> list[Row
     rows: list[Row] = []
     try:
         options = render_options()
-        objects = _converged(workload.build(n, ingresses=ingresses).objects, options, render)
+        objects = converged_objects(workload.build(n, ingresses=ingresses).objects, options, render)
         cache = RenderCache()
         first, _ = timed(lambda: render(workload.snapshot(objects, now="2026-01-01T00:01:00Z"), options, cache))
         times: dict[str, list[float]] = {"EndpointSlice": [], "HTTPRoute": [], "Ingress": []}

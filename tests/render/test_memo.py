@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import workload
+from benchmarks.bench_render import converged_objects
 from titanium_gateway.offline import build_snapshot
 from titanium_gateway.render import RenderCache, render
 from titanium_gateway.render.options import RenderOptions
@@ -75,7 +76,7 @@ def test_unchanged_routes_are_replayed_and_endpoint_changes_re_resolve_clusters(
     snap = workload.snapshot(objs, now=NOW_1)
     _same(render(snap, options, cache), render(snap, options))
     assert cache.misses == 50 and cache.hits == 0 and not cache.routes  # new conditions stamp "now"
-    _converge(objs, render(snap, options))  # the status writer's work: every route changes once
+    objs = converged_objects(objs, options, render)  # the status writer's work: every route changes once
     snap = workload.snapshot(objs, now=NOW_1)
     _same(render(snap, options, cache), render(snap, options))
     first_misses = cache.misses
@@ -90,16 +91,6 @@ def test_unchanged_routes_are_replayed_and_endpoint_changes_re_resolve_clusters(
     assert b"172.16.9.9" in got.config + b"".join(b for _, b in got.parts)
     assert cache.hits == 50 and cache.misses == first_misses
     assert cache.ingress_hits == 1
-
-
-def _converge(objs: list[dict[str, Any]], result: Any) -> None:
-    """Store every wanted status on its object (a new resourceVersion), as the status writer does."""
-    by_key = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
-    for wanted in result.statuses:
-        obj = by_key.get((wanted.kind, wanted.namespace, wanted.name))
-        if obj is not None:
-            obj["status"] = copy.deepcopy(dict(wanted.status))
-            _bump(obj)
 
 
 def _options() -> RenderOptions:
@@ -187,7 +178,7 @@ def test_a_sequence_of_changes_renders_as_without_a_cache() -> None:
     objs = [copy.deepcopy(o) for o in workload.build(40).objects]
     options = _options()
     cache = RenderCache()
-    _converge(objs, render(workload.snapshot(objs, now=NOW_1), options))
+    objs = converged_objects(objs, options, render)
     for step, change in enumerate([None, *CHANGES]):
         if change is not None:
             change(objs)
@@ -223,7 +214,7 @@ def test_cache_holds_only_the_last_render() -> None:
     objs = [copy.deepcopy(o) for o in workload.build(20).objects]
     options = _options()
     cache = RenderCache()
-    _converge(objs, render(workload.snapshot(objs, now=NOW_1), options))
+    objs = converged_objects(objs, options, render)
     render(workload.snapshot(objs, now=NOW_1), options, cache)
     assert len(cache.routes) == 20
     objs = [o for o in objs if not (o["kind"] == "HTTPRoute" and o["metadata"]["name"].endswith(("1", "3")))]
@@ -336,7 +327,7 @@ def test_any_sequence_of_changes_renders_as_without_a_cache(steps: list[tuple[in
 
 def _base() -> list[dict[str, Any]]:
     objs = [copy.deepcopy(o) for o in workload.build(12).objects]
-    _converge(objs, render(workload.snapshot(objs, now=NOW_1), _options()))
+    objs = converged_objects(objs, _options(), render)
     return objs
 
 

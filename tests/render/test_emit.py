@@ -246,3 +246,65 @@ def test_the_sure_plain_shortcut_agrees_with_the_resolver(value: str) -> None:
         assert em._scalar(value) == value
         assert yaml.safe_load(f"k: {value}") == {"k": value}
         assert yaml.safe_load(f"k: [{value}, x]") == {"k": [value, "x"]}
+
+
+_shape_scalars = st.none() | st.booleans() | st.integers(-5, 2**40) | _text
+
+
+def _shaped_dict(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
+    """Dicts with (mostly) exactly ``keys``, in any order, of any value type: the templates'
+    shapes and their near misses."""
+    extra = st.sampled_from(keys + ("other",))
+    return st.one_of(
+        st.permutations(keys).flatmap(lambda ks: st.tuples(*[
+            _shape_scalars | st.dictionaries(_text, _shape_scalars, max_size=3) for _ in ks
+        ]).map(lambda vs, ks=ks: dict(zip(ks, vs, strict=True)))),
+        st.dictionaries(extra, _shape_scalars | st.dictionaries(_text, _shape_scalars, max_size=2), max_size=len(keys) + 1),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_shape_templates_write_exactly_what_the_generic_keyed_writer_writes(data: st.DataObject) -> None:
+    """Every template of emit (weighted cluster entry, transform, destination, match) returns
+    what ``_flow_keyed`` returns for its keys, whatever the dict holds."""
+    em = emit_module
+    for write, keys in ((em._cluster_entry, em._CLUSTER_ENTRY_KEYS), (em._kind_entry, em._KIND_KEYS),
+                        (em._dest_entry, em.DEST_KEYS), (em._match, ("host", "path", "pathKind")),
+                        (em._match, ("path", "pathKind"))):
+        value = data.draw(_shaped_dict(keys))
+        try:
+            expected = em._flow_keyed(value, keys if write is not em._match else em.MATCH_KEYS)
+        except (em._LongKey, em._Fallback) as exc:
+            with pytest.raises(type(exc)):
+                write(value)
+            continue
+        assert write(value) == expected
+
+
+def test_shape_templates_on_the_render_shapes() -> None:
+    em = emit_module
+    assert em._cluster_entry({"clusterId": "svc-a.b.80", "weight": 9}) == "{clusterId: svc-a.b.80, weight: 9}"
+    assert em._kind_entry({"kind": "RequestHeaderSet", "parameters": {"name": "x", "value": "yes"}}) == (
+        '{kind: RequestHeaderSet, parameters: {name: x, value: "yes"}}')
+    assert em._dest_entry({"id": "10.0.0.1:80", "address": "10.0.0.1", "port": 80, "weight": 1, "useHttps": False}) == (
+        "{id: 10.0.0.1:80, address: 10.0.0.1, port: 80, weight: 1, useHttps: false}")
+    assert em._match({"host": "a.example.com", "path": "/", "pathKind": "Prefix"}) == (
+        "{host: a.example.com, path: /, pathKind: Prefix}")
+    assert em._match({"path": "1.5", "pathKind": "Exact"}) == '{path: "1.5", pathKind: Exact}'
+
+
+@given(st.text(alphabet="0123456789.:", max_size=22))
+def test_the_sure_plain_shortcut_for_addresses_agrees_with_the_resolver(value: str) -> None:
+    from titanium_gateway.render import emit as em
+
+    if em._SURE_PLAIN.fullmatch(value):
+        assert yaml.safe_load(f"k: {value}") == {"k": value}
+        assert yaml.safe_load(f"k: [{value}, x]") == {"k": [value, "x"]}
+        assert yaml.load(f"k: {value}", Loader=yaml.SafeLoader) == {"k": value}
+
+
+@pytest.mark.parametrize("value", ["10.0.0.1", "255.255.255.255:65535", "1.2.3.4:0", "192.168.0.10:8080"])
+def test_addresses_are_plain(value: str) -> None:
+    assert emit_module._scalar(value) == value
+    assert yaml.safe_load(f"k: {value}") == {"k": value}

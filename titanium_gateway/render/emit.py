@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,8 +122,10 @@ def _quote(value: str) -> str:
 
 #: Certainly a plain string: starts with a letter and has a digit or one of ``/_.-`` (no
 #: YAML 1.1 implicit type - bool, null, int, float, timestamp - starts with a letter unless it
-#: is letters only). Ids, hosts, paths and cluster ids skip the resolver and the cache.
-_SURE_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9/_.-]*")
+#: is letters only), or a dotted IPv4 address with an optional ``:port`` (three dots: no int,
+#: float or sexagesimal number has more than one). Ids, hosts, paths, cluster ids and
+#: endpoint addresses skip the resolver and the cache.
+_SURE_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9/_.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?")
 
 
 def _scalar(value: Any) -> str:
@@ -167,6 +169,12 @@ def _scalar(value: Any) -> str:
         _scalar_cache.clear()  # bounded: recurring strings come back at once, unique ids do not pile up
     _scalar_cache[value] = text
     return text
+
+
+def _str(value: str) -> str:
+    """:func:`_scalar` of a ``str``, the scalar cache first."""
+    text = _scalar_cache.get(value)
+    return text if text is not None else _scalar(value)
 
 
 def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
@@ -316,16 +324,74 @@ _ROUTE_KEY_SET = frozenset(ROUTE_KEYS)
 _CLUSTER_KEY_SET = frozenset(CLUSTER_KEYS)
 
 
-_ROUTE_LIST_SHAPES = {"clusters": _CLUSTER_ENTRY_KEYS, "transforms": _KIND_KEYS, "policies": _KIND_KEYS}
-_ROUTE_MAP_SHAPES = {"match": MATCH_KEYS, "redirect": REDIRECT_KEYS, "mirror": _MIRROR_KEYS}
-_CLUSTER_LIST_SHAPES = {"destinations": DEST_KEYS}
-_CLUSTER_MAP_SHAPES = {"sessionAffinity": ("policy", "name"), "httpClient": HTTP_CLIENT_KEYS}
+# Writers of the fixed-shape values below an item's own keys: the common shapes as one
+# template each (what a render writes ~100k times), anything else through _flow_keyed. Each
+# returns exactly what ``_flow_keyed(value, <shape keys>)`` returns (tests/render/test_emit.py).
 
 
-def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Sequence[str]],  # noqa: C901
-            map_shapes: Mapping[str, Sequence[str]], lead: str = "- ") -> str:
+def _cluster_entry(x: Any) -> str:
+    """A weighted cluster entry ``{clusterId: .., weight: ..}``."""
+    if type(x) is dict and len(x) == 2:
+        cid, weight = x.get("clusterId"), x.get("weight")
+        if type(cid) is str and type(weight) is int:
+            return f"{{clusterId: {_str(cid)}, weight: {weight}}}"
+    return _flow_keyed(x, _CLUSTER_ENTRY_KEYS)
+
+
+def _flow_params(params: dict[str, Any]) -> str:
+    """:func:`_flow` of a mapping, ``str`` values without a call each."""
+    return "{" + ", ".join([f"{_key(k)}: {_str(v) if type(v) is str else _flow(v)}" for k, v in params.items()]) + "}"
+
+
+def _kind_entry(x: Any) -> str:
+    """A transform or policy ``{kind: .., parameters: {..}}``."""
+    if type(x) is dict and len(x) == 2:
+        kind, params = x.get("kind"), x.get("parameters")
+        if type(kind) is str and type(params) is dict:
+            return f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}"
+    return _flow_keyed(x, _KIND_KEYS)
+
+
+def _dest_entry(x: Any) -> str:
+    """A destination ``{id, address, port, weight, useHttps}``."""
+    if type(x) is dict and len(x) == 5:
+        did, address, port, weight, https = (x.get("id"), x.get("address"), x.get("port"), x.get("weight"),
+                                             x.get("useHttps"))
+        if (type(did) is str and type(address) is str and type(port) is int and type(weight) is int
+                and type(https) is bool):
+            return (f"{{id: {_str(did)}, address: {_str(address)}, port: {port}, weight: {weight}, "
+                    f"useHttps: {'true' if https else 'false'}}}")
+    return _flow_keyed(x, DEST_KEYS)
+
+
+def _match(m: Any) -> str:
+    """A route match: ``{host, path, pathKind}`` or ``{path, pathKind}`` as a template."""
+    if type(m) is dict:
+        n, host, path, kind = len(m), m.get("host"), m.get("path"), m.get("pathKind")
+        if type(path) is str and type(kind) is str:
+            if n == 3 and type(host) is str:
+                return f"{{host: {_str(host)}, path: {_str(path)}, pathKind: {_str(kind)}}}"
+            if n == 2:
+                return f"{{path: {_str(path)}, pathKind: {_str(kind)}}}"
+    return _flow_keyed(m, MATCH_KEYS)
+
+
+def _keyed(keys: Sequence[str]) -> Callable[[Any], str]:
+    def write(value: Any) -> str:
+        return _flow_keyed(value, keys)
+    return write
+
+
+_ROUTE_LIST_SHAPES = {"clusters": _cluster_entry, "transforms": _kind_entry, "policies": _kind_entry}
+_ROUTE_MAP_SHAPES = {"match": _match, "redirect": _keyed(REDIRECT_KEYS), "mirror": _keyed(_MIRROR_KEYS)}
+_CLUSTER_LIST_SHAPES = {"destinations": _dest_entry}
+_CLUSTER_MAP_SHAPES = {"sessionAffinity": _keyed(("policy", "name")), "httpClient": _keyed(HTTP_CLIENT_KEYS)}
+
+
+def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Callable[[Any], str]],  # noqa: C901
+            map_shapes: Mapping[str, Callable[[Any], str]], lead: str = "- ") -> str:
     """An item whose keys are all in ``keys``, written in that order without copying it, with
-    the contract's key order inside the fixed-shape parts (``*_shapes``). ``lead`` prefixes
+    the contract's key order inside the fixed-shape parts (``*_shapes``: key -> writer). ``lead`` prefixes
     the first line (``"  "``: the continuation of an item begun elsewhere)."""
     out: list[str] = []
     for k in keys:
@@ -340,20 +406,13 @@ def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[s
             out.append(f"{lead}{k}: {v}\n")
         elif (kind is list or isinstance(v, list)) and v:
             out.append(f"{lead}{k}:\n")
-            shape = list_shapes.get(k)
-            if shape is None:
-                out.extend([f"  - {_flow(x)}\n" for x in v])
-            else:
-                out.extend([f"  - {_flow_keyed(x, shape)}\n" for x in v])
+            write = list_shapes.get(k, _flow)
+            out.extend([f"  - {write(x)}\n" for x in v])
         else:
-            shape = map_shapes.get(k)
-            if shape is None:
-                out.append(f"{lead}{k}: {_flow(v)}\n")
-            elif k == "httpClient" and isinstance(v, Mapping) and isinstance(v.get("tls"), Mapping):
+            write = map_shapes.get(k, _flow)
+            if k == "httpClient" and isinstance(v, Mapping) and isinstance(v.get("tls"), Mapping):
                 v = {**v, "tls": _Raw(_flow_keyed(v["tls"], TLS_KEYS))}
-                out.append(f"{lead}{k}: {_flow_keyed(v, shape)}\n")
-            else:
-                out.append(f"{lead}{k}: {_flow_keyed(v, shape)}\n")
+            out.append(f"{lead}{k}: {write(v)}\n")
         lead = "  "
     return "".join(out) if out else "- {}\n"
 
@@ -407,7 +466,7 @@ def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | Non
         if type(route_id) is str and type(match) is dict:
             text = _scalar_cache.get(route_id)
             return (f"- id: {text if text is not None else _scalar(route_id)}\n",
-                    f"  match: {_flow_keyed(match, MATCH_KEYS)}\n")
+                    f"  match: {_match(match)}\n")
     except (_LongKey, _Fallback):
         pass
     return None

@@ -1,8 +1,8 @@
 """The narrow Kubernetes API surface the controller uses: raw JSON dicts in and out.
 
 ``KubeApi`` is the protocol every part of the controller codes against (informers,
-writers, leader election). ``titanium_gateway.kube.rest.RestApi`` implements it over the
-official ``kubernetes`` client's ApiClient without model deserialization.
+writers, leader election). ``titanium_gateway.kube.rest.RestApi`` implements it over urllib3,
+configured by the official ``kubernetes`` package's loaders, without model deserialization.
 """
 
 from __future__ import annotations

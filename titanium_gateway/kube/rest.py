@@ -1,8 +1,13 @@
-"""``RestApi``: the ``KubeApi`` protocol over the official ``kubernetes`` client's ``ApiClient``.
+"""``RestApi``: the ``KubeApi`` protocol over urllib3, configured by a ``kubernetes.client.Configuration``.
 
-Only the transport of the official client is used (configuration, authentication, TLS,
-connection pool): requests go through ``ApiClient.param_serialize`` + ``ApiClient.call_api``
-and the response body is parsed here as raw JSON; no model classes are built. Watches read the
+The official ``kubernetes`` package provides the configuration: kubeconfig or in-cluster
+loading, authentication (tokens, exec plugins and auth providers with their refresh hook),
+client certificates, CA, TLS verification, proxy (``kube/kubeconfig.py`` imports those parts
+without the generated client). The transport is :class:`Transport`: the urllib3 pool the
+official ``ApiClient``/``RESTClientObject`` would build from that configuration, the same URL,
+query, header and JSON body encoding, and the ``authorization`` header from
+``Configuration.auth_settings()`` on every request (which runs the token refresh hook).
+Response bodies are parsed here as raw JSON; no model classes are built. Watches read the
 chunked stream line by line (one JSON event per line).
 
 Every request waits for a token of a client-side token bucket (``qps``/``burst``) and is
@@ -12,16 +17,17 @@ counted in ``rest_client_requests_total{code,method,host}`` (code ``<error>`` wh
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import logging
+import socket
+import ssl
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
 from titanium_gateway.kube.api import ApiError, Obj, PatchType, Resource
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
@@ -83,18 +89,145 @@ def api_error_from_response(status: int, body: bytes, headers: Any) -> ApiError:
     return ApiError(status, reason, message, retry_after, parsed)
 
 
-def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.Configuration:
+SOCKS_PROXY_SCHEMES = frozenset({"socks5", "socks5h", "socks4", "socks4a"})
+
+
+def tcp_keepalive_socket_options(idle: int = 30, interval: int = 15, count: int = 9) -> list[tuple[int, int, int]]:
+    """urllib3's default socket options plus TCP keepalive (``Configuration.keep_alive``), with
+    client-go's timings, as ``kubernetes.utils.keepalive.tcp_keepalive_socket_options``."""
+    options = list(urllib3.connection.HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    if hasattr(socket, "TCP_KEEPIDLE"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle))
+    elif hasattr(socket, "TCP_KEEPALIVE"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPALIVE, idle))
+    if hasattr(socket, "TCP_KEEPINTVL"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval))
+    if hasattr(socket, "TCP_KEEPCNT"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count))
+    return options
+
+
+def bypasses_proxy(url: str, no_proxy: str) -> bool:
+    """Whether ``url``'s host matches one of the comma-separated ``no_proxy`` rules (``*``, a
+    CIDR, a domain suffix, ``host:port``), as the official client decides."""
+    parsed = urlparse(url)
+    if not parsed.hostname:
+        return True
+    host = parsed.hostname.lower()
+    host_and_port = parsed.netloc.lower()
+    try:
+        host_ip: Any = ipaddress.ip_address(host)
+    except ValueError:
+        host_ip = None
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        if host_ip is not None:
+            try:
+                if host_ip in ipaddress.ip_network(entry, strict=False):
+                    return True
+            except ValueError:
+                pass
+        entry = entry.lstrip(".")
+        if host in (entry,) or host.endswith("." + entry) or host_and_port == entry \
+                or host_and_port.endswith("." + entry):
+            return True
+    return False
+
+
+def pool_manager(configuration: Any) -> urllib3.PoolManager:
+    """The urllib3 pool manager ``kubernetes.client.rest.RESTClientObject`` builds from
+    ``configuration``: TLS verification, CA (file or data), client certificate, hostname check,
+    SNI (``tls_server_name``), retries, socket options or keepalive, pool size, and an HTTP(S)
+    or SOCKS proxy unless ``no_proxy`` exempts the host."""
+    pool_args: dict[str, Any] = {
+        "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
+        "ca_certs": configuration.ssl_ca_cert,
+        "cert_file": configuration.cert_file,
+        "key_file": configuration.key_file,
+        "ca_cert_data": getattr(configuration, "ca_cert_data", None),
+    }
+    if configuration.assert_hostname is not None:
+        pool_args["assert_hostname"] = configuration.assert_hostname
+    if configuration.retries is not None:
+        pool_args["retries"] = configuration.retries
+    if getattr(configuration, "tls_server_name", None):
+        pool_args["server_hostname"] = configuration.tls_server_name
+    if getattr(configuration, "socket_options", None) is not None:
+        pool_args["socket_options"] = configuration.socket_options
+    elif getattr(configuration, "keep_alive", False):
+        pool_args["socket_options"] = tcp_keepalive_socket_options()
+    if configuration.connection_pool_maxsize is not None:
+        pool_args["maxsize"] = configuration.connection_pool_maxsize
+    proxy = configuration.proxy
+    if proxy and not bypasses_proxy(configuration.host, getattr(configuration, "no_proxy", None) or ""):
+        if proxy.split("://", 1)[0].lower() in SOCKS_PROXY_SCHEMES and "://" in proxy:
+            from urllib3.contrib.socks import SOCKSProxyManager
+
+            return SOCKSProxyManager(proxy_url=proxy, headers=configuration.proxy_headers, **pool_args)
+        if getattr(configuration, "proxy_ssl_context", None) is not None:
+            pool_args["proxy_ssl_context"] = configuration.proxy_ssl_context
+        return urllib3.ProxyManager(proxy_url=proxy, proxy_headers=configuration.proxy_headers, **pool_args)
+    return urllib3.PoolManager(**pool_args)
+
+
+def encode_query(query: list[tuple[str, Any]]) -> str:
+    """``k=v&...`` with each value percent-encoded (booleans as ``true``/``false``), as the
+    official client's ``parameters_to_url_query``."""
+    out = []
+    for k, v in query:
+        if isinstance(v, bool):
+            v = str(v).lower()
+        out.append(f"{k}={quote(str(v))}")
+    return "&".join(out)
+
+
+class Transport:
+    """One connection pool to the API server and the request encoding of the official client:
+    URL = ``configuration.host`` + path (+ ``?`` query), ``User-Agent``, the auth headers of
+    ``configuration.auth_settings()`` (asked per request: it calls ``refresh_api_key_hook``,
+    which renews exec-plugin, auth-provider and in-cluster tokens), a JSON body for every
+    content type used here (JSON, merge, JSON and strategic merge patches, apply YAML)."""
+
+    def __init__(self, configuration: Any, user_agent: str) -> None:
+        self.configuration = configuration
+        self.user_agent = user_agent
+        self.pool = pool_manager(configuration)
+
+    def auth_headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("type") != "http-signature" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def request(self, method: str, path: str, query: list[tuple[str, Any]], headers: dict[str, str],
+                body: Any = None, timeout: float | tuple[float, float] | None = None) -> Any:
+        """The urllib3 response, body not read (``preload_content=False``)."""
+        url = self.configuration.host + path
+        if query:
+            url += "?" + encode_query(query)
+        hdrs = {"User-Agent": self.user_agent, **headers, **self.auth_headers()}
+        if isinstance(timeout, tuple):
+            to: urllib3.Timeout | None = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        else:
+            to = urllib3.Timeout(total=timeout) if timeout else None
+        data = None if body is None else json.dumps(body)
+        return self.pool.request(method, url, body=data, headers=hdrs, timeout=to, preload_content=False)
+
+    def close(self) -> None:
+        self.pool.clear()
+
+
+def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """In-cluster config when running in a pod (and no kubeconfig is given), else the kubeconfig
-    file (``kubeconfig``, ``$KUBECONFIG`` or ``~/.kube/config``)."""
-    cfg = k8s_client.Configuration()
-    if kubeconfig is None:
-        try:
-            k8s_config.load_incluster_config(client_configuration=cfg)
-            return cfg
-        except k8s_config.ConfigException:
-            pass
-    k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-    return cfg
+    file (``kubeconfig``, ``$KUBECONFIG`` or ``~/.kube/config``): a ``kubernetes.client.Configuration``."""
+    from titanium_gateway.kube.kubeconfig import load_configuration as load
+
+    return load(kubeconfig, context)
 
 
 class WatchStream(Iterator[Obj]):
@@ -133,12 +266,13 @@ class RestApi:
     """``KubeApi`` over HTTP.
 
     ``RestApi(configuration, qps=50, burst=100)`` uses a ``kubernetes.client.Configuration``
-    (tests point one at a local server); ``RestApi.from_kubeconfig(path)`` loads one.
-    ``request_timeout`` bounds non-watch requests; watches use ``timeout_seconds`` + a margin
-    as the read timeout, so a silent dead connection ends within that time.
+    (tests point one at a local server; it is copied, never modified);
+    ``RestApi.from_kubeconfig(path)`` loads one. ``request_timeout`` bounds non-watch requests;
+    watches use ``timeout_seconds`` + a margin as the read timeout, so a silent dead connection
+    ends within that time.
     """
 
-    def __init__(self, configuration: k8s_client.Configuration, *, qps: float = 50.0, burst: int = 100,
+    def __init__(self, configuration: Any, *, qps: float = 50.0, burst: int = 100,
                  request_timeout: float = 30.0, connect_timeout: float = 10.0, watch_read_margin: float = 30.0,
                  registry: Registry | None = None, clock: Clock = REAL_CLOCK,
                  user_agent: str = "titanium-gateway") -> None:
@@ -148,8 +282,8 @@ class RestApi:
             # want the ApiError (with retry_after) so callers back off on their own terms.
             configuration.retries = False
         self.configuration = configuration
-        self.api_client = k8s_client.ApiClient(configuration)
-        self.api_client.user_agent = user_agent
+        self.user_agent = user_agent
+        self.transport = Transport(configuration, user_agent)
         self.limiter = TokenBucket(qps, burst, clock)
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
@@ -163,7 +297,7 @@ class RestApi:
         return cls(load_configuration(kubeconfig, context), **kwargs)
 
     def close(self) -> None:
-        self.api_client.close()
+        self.transport.close()
 
     # --- transport ----------------------------------------------------------------------------
     def _send(self, method: str, path: str, query: list[tuple[str, Any]], body: Any = None,
@@ -173,17 +307,12 @@ class RestApi:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
-        _, url, hdrs, ser_body, _ = self.api_client.param_serialize(
-            method=method, resource_path=path, query_params=query, header_params=headers, body=body,
-            auth_settings=["BearerToken"])
         try:
-            resp = self.api_client.call_api(method, url, header_params=hdrs, body=ser_body,
-                                            _request_timeout=timeout or (self.connect_timeout,
-                                                                         self.request_timeout))
+            raw = self.transport.request(method, path, query, headers, body,
+                                         timeout or (self.connect_timeout, self.request_timeout))
         except Exception:
             self._requests.labels(code="<error>", method=method, host=self.host).inc()
             raise
-        raw = resp.response
         self._requests.labels(code=str(raw.status), method=method, host=self.host).inc()
         if not 200 <= raw.status < 300:
             try:
@@ -283,7 +412,7 @@ class RestApi:
             raise ValueError("a JSON patch is a list of operations")
         q: list[tuple[str, Any]] = []
         if patch_type == "apply":
-            q.append(("fieldManager", self.api_client.user_agent or "titanium-gateway"))
+            q.append(("fieldManager", self.user_agent or "titanium-gateway"))
         return self._json("PATCH", res.path(namespace, name, subresource), q, body=body,
                           content_type=PATCH_CONTENT_TYPES[patch_type])
 

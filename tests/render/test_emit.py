@@ -271,7 +271,8 @@ def test_shape_templates_write_exactly_what_the_generic_keyed_writer_writes(data
     em = emit_module
     for write, keys in ((em._cluster_entry, em._CLUSTER_ENTRY_KEYS), (em._kind_entry, em._KIND_KEYS),
                         (em._dest_entry, em.DEST_KEYS), (em._match, ("host", "path", "pathKind")),
-                        (em._match, ("path", "pathKind"))):
+                        (em._match, ("path", "pathKind")), (em._match, ("host", "path", "pathKind", "method")),
+                        (em._match, ("host", "path", "pathKind", "headers", "query")), (em._match, em.MATCH_KEYS)):
         value = data.draw(_shaped_dict(keys))
         try:
             expected = em._flow_keyed(value, keys if write is not em._match else em.MATCH_KEYS)
@@ -292,6 +293,9 @@ def test_shape_templates_on_the_render_shapes() -> None:
     assert em._match({"host": "a.example.com", "path": "/", "pathKind": "Prefix"}) == (
         "{host: a.example.com, path: /, pathKind: Prefix}")
     assert em._match({"path": "1.5", "pathKind": "Exact"}) == '{path: "1.5", pathKind: Exact}'
+    assert em._match({"host": "a", "path": "/", "pathKind": "Prefix", "headers": {"x-a": "1", "b": "yes"}}) == (
+        '{host: a, path: /, pathKind: Prefix, headers: {x-a: "1", b: "yes"}}')
+    assert em._match({"method": "GET", "path": "/"}) == "{path: /, method: GET}"  # contract order, whatever the dict's
 
 
 @given(st.text(alphabet="0123456789.:", max_size=22))

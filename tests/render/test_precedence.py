@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
     TIER_DEGRADED,
@@ -68,3 +73,26 @@ def test_key_from_match_maps_data_plane_fields() -> None:
     assert a == route_key(hostname="a.com", path_type="Exact", path="/x", method=True, headers=1, query=2,
                           created="t", namespace="n", name="r", rule=0, match=0, route_id="i")
     assert key_from_match({"path": "/a", "pathKind": "Regex"}, **common)[3] == 1
+
+
+_match_values = st.fixed_dictionaries({}, optional={
+    "host": st.sampled_from(["a.com", "*.a.com", "", "x" * 300, "*"]),
+    "path": st.sampled_from(["/", "/abc", "/" + "p" * 300]),
+    "pathKind": st.sampled_from(["Exact", "Regex", "Prefix", "Other"]),
+    "method": st.just("GET"),
+    "headers": st.dictionaries(st.sampled_from("abc"), st.just("v")),
+    "query": st.dictionaries(st.sampled_from("abc"), st.just("v")),
+    "queryRegex": st.dictionaries(st.sampled_from("de"), st.just("v")),
+})
+
+
+@given(_match_values, st.integers(0, 2))
+def test_key_from_match_is_route_key_of_its_fields(match: dict[str, Any], tier: int) -> None:
+    kind = match.get("pathKind")
+    path_type = {"Exact": "Exact", "Regex": "RegularExpression", "Prefix": "PathPrefix"}.get(str(kind))
+    common = {"created": "2024-01-01T00:00:00Z", "namespace": "n", "name": "r", "route_id": "id"}
+    expected = route_key(hostname=match.get("host"), path_type=path_type if "path" in match else None,
+                         path=match.get("path"), method="method" in match, headers=len(match.get("headers") or {}),
+                         query=len(match.get("query") or {}) + len(match.get("queryRegex") or {}),
+                         rule=1, match=2, tier=tier, **common)
+    assert key_from_match(match, rule=1, match_index=2, tier=tier, **common) == expected

@@ -201,18 +201,31 @@ class RenderContext:
         rid = str(route["id"])
         if rid in self._routes:
             return False
-        split = None
-        if tail is not None:
-            lines = route_head(rid, route["match"])
-            if lines is not None:
-                split = (lines[0], (lines[1], tail))  # type: ignore[assignment]  # tail kept shared
-        if split is None and type(route.get("id")) is str:
-            split = route_fragment_split(route)
+        if tail is not None and type(route.get("id")) is str:
+            added = self.add_route_text(rid, route["match"], key, tail)
+            if added is not None:
+                return added
+        split = route_fragment_split(route) if type(route.get("id")) is str else None
         entry = (key, rid, split[0], split[1]) if split is not None else (key, rid, dict(route), None)
+        self._add_entry(rid, entry)
+        return True
+
+    def add_route_text(self, rid: str, match: Mapping[str, Any], key: PrecedenceKey, tail: str) -> bool | None:
+        """:meth:`add_route` of ``{"id": rid, "match": match, <the keys tail was written from>}``
+        without building that dict; None when the id and match lines cannot be written by the
+        fast writer (then call :meth:`add_route` with the whole route)."""
+        if rid in self._routes:
+            return False
+        lines = route_head(rid, match)
+        if lines is None:
+            return None
+        self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared
+        return True
+
+    def _add_entry(self, rid: str, entry: tuple[Any, ...]) -> None:
         self._routes[rid] = entry
         if self.recording is not None:
             self.recording.routes.append(entry)
-        return True
 
     def bind_certificate(
         self,

@@ -126,6 +126,7 @@ def _quote(value: str) -> str:
 #: float or sexagesimal number has more than one). Ids, hosts, paths, cluster ids and
 #: endpoint addresses skip the resolver and the cache.
 _SURE_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9/_.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?")
+_sure_plain = _SURE_PLAIN.fullmatch
 
 
 def _scalar(value: Any) -> str:
@@ -172,7 +173,9 @@ def _scalar(value: Any) -> str:
 
 
 def _str(value: str) -> str:
-    """:func:`_scalar` of a ``str``, the scalar cache first."""
+    """:func:`_scalar` of a ``str``."""
+    if _sure_plain(value) is not None and not value.isalpha():
+        return value
     text = _scalar_cache.get(value)
     return text if text is not None else _scalar(value)
 
@@ -364,15 +367,31 @@ def _dest_entry(x: Any) -> str:
     return _flow_keyed(x, DEST_KEYS)
 
 
+_MATCH_RANK = {k: i for i, k in enumerate(MATCH_KEYS)}
+
+
 def _match(m: Any) -> str:
-    """A route match: ``{host, path, pathKind}`` or ``{path, pathKind}`` as a template."""
+    """A route match: ``{host, path, pathKind}`` as a template; any other match whose keys are
+    in the contract's order with string or mapping values in one pass."""
     if type(m) is dict:
         n, host, path, kind = len(m), m.get("host"), m.get("path"), m.get("pathKind")
-        if type(path) is str and type(kind) is str:
-            if n == 3 and type(host) is str:
-                return f"{{host: {_str(host)}, path: {_str(path)}, pathKind: {_str(kind)}}}"
-            if n == 2:
-                return f"{{path: {_str(path)}, pathKind: {_str(kind)}}}"
+        if n == 3 and type(path) is str and type(kind) is str and type(host) is str:
+            return f"{{host: {_str(host)}, path: {_str(path)}, pathKind: {_str(kind)}}}"
+        parts = []
+        last = -1
+        for k, v in m.items():
+            rank = _MATCH_RANK.get(k, -1)
+            if rank <= last:
+                break  # another order, or a key of no shape: the generic writer sorts it out
+            last = rank
+            if type(v) is str:
+                parts.append(f"{k}: {_str(v)}")
+            elif type(v) is dict:
+                parts.append(f"{k}: {_flow_params(v)}")
+            else:
+                break
+        else:
+            return "{" + ", ".join(parts) + "}"
     return _flow_keyed(m, MATCH_KEYS)
 
 

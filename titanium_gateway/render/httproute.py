@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from titanium_gateway.render import backends as be
@@ -27,7 +27,14 @@ from titanium_gateway.render.conditions import existing_conditions
 from titanium_gateway.render.emit import route_tail
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
-from titanium_gateway.render.precedence import TIER_DEGRADED, TIER_NORMAL, creation_timestamp, key_from_match
+from titanium_gateway.render.precedence import (
+    TIER_DEGRADED,
+    TIER_NORMAL,
+    creation_timestamp,
+    host_part,
+    key_from_parts,
+    match_part,
+)
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import ObjectStatus
 
@@ -321,19 +328,31 @@ class MatchOut:
     degraded: bool = False
 
 
-@dataclass
 class RuleOut:
-    matches: list[MatchOut] = field(default_factory=list)
-    action: dict[str, Any] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
-    unsupported: list[str] = field(default_factory=list)
-    refs: list[tuple[str, str]] = field(default_factory=list)
-    redirect: dict[str, Any] | None = None  # redirect needing a host per route hostname
-    first_ref: str = ""  # the backend problem the rule's 500 body names
-    clusters: list[dict[str, Any]] = field(default_factory=list)
+    """What :func:`_rule` makes of one rule (a plain slotted class: one per rule at 10k+)."""
+
+    __slots__ = ("matches", "action", "extras", "unsupported", "refs", "redirect", "first_ref", "clusters")
+
+    def __init__(self) -> None:
+        self.matches: list[MatchOut] = []
+        self.action: dict[str, Any] = {}
+        self.extras: dict[str, Any] = {}
+        self.unsupported: list[str] = []
+        self.refs: list[tuple[str, str]] = []
+        self.redirect: dict[str, Any] | None = None  # redirect needing a host per route hostname
+        self.first_ref = ""  # the backend problem the rule's 500 body names
+        self.clusters: list[dict[str, Any]] = []
 
 
 def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
+    path = raw.get("path")
+    if type(path) is dict and len(path) == 2 and len(raw) == 1:  # the common shape: a path alone
+        ptype, value = path.get("type"), path.get("value")
+        if type(value) is str and value.startswith("/"):
+            if ptype == "PathPrefix":
+                return MatchOut({"path": normalize_prefix(value), "pathKind": "Prefix"})
+            if ptype == "Exact":
+                return MatchOut({"path": value, "pathKind": "Exact"})
     match: dict[str, Any] = {}
     degraded = False
     path = _dict(raw.get("path"))
@@ -829,6 +848,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 unsupported: list[str], refs: list[tuple[str, str]], firsts: list[str], ref_firsts: list[str],
                 *, emit: bool) -> None:
     created = creation_timestamp(route)
+    host_ranks: dict[str | None, tuple[int, int]] = {}
     for ri, rule in enumerate(_list(spec.get("rules"))):
         if not isinstance(rule, Mapping):
             rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
@@ -856,13 +876,20 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                             rest[k] = out.extras[k]
                 if not any(t["kind"] == _PREFIX_REWRITE for t in rest.get("transforms", ())):
                     shared_tail = route_tail(rest)
+        # the routes of this rule that are the shared tail after their id and match lines
+        fast = emit and shared_tail is not None and "redirect" not in out.action
+        multi = len(hosts) > 1
         for mi, m in enumerate(out.matches):
-            multi = len(hosts) > 1
+            tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
+            ranks = match_part(m.match)
             for host in hosts:
                 rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
-                match = dict(m.match)
-                if host:
-                    match = {"host": host, **match}
+                match = {"host": host, **m.match} if host else m.match
+                key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
+                                     ranks, created, ns, name, ri, mi, rid)
+                if fast and ctx.add_route_text(rid, match, key, shared_tail) is not None:  # type: ignore[arg-type]
+                    continue
+                match = dict(match)
                 body: dict[str, Any] = {"id": rid, "match": match}
                 if rule_unsupported:
                     body["directResponse"] = {"status": 500, "body": "UnsupportedValue: " + rule_message}
@@ -890,9 +917,6 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                     response = [t for t in out.extras.get("transforms", []) if t["kind"].startswith("Response")]
                     if response:
                         body["transforms"] = response
-                tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
-                key = key_from_match(match, created=created, namespace=ns, name=name, rule=ri,
-                                     match_index=mi, route_id=rid, tier=tier)
                 if emit:
                     ctx.add_route(body, key, None if "redirect" in body else shared_tail)
         unsupported.extend(rule_unsupported)

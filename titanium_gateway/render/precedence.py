@@ -98,6 +98,35 @@ def route_key(
     )
 
 
+_PATH_KIND_TYPE = {"Exact": "Exact", "Regex": "RegularExpression", "Prefix": "PathPrefix"}
+
+
+def host_part(host: str | None) -> tuple[int, int]:
+    """Items 2-3 of :func:`route_key` for a match host."""
+    host = host or ""
+    return (_longer_first(len(host) if host and not host.startswith("*") else 0), _longer_first(len(host)))
+
+
+def match_part(match: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
+    """Items 4-8 of :func:`route_key` for a data-plane ``match`` dict (its host aside)."""
+    path = match.get("path")
+    path_type = _PATH_KIND_TYPE.get(str(match.get("pathKind"))) if "path" in match else None
+    if path_type is None or path is None:
+        rank, plen = PATH_TYPE_RANK["PathPrefix"], 1
+    else:
+        rank, plen = PATH_TYPE_RANK.get(path_type, 2), len(path)
+    query = len(match.get("query") or {}) + len(match.get("queryRegex") or {})
+    return (rank, _longer_first(plen), 0 if "method" in match else 1, -len(match.get("headers") or {}), -query)
+
+
+def key_from_parts(tier: int, host: tuple[int, int], match: tuple[int, int, int, int, int], created: str,
+                   namespace: str, name: str, rule: int, match_index: int, route_id: str) -> PrecedenceKey:
+    """:func:`route_key` from :func:`host_part` and :func:`match_part` (computed once per host
+    and once per match by a caller that emits every host x match)."""
+    return (tier, host[0], host[1], match[0], match[1], match[2], match[3], match[4],
+            created, namespace, name, rule, match_index, route_id)
+
+
 def key_from_match(
     match: dict[str, Any],
     *,
@@ -110,21 +139,5 @@ def key_from_match(
     tier: int = TIER_NORMAL,
 ) -> PrecedenceKey:
     """:func:`route_key` computed from a data-plane ``match`` dict (host/path/pathKind/...)."""
-    kind = match.get("pathKind")
-    path_type = {"Exact": "Exact", "Regex": "RegularExpression", "Prefix": "PathPrefix"}.get(str(kind))
-    query = len(match.get("query") or {}) + len(match.get("queryRegex") or {})
-    return route_key(
-        hostname=match.get("host"),
-        path_type=path_type if "path" in match else None,
-        path=match.get("path"),
-        method="method" in match,
-        headers=len(match.get("headers") or {}),
-        query=query,
-        created=created,
-        namespace=namespace,
-        name=name,
-        rule=rule,
-        match=match_index,
-        route_id=route_id,
-        tier=tier,
-    )
+    return key_from_parts(tier, host_part(match.get("host")), match_part(match), created, namespace, name, rule,
+                          match_index, route_id)

@@ -525,3 +525,52 @@ def test_written_part_bytes_are_released_and_never_needed_again() -> None:
     ctrl.reconcile()
     assert len(render.snapshots) == renders + 1
     assert api.obj(CONFIG_MAPS, NS, "tp-part-1")["data"] == {"twp.part-1.yaml": "routes:\n- id: a\nclusters: []\n"}
+
+
+def test_the_echo_of_our_own_status_write_triggers_no_reconcile() -> None:
+    """1000 route statuses must not re-render the cluster while they are being written: an
+    informer update that only carries the status we wrote triggers nothing; any other update of
+    the same object does."""
+    import copy
+
+    ctrl, api, render, prober = setup()
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    old = ctrl.informers["Gateway"].get("apps", "web")
+    echo = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    assert echo["status"] and echo["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
+    fanout = ctrl.informers["Gateway"]._fanout
+    n = ctrl.trigger.triggers
+    fanout.on_update(old, echo)
+    assert ctrl.trigger.triggers == n
+    for change in ({"labels": {"x": "y"}}, {"annotations": {"k": "v"}}):
+        other = copy.deepcopy(echo)
+        other["metadata"].update(change)
+        fanout.on_update(old, other)
+        assert ctrl.trigger.triggers == n + 1
+        n += 1
+    foreign = copy.deepcopy(echo)
+    foreign["status"]["conditions"][0]["message"] = "written by someone else"
+    fanout.on_update(old, foreign)
+    assert ctrl.trigger.triggers == n + 1
+    # an update of a kind whose status we do not write always triggers
+    ctrl.informers["Service"]._fanout.on_update({"metadata": {"name": "s"}}, {"metadata": {"name": "s", "x": 1}})
+    assert ctrl.trigger.triggers == n + 2
+
+
+def test_a_new_probe_message_renders_again_at_once_not_at_the_next_poll() -> None:
+    """The render puts the probe message into Programmed: a changed message asks for a reconcile
+    at once (within the coalescing window); an unchanged one waits for the poll."""
+    import time
+
+    ctrl, api, render, prober = setup()
+    ctrl.reconcile()  # "" -> "pod p0 runs config old"
+    assert ctrl.trigger.next_run_at() <= time.monotonic() + 0.1  # type: ignore[operator]
+    assert ctrl.trigger.wait(1)
+    ctrl.trigger.done()
+    ctrl.reconcile()  # same message: the poll
+    assert ctrl.trigger.next_run_at() >= time.monotonic() + ctrl.opts.probe_interval - 1  # type: ignore[operator]
+    prober.answer = ProbeResult(None, "pod p0 is not ready")
+    ctrl.reconcile()
+    assert ctrl.trigger.next_run_at() <= time.monotonic() + ctrl.trigger.min_interval + 0.1  # type: ignore[operator]
+    assert render.snapshots[-1].probe_message == "pod p0 runs config old"

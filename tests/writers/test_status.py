@@ -216,3 +216,78 @@ def test_a_new_transition_time_alone_is_not_a_change() -> None:
     assert rep.written == 0 and len(api.writes("gateways")) == 1
     changed = {"conditions": [cond("Accepted", "False") | {"lastTransitionTime": "2026-01-01T00:00:09Z"}]}
     assert w.write_all([ObjectStatus("v1", "Gateway", "apps", "web", changed)]).written == 1
+
+
+def test_the_echo_of_our_own_write_is_recognised_and_nothing_else_is() -> None:
+    """``echoes``: the informer's update carrying exactly the status we wrote (nothing else
+    changed) needs no reconcile; another writer's status, a spec or label change, or an object
+    we never wrote are not echoes."""
+    import copy
+
+    api = RecordingApi()
+    api.put(HTTPROUTES, {"metadata": {"name": "r", "namespace": "apps", "generation": 1, "labels": {"a": "b"}},
+                         "spec": {"hostnames": ["x"]}, "status": {"parents": [parent("gw", "other.io/x")]}})
+    old = copy.deepcopy(api.obj(HTTPROUTES, "apps", "r"))
+    reg = Registry()
+    w = writer(api, reg)
+    assert not w.echoes("HTTPRoute", old, old)  # nothing written yet
+    st = ObjectStatus("gateway.networking.k8s.io/v1", "HTTPRoute", "apps", "r", {"parents": [parent("gw")]})
+    assert w.write_all([st]).written == 1
+    new = copy.deepcopy(api.obj(HTTPROUTES, "apps", "r"))
+    new["metadata"]["resourceVersion"] = "99"
+    new["metadata"]["managedFields"] = [{"manager": "titanium-gateway"}]
+    assert w.echoes("HTTPRoute", old, new)
+    later = copy.deepcopy(new)  # a later transition time alone is still our status
+    later["status"]["parents"][1]["conditions"][0]["lastTransitionTime"] = "2026-01-02T00:00:00Z"
+    assert w.echoes("HTTPRoute", old, later)
+    assert reg.get("titanium_status_echoes_total").value(kind="HTTPRoute") == 2  # type: ignore[union-attr]
+
+    other = copy.deepcopy(new)  # another controller changed its own entry
+    other["status"]["parents"][0]["conditions"][0]["status"] = "False"
+    spec = copy.deepcopy(new)
+    spec["spec"]["hostnames"] = ["y"]
+    spec["metadata"]["generation"] = 2
+    label = copy.deepcopy(new)
+    label["metadata"]["labels"] = {"a": "c"}
+    extra = copy.deepcopy(new)
+    extra["metadata"]["annotations"] = {"k": "v"}
+    for changed in (other, spec, label, extra):
+        assert not w.echoes("HTTPRoute", old, changed)
+    assert not w.echoes("Gateway", old, new)  # keyed by kind too
+    assert not w.echoes("Service", old, new)  # not a kind whose status we write
+    w.close()
+
+
+def test_a_status_being_sent_is_an_echo_before_the_answer_arrives() -> None:
+    """The server's watch event can reach the informer before the PATCH answer reaches the
+    writer: the status in flight counts as ours; once the write failed it no longer does."""
+    import copy
+
+    api = RecordingApi()
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}})
+    old = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    w = writer(api)
+    seen: list[bool] = []
+    orig = api.patch
+
+    def patch(res: Any, ns: Any, name: str, body: Any, **kw: Any) -> Any:
+        echo = copy.deepcopy(old)
+        echo["status"] = body["status"]
+        echo["metadata"]["resourceVersion"] = "1000"
+        seen.append(w.echoes("Gateway", old, echo))
+        if len(seen) == 1:
+            return orig(res, ns, name, body, **kw)
+        raise ApiError(500, "InternalError", "boom")
+
+    api.patch = patch  # type: ignore[method-assign]
+    st = ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond("Accepted")]})
+    assert w.write_all([st]).written == 1
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}})  # someone reset it
+    old = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    w.write_all([ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
+                              {"conditions": [cond("Programmed")]})])
+    assert seen == [True, True]
+    failed = copy.deepcopy(old)
+    failed["status"] = {"conditions": [cond("Programmed")]}
+    assert not w.echoes("Gateway", old, failed)  # never written: not ours
+    w.close()

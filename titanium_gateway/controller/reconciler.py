@@ -17,6 +17,7 @@ back-off and the Retry-After), however many changes arrive meanwhile.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import threading
@@ -44,6 +45,7 @@ from titanium_gateway.writers.deployment import DeploymentStamper, canonical_lis
 from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
 from titanium_gateway.writers.secret import SecretWriter
+from titanium_gateway.writers.status import RESOURCES as STATUS_RESOURCES
 from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_status, status_differs
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,8 @@ WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
 
 
 StatusKey = tuple[str, str, str]
+#: kinds whose status the status writer writes (their echo does not trigger a reconcile)
+STATUS_KINDS = frozenset(STATUS_RESOURCES)
 RECONCILE_KEY = "reconcile"
 #: Re-freeze the collector once this many cached objects changed since the last freeze (or after
 #: any relist): the new objects leave the collector's scans too.
@@ -146,7 +150,10 @@ class Controller:
                 inf = SharedInformer(api, res, ns, label_selector=DATA_PLANE_SELECTOR, name="pods", **kw)
             else:
                 inf = SharedInformer(api, res, name=res.plural, **kw)
-            inf.add_event_handler(EventHandler(self._on_add, self._on_update, self._on_delete))
+            on_update = self._on_update
+            if name in STATUS_KINDS:
+                on_update = functools.partial(self._on_status_kind_update, name)
+            inf.add_event_handler(EventHandler(self._on_add, on_update, self._on_delete))
             self.informers.add(name, inf)
         self.config_writer = ConfigMapWriter(api, ns, opts.config_map, max_parts=opts.config_parts,
                                              guard=self.guard, registry=reg)
@@ -200,6 +207,14 @@ class Controller:
 
     def _on_update(self, old: Any, new: Any) -> None:
         if old is new:
+            return
+        self.trigger.trigger()
+
+    def _on_status_kind_update(self, kind: str, old: Any, new: Any) -> None:
+        """An object whose status we write: the echo of our own status write needs no reconcile
+        (``StatusWriter.echoes``): 1000 route statuses would otherwise re-render the cluster
+        every ``--min-reconcile-ms`` while they are written, for nothing."""
+        if old is new or self.status_writer.echoes(kind, old, new):
             return
         self.trigger.trigger()
 
@@ -469,11 +484,16 @@ class Controller:
                 self.secret_writer.confirm(result.config_hash)
                 self.trigger.trigger()
             return
-        if pr.message != self._probe_message:
+        changed = pr.message != self._probe_message
+        if changed:
             log.info("config pending", extra={"config_hash": result.config_hash, "reason": pr.message})
         self._probe_message = pr.message
         if self._confirmed == result.config_hash:
             self._confirmed = None  # a pod fell behind (e.g. restarted): Programmed goes Pending
+            self.trigger.trigger()
+        elif changed:
+            # the render put the previous probe message into Programmed: render it again now (the
+            # coalescing window applies), not only at the next poll
             self.trigger.trigger()
         else:
             self.trigger.trigger(after=self.opts.probe_interval)

@@ -15,6 +15,9 @@ subresource with a merge patch (never strategic: the Gateway API kinds are CRDs)
   :func:`titanium_gateway.render.statusmerge.merged_status`: one definition for the writer and
   the offline ``status.yaml``.
 
+The informer's echo of our own write (the object as it was, with only the status we sent now
+on it) needs no reconcile: ``echoes`` tells the controller so (see its docstring).
+
 Two ways in: ``write_all`` writes a batch and returns its report (synchronous); ``submit``
 hands a reconcile's statuses to the writer's own worker thread and returns at once, so the
 config path never waits for status writes (C1). The worker keeps one pending entry per object,
@@ -109,6 +112,30 @@ def _rv(obj: Obj | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
+#: metadata a status write changes (the server's bookkeeping), ignored by :func:`_same_but_status`
+_WRITE_META = frozenset({"resourceVersion", "managedFields"})
+
+
+def _same_but_status(old: Obj, new: Obj) -> bool:
+    """``old`` and ``new`` differ at most in ``status``, ``metadata.resourceVersion`` and
+    ``metadata.managedFields`` (what a write through the status subresource changes)."""
+    if len(old) - ("status" in old) != len(new) - ("status" in new):
+        return False
+    for k, v in new.items():
+        if k == "status":
+            continue
+        if k not in old:
+            return False
+        ov = old[k]
+        if k == "metadata" and isinstance(v, Mapping) and isinstance(ov, Mapping):
+            if {mk: mv for mk, mv in v.items() if mk not in _WRITE_META} != \
+                    {mk: mv for mk, mv in ov.items() if mk not in _WRITE_META}:
+                return False
+        elif ov != v:
+            return False
+    return True
+
+
 @dataclass
 class StatusReport:
     written: int = 0
@@ -139,6 +166,9 @@ class StatusWriter:
         # (kind, ns, name) -> (resourceVersion our write was based on, status written): while the
         # informer still shows that resourceVersion, its copy is older than our write.
         self._written: dict[tuple[str, str, str], tuple[str, Any]] = {}
+        # key -> digest of the status being sent right now: its echo may reach the informer
+        # before the answer reaches us
+        self._sending: dict[StatusKey, bytes] = {}
         self._pause_lock = threading.Lock()
         self._paused_until = 0.0  # time.monotonic(): no status write before this (Retry-After)
         # --- the worker (``submit``) ---
@@ -154,6 +184,9 @@ class StatusWriter:
         self.batches = 0
         self.last_report: StatusReport | None = None
         self._m_pending = reg.gauge("titanium_status_pending", "Statuses waiting for the status worker.")
+        self._m_echoes = reg.counter("titanium_status_echoes_total",
+                                     "Informer updates that only carried a status this controller wrote "
+                                     "(no reconcile needed).", ["kind"])
 
     def _pause(self, seconds: float) -> None:
         with self._pause_lock:
@@ -170,6 +203,35 @@ class StatusWriter:
             self._pending.clear()
             self._cond.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def echoes(self, kind: str, old: Obj, new: Obj) -> bool:
+        """``new`` is ``old`` with nothing changed but the status, and that status is the one this
+        writer last wrote (or is writing) for the object: the informer's echo of our own write.
+
+        Such an update needs no reconcile. The render reads an object's own status only for the
+        ``lastTransitionTime`` of unchanged conditions and for our earlier parent entries of an
+        HTTPRoute; with the status it asked for on the object it renders the same config and the
+        same statuses (a transition time alone is no change), so the writers would find nothing
+        to write. Skipping it matters in a status storm: every echo would otherwise trigger a
+        full re-render (every written object has a new resourceVersion) while the writes are
+        still going out. Anything else (another writer's status, a spec, label or annotation
+        change, an update spanning several writes after a relist) is not an echo. The next
+        reconcile, whatever triggers it, renders from the caches as they are."""
+        if kind not in RESOURCES or not isinstance(old, Mapping) or not isinstance(new, Mapping):
+            return False
+        meta = new.get("metadata") or {}
+        key = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        sending = self._sending.get(key)
+        memo = self._written.get(key)
+        if sending is None and memo is None:
+            return False
+        if not _same_but_status(old, new):
+            return False
+        digest = _digest(new.get("status"))
+        if digest != sending and (memo is None or digest != memo[1]):
+            return False
+        self._m_echoes.labels(kind=kind).inc()
+        return True
 
     # --- the worker -----------------------------------------------------------------------------
     def submit(self, statuses: Iterable[ObjectStatus],
@@ -324,6 +386,12 @@ class StatusWriter:
         return report
 
     def _write_one(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None = None) -> tuple[str, int, str]:
+        try:
+            return self._write_one_attempts(st, cur, guard)
+        finally:
+            self._sending.pop(st.key, None)  # written (then in _written) or not sent
+
+    def _write_one_attempts(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None) -> tuple[str, int, str]:
         res = RESOURCES[st.kind]
         ns = st.namespace or None
         conflicts = 0
@@ -345,9 +413,11 @@ class StatusWriter:
             if wait > 0:  # the API server asked us to wait: do not send it
                 return "throttled", conflicts, f"{st.kind} {st.namespace}/{st.name}: held back {wait:.1f}s " \
                                                "(the API server asked to wait)"
+            digest = _digest(status)
+            self._sending[st.key] = digest
             try:
                 self.api.patch(res, ns, st.name, body, patch_type="merge", subresource="status")
-                self._written[st.key] = (_rv(cur), _digest(status))
+                self._written[st.key] = (_rv(cur), digest)
                 self._writes.labels(kind=st.kind).inc()
                 log.debug("wrote status", extra={"kind": st.kind, "namespace": st.namespace, "object_name": st.name})
                 return "written", conflicts, ""

@@ -312,3 +312,18 @@ def test_the_sure_plain_shortcut_for_addresses_agrees_with_the_resolver(value: s
 def test_addresses_are_plain(value: str) -> None:
     assert emit_module._scalar(value) == value
     assert yaml.safe_load(f"k: {value}") == {"k": value}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.permutations(["name", "value"]).flatmap(lambda ks: st.tuples(_shape_scalars, _shape_scalars).map(
+    lambda vs, ks=ks: dict(zip(ks, vs, strict=True)))) | st.dictionaries(st.sampled_from(["name", "value", "x"]),
+                                                                         _shape_scalars, max_size=3))
+def test_header_parameters_template_writes_what_flow_writes(params: dict[str, Any]) -> None:
+    em = emit_module
+    try:
+        expected = em._flow(params)
+    except (em._LongKey, em._Fallback) as exc:
+        with pytest.raises(type(exc)):
+            em._flow_params(params)
+        return
+    assert em._flow_params(params) == expected

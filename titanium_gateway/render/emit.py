@@ -342,7 +342,16 @@ def _cluster_entry(x: Any) -> str:
 
 
 def _flow_params(params: dict[str, Any]) -> str:
-    """:func:`_flow` of a mapping, ``str`` values without a call each."""
+    """:func:`_flow` of a mapping, ``str`` values without a call each (``{name, value}`` and
+    ``{name}``, the header transforms' parameters, as templates)."""
+    name = params.get("name")
+    if type(name) is str:
+        n = len(params)
+        if n == 1:
+            return f"{{name: {_str(name)}}}"
+        value = params.get("value")
+        if n == 2 and type(value) is str and next(iter(params)) == "name":
+            return f"{{name: {_str(name)}, value: {_str(value)}}}"
     return "{" + ", ".join([f"{_key(k)}: {_str(v) if type(v) is str else _flow(v)}" for k, v in params.items()]) + "}"
 
 

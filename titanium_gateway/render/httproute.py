@@ -345,18 +345,24 @@ class RuleOut:
 
 
 def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
-    path = raw.get("path")
-    if type(path) is dict and len(path) == 2 and len(raw) == 1:  # the common shape: a path alone
-        ptype, value = path.get("type"), path.get("value")
-        if type(value) is str and value.startswith("/"):
-            if ptype == "PathPrefix":
-                return MatchOut({"path": normalize_prefix(value), "pathKind": "Prefix"})
-            if ptype == "Exact":
-                return MatchOut({"path": value, "pathKind": "Exact"})
     match: dict[str, Any] = {}
     degraded = False
-    path = _dict(raw.get("path"))
-    if path or "path" not in raw:
+    path = raw.get("path")
+    if type(path) is dict and len(path) == 2 and type(path.get("value")) is str and path["value"].startswith("/") and (
+            path.get("type") in ("PathPrefix", "Exact")):  # the common shape, the same as below
+        value = path["value"]
+        if path["type"] == "PathPrefix":
+            match["path"], match["pathKind"] = normalize_prefix(value), "Prefix"
+        else:
+            match["path"], match["pathKind"] = value, "Exact"
+        if len(raw) == 1:
+            return MatchOut(match)
+        path = None
+    else:
+        path = _dict(path)
+    if path is None:
+        pass
+    elif path or "path" not in raw:
         ptype = _s(path.get("type")) or "PathPrefix"
         value = path.get("value") if "value" in path else "/"
         if ptype in ("Exact", "PathPrefix"):

@@ -107,16 +107,21 @@ def host_part(host: str | None) -> tuple[int, int]:
     return (_longer_first(len(host) if host and not host.startswith("*") else 0), _longer_first(len(host)))
 
 
+_PATH_KIND_RANK = {kind: PATH_TYPE_RANK[t] for kind, t in _PATH_KIND_TYPE.items()}
+
+
 def match_part(match: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
     """Items 4-8 of :func:`route_key` for a data-plane ``match`` dict (its host aside)."""
     path = match.get("path")
-    path_type = _PATH_KIND_TYPE.get(str(match.get("pathKind"))) if "path" in match else None
-    if path_type is None or path is None:
+    kind = match.get("pathKind")
+    rank = _PATH_KIND_RANK.get(kind) if path is not None and type(kind) is str else None
+    if rank is None:
         rank, plen = PATH_TYPE_RANK["PathPrefix"], 1
     else:
-        rank, plen = PATH_TYPE_RANK.get(path_type, 2), len(path)
-    query = len(match.get("query") or {}) + len(match.get("queryRegex") or {})
-    return (rank, _longer_first(plen), 0 if "method" in match else 1, -len(match.get("headers") or {}), -query)
+        plen = len(path)  # type: ignore[arg-type]
+    headers, query, query_regex = match.get("headers"), match.get("query"), match.get("queryRegex")
+    return (rank, 256 - plen if plen <= 256 else -plen, 0 if "method" in match else 1,
+            -len(headers) if headers else 0, -((len(query) if query else 0) + (len(query_regex) if query_regex else 0)))
 
 
 def key_from_parts(tier: int, host: tuple[int, int], match: tuple[int, int, int, int, int], created: str,

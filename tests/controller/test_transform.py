@@ -4,6 +4,7 @@ without them, on every golden input and on inputs carrying every dropped field."
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 import pytest
@@ -139,7 +140,41 @@ def test_compaction_shares_keys_and_short_strings_and_keeps_values() -> None:
     assert ka is kb  # one "name" for every object
     pa = a["spec"]["rules"][0]["matches"][0]["path"]["type"]
     assert pa is b["spec"]["rules"][0]["matches"][0]["path"]["type"]
-    assert a["spec"]["note"] is not b["spec"]["note"]  # long strings are not interned
+    assert a["spec"]["note"] is not sys.intern("x" * 100)  # long strings are not interned
+    assert a["spec"] is b["spec"]  # equal values below metadata are one object
+    assert a["metadata"] is not b["metadata"] and a is not b  # the object and its metadata: never
+
+
+def test_shared_values_are_strictly_equal_and_pruned_when_unused() -> None:
+    shared = tf.SharedValues()
+
+    def obj(name: str, spec: Any) -> dict[str, Any]:
+        return shared.object({"kind": "X", "metadata": {"name": name, "labels": {"a": "b"}}, "spec": spec})
+
+    a = obj("a", {"x": [1, True, None, 0.0, "s", {"k": "v"}], "y": {"z": 1}})
+    b = obj("b", {"x": [1, True, None, 0.0, "s", {"k": "v"}], "y": {"z": 1}})
+    assert a["spec"] is b["spec"] and a["metadata"]["labels"] is b["metadata"]["labels"]
+    # equal in Python but not the same JSON value: never shared
+    c = obj("c", {"x": [True, 1, None, -0.0, "s", {"k": "v"}], "y": {"z": True}})
+    assert c["spec"]["x"] is not a["spec"]["x"] and c["spec"]["y"] is not a["spec"]["y"]
+    assert c["spec"]["x"][0] is True and c["spec"]["x"][1] == 1 and type(c["spec"]["x"][1]) is int
+    assert str(c["spec"]["x"][3]) == "-0.0" and c["spec"]["y"]["z"] is True
+    assert c["spec"]["x"][5] is a["spec"]["x"][5]  # {"k": "v"} is
+    d = obj("d", {"y": {"z": 1}, "x": [1, True, None, 0.0, "s", {"k": "v"}]})  # other key order
+    assert d["spec"] is not a["spec"] and list(d["spec"]) == ["y", "x"] and d["spec"]["y"] is a["spec"]["y"]
+    assert a["spec"] == {"x": [1, True, None, 0.0, "s", {"k": "v"}], "y": {"z": 1}}
+    held = len(shared)
+    del a, b, c, d
+    assert shared.prune() == held and len(shared) == 0  # nothing holds them any more
+    e = obj("e", {"y": {"z": 1}})
+    assert shared.prune() == 0 and e["spec"]["y"] == {"z": 1}  # still held by e
+
+
+def test_shared_values_prune_as_the_table_grows() -> None:
+    shared = tf.SharedValues()
+    for i in range(3 * shared.MIN_PRUNE):
+        shared.object({"kind": "X", "metadata": {"name": "n"}, "spec": {"i": i}})  # dropped at once
+    assert len(shared) <= shared.MIN_PRUNE
 
 
 def test_compaction_survives_a_deeply_nested_object() -> None:

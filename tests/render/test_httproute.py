@@ -494,3 +494,19 @@ def test_control_characters_in_forwarded_values_rejected(filters: list[dict[str,
     assert routes(res)[0]["directResponse"]["status"] == 500
     assert "control character" in parent_cond(res, "Accepted")["message"]
     assert b"Injected" not in res.config
+
+
+def test_a_backend_reference_resolved_once_per_render_keeps_bool_and_int_ports_apart() -> None:
+    """backendRefs are resolved once per distinct reference in a render; ``port: true`` equals
+    ``port: 1`` in Python, but only the int is a port."""
+    svc = service()
+    svc["spec"]["ports"].append({"name": "one", "port": 1, "targetPort": 1})
+    good = route("good", rules=[{"backendRefs": [{"name": "api", "port": 1}]}])
+    bad = route("bad", rules=[{"backendRefs": [{"name": "api", "port": True}]}])
+    again = route("again", rules=[{"backendRefs": [{"name": "api", "port": 1}]}])
+    objs = [gatewayclass(), gateway(), svc, endpoints(), good, bad, again]
+    result = run(objs)
+    assert "clusterId" in route_by_id(result, "httproute/apps/good/r0m0")
+    assert route_by_id(result, "httproute/apps/bad/r0m0")["directResponse"]["status"] == 500
+    assert route_by_id(result, "httproute/apps/again/r0m0")["clusterId"] == route_by_id(
+        result, "httproute/apps/good/r0m0")["clusterId"]

@@ -81,6 +81,8 @@ class RenderContext:
         self.now = snapshot.now
         self.backends = BackendIndex(snapshot)
         self.grants = ReferenceGrantIndex(snapshot)
+        #: HTTPRoute backendRef -> (cluster, reason, message), see httproute._resolve_ref
+        self.resolved_refs: dict[tuple[Any, ...], tuple[Any, str, str]] = {}
         self._ns_labels: dict[str, dict[str, str]] = {}
         for key, ns in snapshot.namespaces.items():
             meta = ns.get("metadata") if isinstance(ns, Mapping) else None

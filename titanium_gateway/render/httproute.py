@@ -468,7 +468,23 @@ def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> li
 def _resolve_ref(
     ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, settings: be.ClusterSettings
 ) -> tuple[dict[str, Any] | None, str, str]:
-    """A Service backendRef -> (cluster, reason, message)."""
+    """A Service backendRef -> (cluster, reason, message), once per render for each distinct
+    reference (a Service is usually the backend of many routes)."""
+    try:
+        port = ref.get("port")
+        key = (route_ns, ref.get("group"), ref.get("kind"), ref.get("name"), ref.get("namespace"), port, type(port),
+               None if settings is be.DEFAULT_SETTINGS else settings)  # type: True == 1, but not a port
+        hit = ctx.resolved_refs.get(key)
+    except TypeError:  # a malformed (unhashable) field: resolve it every time
+        return _resolve_ref_once(ctx, ref, route_ns, settings)
+    if hit is None:
+        hit = ctx.resolved_refs[key] = _resolve_ref_once(ctx, ref, route_ns, settings)
+    return hit
+
+
+def _resolve_ref_once(
+    ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, settings: be.ClusterSettings
+) -> tuple[dict[str, Any] | None, str, str]:
     group = ref.get("group") if isinstance(ref.get("group"), str) else ""
     kind = _s(ref.get("kind")) or "Service"
     name = _s(ref.get("name"))

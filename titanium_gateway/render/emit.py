@@ -332,12 +332,27 @@ _CLUSTER_KEY_SET = frozenset(CLUSTER_KEYS)
 # returns exactly what ``_flow_keyed(value, <shape keys>)`` returns (tests/render/test_emit.py).
 
 
+#: Text of the entries that recur across rules (a Service's weighted cluster entry, a header
+#: transform): ``(clusterId, weight)`` or ``(kind, name, value or None)`` -> text. Keys hold
+#: exact types (an int weight, str names and values), so equal keys write the same text.
+_entry_cache: dict[tuple[Any, ...], str] = {}
+
+
+def _remember(key: tuple[Any, ...], text: str) -> str:
+    if len(_entry_cache) >= _SCALAR_CACHE_MAX:
+        _entry_cache.clear()  # bounded like the scalar cache
+    _entry_cache[key] = text
+    return text
+
+
 def _cluster_entry(x: Any) -> str:
     """A weighted cluster entry ``{clusterId: .., weight: ..}``."""
     if type(x) is dict and len(x) == 2:
         cid, weight = x.get("clusterId"), x.get("weight")
         if type(cid) is str and type(weight) is int:
-            return f"{{clusterId: {_str(cid)}, weight: {weight}}}"
+            key = (cid, weight)
+            text = _entry_cache.get(key)
+            return text if text is not None else _remember(key, f"{{clusterId: {_str(cid)}, weight: {weight}}}")
     return _flow_keyed(x, _CLUSTER_ENTRY_KEYS)
 
 
@@ -360,6 +375,14 @@ def _kind_entry(x: Any) -> str:
     if type(x) is dict and len(x) == 2:
         kind, params = x.get("kind"), x.get("parameters")
         if type(kind) is str and type(params) is dict:
+            name, n = params.get("name"), len(params)
+            if type(name) is str and (n == 1 or n == 2 and type(params.get("value")) is str
+                                      and next(iter(params)) == "name"):
+                key = (kind, name, params.get("value"))  # {name} or {name, value}, in that order
+                text = _entry_cache.get(key)
+                if text is not None:
+                    return text
+                return _remember(key, f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}")
             return f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}"
     return _flow_keyed(x, _KIND_KEYS)
 

@@ -71,6 +71,7 @@ from tests.support.k8sutil import (
     status_object,
     strategic_merge,
     strip_nulls,
+    stripped_copy,
 )
 
 __all__ = ["FakeApiServer", "ResourceType", "Injection", "RequestRecord", "StatusError", "RESOURCE_TYPES"]
@@ -1402,7 +1403,7 @@ class FakeApiServer:
             if via_patch:
                 raise invalid("", "", "", [FieldError("patch", "FieldValueInvalid", f"Invalid value: {derrs[0]}")])
             raise bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {derrs[0]}')
-        internal = _to_storage(rt, strip_nulls(copy.deepcopy(obj)))
+        internal = _to_storage(rt, stripped_copy(obj))  # nothing of ``obj`` is stored
         self._tls.version = version
         self._prune_unknown(rt, internal, via_patch)
         self._defaults(rt, internal, old)
@@ -1504,8 +1505,9 @@ class FakeApiServer:
                 raise conflict(rt.group, rt.plural, name, f"Precondition failed: UID in precondition: {ouid}, "
                                f"UID in object meta: {old['metadata'].get('uid')}")
             if sub == "status":
-                ext_old = self._external(rt, version, old)
-                merged = copy.deepcopy(ext_old)
+                # _prepare copies all of it: only what is edited here is copied now
+                merged = self._external(rt, version, old)
+                merged["metadata"] = dict(merged["metadata"])
                 if "status" in obj:
                     merged["status"] = obj["status"]
                 else:
@@ -1554,7 +1556,13 @@ class FakeApiServer:
                     return self._create(rt, version, ns, patch, query["fieldManager"], dry_run), True
             if old is None:
                 raise not_found(rt.group, rt.plural, name)
-            current = copy.deepcopy(self._external(rt, version, old))
+            if ctype == "application/merge-patch+json":
+                # merge_patch copies what it changes and never edits its target, and _update
+                # copies all of the result (_prepare) after editing only its metadata
+                current = self._external(rt, version, old)
+                current["metadata"] = dict(current["metadata"])
+            else:
+                current = copy.deepcopy(self._external(rt, version, old))
             try:
                 if ctype == "application/json-patch+json":
                     patched = json_patch(current, patch)

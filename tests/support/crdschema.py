@@ -112,6 +112,20 @@ def _pattern(p: str) -> re.Pattern[str] | None:
     return _PATTERNS[p]
 
 
+_TYPE_CHECKS: dict[str, Any] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+def _any_type(v: Any) -> bool:
+    return True
+
+
 def _type_ok(value: Any, schema: Obj) -> bool:
     t = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
@@ -120,14 +134,7 @@ def _type_ok(value: Any, schema: Obj) -> bool:
         return True
     if value is None:
         return bool(schema.get("nullable"))
-    return {
-        "object": lambda v: isinstance(v, dict),
-        "array": lambda v: isinstance(v, list),
-        "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-        "boolean": lambda v: isinstance(v, bool),
-    }.get(t, lambda v: True)(value)
+    return bool(_TYPE_CHECKS.get(t, _any_type)(value))
 
 
 def _short(v: Any) -> str:

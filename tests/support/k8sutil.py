@@ -482,6 +482,19 @@ def strip_nulls(v: Any) -> Any:
     return v
 
 
+def stripped_copy(v: Any) -> Any:
+    """``strip_nulls(copy.deepcopy(v))`` in one pass: fresh dicts and lists, null map values
+    dropped, JSON scalars shared (immutable); anything else goes the long way."""
+    t = type(v)
+    if t is dict:
+        return {k: stripped_copy(x) for k, x in v.items() if x is not None}
+    if t is list:
+        return [stripped_copy(x) for x in v]
+    if t is str or t is int or t is float or t is bool or v is None:
+        return v
+    return strip_nulls(copy.deepcopy(v))
+
+
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")

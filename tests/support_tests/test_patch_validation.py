@@ -186,3 +186,51 @@ def test_patch_resource_version_precondition_is_optional(server: FakeApiServer) 
     jp = [{"op": "test", "path": "/metadata/resourceVersion", "value": r.json()["details"]["name"]}]
     r = requests.patch(url, json=jp, headers={"Content-Type": "application/json-patch+json"}, timeout=5)
     assert r.status_code == 422
+
+
+def test_merge_patches_never_modify_the_previous_stored_object(server: FakeApiServer,
+                                                               custom: client.CustomObjectsApi) -> None:
+    """The merge-patch path copies only what it edits (the rest is copied once, when the new
+    object is prepared): the previous version (which watch events and the history still
+    reference) stays exactly as it was, through the main resource and /status."""
+    import copy
+
+    _route(custom)
+    rt = server.resolve("httproutes")
+    cond = {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    parents = [{"parentRef": {"name": "gw"}, "controllerName": "x.io/c", "conditions": [cond]}]
+    for sub, body in ((None, {"metadata": {"labels": {"l": "1"}, "annotations": {"a": None}},
+                              "spec": {"hostnames": ["c.example.com"]}}),
+                      ("status", {"status": {"parents": parents}}),
+                      ("status", {"metadata": {"labels": {"ignored": "on-status"}}, "status": {"parents": parents}}),
+                      ("status", {"status": {"parents": []}})):
+        prev = server._get(rt, "default", "r")
+        frozen = copy.deepcopy(prev)
+        if sub == "status":
+            custom.patch_namespaced_custom_object_status(GW, "v1", "default", "httproutes", "r", body)
+        else:
+            custom.patch_namespaced_custom_object(GW, "v1", "default", "httproutes", "r", body)
+        assert prev == frozen
+        if sub == "status" and body["status"]["parents"]:
+            # schema defaults filled in on the new object only
+            ref = server._get(rt, "default", "r")["status"]["parents"][0]["parentRef"]
+            assert ref["group"] == GW and ref["kind"] == "Gateway"
+            assert "group" not in parents[0]["parentRef"]
+    got = server.get_object("HTTPRoute", "default", "r")
+    assert got["metadata"]["labels"] == {"l": "1"} and not got["metadata"].get("annotations")
+    assert got["spec"]["hostnames"] == ["c.example.com"] and not (got.get("status") or {}).get("parents")
+
+
+def test_stripped_copy_is_strip_nulls_of_a_deep_copy() -> None:
+    import copy
+    from collections import OrderedDict
+
+    from tests.support.k8sutil import strip_nulls, stripped_copy
+
+    value = {"a": None, "b": [1, None, {"c": None, "d": 2.5, "e": True}], "f": OrderedDict(g=None, h="x"),
+             "i": ({"j": None},), "k": {"l": [[], {}]}}
+    out = stripped_copy(value)
+    assert out == strip_nulls(copy.deepcopy(value))
+    assert out["b"][2] is not value["b"][2] and out["k"]["l"][0] is not value["k"]["l"][0]
+    assert out["i"][0] is not value["i"][0]  # unusual containers are deep-copied too

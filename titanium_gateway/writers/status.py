@@ -94,7 +94,12 @@ def _norm(v: Any) -> Any:
     ``lastTransitionTime``."""
     if v is None:
         return None
-    if isinstance(v, Mapping):
+    t = type(v)
+    if t is str or t is int or t is bool or t is float:
+        return v
+    if t is list:
+        return [_norm(x) for x in v] or None
+    if t is dict or isinstance(v, Mapping):
         out = {}
         for k, x in v.items():
             if k == "lastTransitionTime":
@@ -359,13 +364,13 @@ class StatusWriter:
                 elif memo[1] == _digest(want):
                     report.unchanged += 1  # written already; the cache has not caught up yet
                     continue
-            todo.append((st, cur, guards.get(st.key)))
+            todo.append((st, cur, guards.get(st.key), want))
         if not todo:
             return report
         results = list(self._pool.map(lambda a: self._write_one(*a), todo)) if len(todo) > 1 \
             else [self._write_one(*todo[0])]
         lost = False
-        for (st, _cur, _guard), (outcome, conflicts, err) in zip(todo, results, strict=True):
+        for (st, _cur, _guard, _want), (outcome, conflicts, err) in zip(todo, results, strict=True):
             report.conflicts += conflicts
             if outcome == "written":
                 report.written += 1
@@ -385,22 +390,28 @@ class StatusWriter:
             raise NotLeader("leadership lost while writing statuses")
         return report
 
-    def _write_one(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None = None) -> tuple[str, int, str]:
+    def _write_one(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None = None,
+                   want: dict[str, Any] | None = None) -> tuple[str, int, str]:
+        """``want``: the merged status for ``cur``, already known to differ from it."""
         try:
-            return self._write_one_attempts(st, cur, guard)
+            return self._write_one_attempts(st, cur, guard, want)
         finally:
             self._sending.pop(st.key, None)  # written (then in _written) or not sent
 
-    def _write_one_attempts(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None) -> tuple[str, int, str]:
+    def _write_one_attempts(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None,
+                            want: dict[str, Any] | None) -> tuple[str, int, str]:
         res = RESOURCES[st.kind]
         ns = st.namespace or None
         conflicts = 0
         for _attempt in range(MAX_CONFLICT_RETRIES + 1):
             if guard is not None and not guard(cur):
                 return "unchanged", conflicts, ""
-            status = merged_status(st.kind, cur, st.status, self.controller_name)
-            if not status_differs(cur, status):
-                return "unchanged", conflicts, ""
+            if want is not None:  # computed for this ``cur`` by _write (the first attempt)
+                status, want = want, None
+            else:
+                status = merged_status(st.kind, cur, st.status, self.controller_name)
+                if not status_differs(cur, status):
+                    return "unchanged", conflicts, ""
             body: dict[str, Any] = {"status": status}
             rv = (cur.get("metadata") or {}).get("resourceVersion")
             if rv:

@@ -399,31 +399,23 @@ def _dest_entry(x: Any) -> str:
     return _flow_keyed(x, DEST_KEYS)
 
 
-_MATCH_RANK = {k: i for i, k in enumerate(MATCH_KEYS)}
+#: Every key sequence of a match in the contract's order (the subsequences of MATCH_KEYS).
+_MATCH_ORDERS = frozenset(tuple(k for i, k in enumerate(MATCH_KEYS) if bits >> i & 1)
+                          for bits in range(1 << len(MATCH_KEYS)))
 
 
 def _match(m: Any) -> str:
     """A route match: ``{host, path, pathKind}`` as a template; any other match whose keys are
-    in the contract's order with string or mapping values in one pass."""
+    in the contract's order in one pass."""
     if type(m) is dict:
-        n, host, path, kind = len(m), m.get("host"), m.get("path"), m.get("pathKind")
-        if n == 3 and type(path) is str and type(kind) is str and type(host) is str:
-            return f"{{host: {_str(host)}, path: {_str(path)}, pathKind: {_str(kind)}}}"
-        parts = []
-        last = -1
-        for k, v in m.items():
-            rank = _MATCH_RANK.get(k, -1)
-            if rank <= last:
-                break  # another order, or a key of no shape: the generic writer sorts it out
-            last = rank
-            if type(v) is str:
-                parts.append(f"{k}: {_str(v)}")
-            elif type(v) is dict:
-                parts.append(f"{k}: {_flow_params(v)}")
-            else:
-                break
-        else:
-            return "{" + ", ".join(parts) + "}"
+        if len(m) == 3:
+            host, path, kind = m.get("host"), m.get("path"), m.get("pathKind")
+            if type(path) is str and type(kind) is str and type(host) is str:
+                return f"{{host: {_str(host)}, path: {_str(path)}, pathKind: {_str(kind)}}}"
+        if tuple(m) in _MATCH_ORDERS:
+            return "{" + ", ".join([
+                f"{k}: {_str(v) if type(v) is str else _flow_params(v) if type(v) is dict else _flow(v)}"
+                for k, v in m.items()]) + "}"
     return _flow_keyed(m, MATCH_KEYS)
 
 

@@ -510,3 +510,18 @@ def test_a_backend_reference_resolved_once_per_render_keeps_bool_and_int_ports_a
     assert route_by_id(result, "httproute/apps/bad/r0m0")["directResponse"]["status"] == 500
     assert route_by_id(result, "httproute/apps/again/r0m0")["clusterId"] == route_by_id(
         result, "httproute/apps/good/r0m0")["clusterId"]
+
+
+def test_rules_with_the_same_backends_and_filters_share_their_text_and_others_do_not() -> None:
+    same = {"filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x", "value": "1"}]}}],
+            "backendRefs": [{"name": "api", "port": 8080, "weight": 3}]}
+    rules = [{"matches": [{"path": {"type": "Exact", "value": "/a"}}], **same},
+             {"matches": [{"path": {"type": "Exact", "value": "/b"}}], **same},
+             {"matches": [{"path": {"type": "Exact", "value": "/c"}}],
+              "backendRefs": [{"name": "api", "port": 8080, "weight": 3}]}]
+    result = run([*base_objects(), route(rules=rules)])
+    a, b, c = (route_by_id(result, f"httproute/apps/shop/r{i}m0") for i in range(3))
+    assert a["transforms"] == b["transforms"] == [{"kind": "RequestHeaderSet", "parameters": {"name": "x", "value": "1"}}]
+    assert a["clusterId"] == b["clusterId"] == c["clusterId"]
+    assert "transforms" not in c
+    assert (a["match"]["path"], b["match"]["path"], c["match"]["path"]) == ("/a", "/b", "/c")

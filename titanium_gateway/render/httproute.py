@@ -871,6 +871,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 *, emit: bool) -> None:
     created = creation_timestamp(route)
     host_ranks: dict[str | None, tuple[int, int]] = {}
+    last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
     for ri, rule in enumerate(_list(spec.get("rules"))):
         if not isinstance(rule, Mapping):
             rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
@@ -897,7 +898,11 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                         if k in out.extras:
                             rest[k] = out.extras[k]
                 if not any(t["kind"] == _PREFIX_REWRITE for t in rest.get("transforms", ())):
-                    shared_tail = route_tail(rest)
+                    if rest == last_rest[0] and rest.keys() <= _SAME_TEXT_KEYS:
+                        shared_tail = last_rest[1]  # the same backends and filters as the rule before
+                    else:
+                        shared_tail = route_tail(rest)
+                        last_rest = (rest, shared_tail)
         # the routes of this rule that are the shared tail after their id and match lines
         fast = emit and shared_tail is not None and "redirect" not in out.action
         multi = len(hosts) > 1
@@ -942,6 +947,11 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 if emit:
                     ctx.add_route(body, key, None if "redirect" in body else shared_tail)
         unsupported.extend(rule_unsupported)
+
+
+#: Route keys whose values the translator builds from strings and validated ints only (never a
+#: bool or float, which compare equal to an int): equal values are written the same.
+_SAME_TEXT_KEYS = frozenset({"clusterId", "clusters", "transforms", "limits", "directResponse"})
 
 
 def _expand_transforms(transforms: list[dict[str, Any]], match: Mapping[str, Any]) -> list[dict[str, Any]]:

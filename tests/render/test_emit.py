@@ -327,3 +327,26 @@ def test_header_parameters_template_writes_what_flow_writes(params: dict[str, An
             em._flow_params(params)
         return
     assert em._flow_params(params) == expected
+
+
+_host_less_match = st.fixed_dictionaries({}, optional={
+    "path": _text, "pathKind": st.sampled_from(["Exact", "Prefix", "Regex"]) | _text, "method": _text,
+    "headers": st.dictionaries(_text, _text | st.integers(0, 2) | st.booleans(), max_size=2),
+    "query": st.dictionaries(_text, _text, max_size=2), "queryRegex": st.dictionaries(_text, _text, max_size=2),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab/-0", min_size=1, max_size=8), st.none() | st.just("") | _text, _host_less_match,
+       st.permutations(range(6)))
+def test_route_head_of_host_writes_what_route_head_writes(rid: str, host: str | None, match: dict[str, Any],
+                                                           order: list[int]) -> None:
+    """The host-less match text is cached by content and spliced after the host: the same lines
+    as writing ``{"host": host, **match}``, in any key order of ``match``, twice in a row."""
+    em = emit_module
+    items = list(match.items())
+    match = dict(items[i] for i in order if i < len(items))
+    whole = {"host": host, **match} if host else dict(match)
+    expected = em.route_head(rid, whole)
+    assert em.route_head_of_host(rid, host, match) == expected
+    assert em.route_head_of_host(rid, host, match) == expected

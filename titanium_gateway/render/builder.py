@@ -53,7 +53,13 @@ from typing import Any
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
 from titanium_gateway.render.certificates import CertificateConversion, convert_tls_secret, pfx_file_name
 from titanium_gateway.render.conditions import ConditionList
-from titanium_gateway.render.emit import cluster_fragment, route_fragment, route_fragment_split, route_head
+from titanium_gateway.render.emit import (
+    cluster_fragment,
+    route_fragment,
+    route_fragment_split,
+    route_head,
+    route_head_of_host,
+)
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import PrecedenceKey
@@ -204,21 +210,24 @@ class RenderContext:
         if rid in self._routes:
             return False
         if tail is not None and type(route.get("id")) is str:
-            added = self.add_route_text(rid, route["match"], key, tail)
-            if added is not None:
-                return added
+            lines = route_head(rid, route["match"])
+            if lines is not None:
+                self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared
+                return True
         split = route_fragment_split(route) if type(route.get("id")) is str else None
         entry = (key, rid, split[0], split[1]) if split is not None else (key, rid, dict(route), None)
         self._add_entry(rid, entry)
         return True
 
-    def add_route_text(self, rid: str, match: Mapping[str, Any], key: PrecedenceKey, tail: str) -> bool | None:
-        """:meth:`add_route` of ``{"id": rid, "match": match, <the keys tail was written from>}``
-        without building that dict; None when the id and match lines cannot be written by the
-        fast writer (then call :meth:`add_route` with the whole route)."""
+    def add_route_text(self, rid: str, host: str | None, match: Mapping[str, Any], key: PrecedenceKey,
+                       tail: str) -> bool | None:
+        """:meth:`add_route` of ``{"id": rid, "match": {"host": host, **match}, <the keys tail was
+        written from>}`` (no host when ``host`` is empty) without building that dict; None when
+        the id and match lines cannot be written by the fast writer (then call
+        :meth:`add_route` with the whole route)."""
         if rid in self._routes:
             return False
-        lines = route_head(rid, match)
+        lines = route_head_of_host(rid, host, match)
         if lines is None:
             return None
         self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared

@@ -515,6 +515,51 @@ def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | Non
     return None
 
 
+#: The text of a match without ``host``, by content (a few paths and headers recur across
+#: thousands of routes): keys hold strings only, so equal keys write the same text.
+_body_cache: dict[tuple[Any, ...], str] = {}
+
+
+def _match_body(match: dict[str, Any]) -> str:
+    """:func:`_match` of a match without ``host``, cached by content when every value is a
+    string or a mapping of strings."""
+    key: list[Any] = []
+    for k, v in match.items():
+        if type(v) is str:
+            key.append((k, v))
+        elif type(v) is dict and all(type(x) is str for x in v.values()):
+            key.append((k, tuple(v.items())))  # (its keys: a non-str key fails the writer anyway)
+        else:
+            return _match(match)
+    tkey = tuple(key)
+    text = _body_cache.get(tkey)
+    if text is None:
+        text = _match(match)
+        if len(_body_cache) >= _SCALAR_CACHE_MAX:
+            _body_cache.clear()
+        _body_cache[tkey] = text
+    return text
+
+
+def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any]) -> tuple[str, str] | None:
+    """:func:`route_head` of ``route_id`` and ``{"host": host, **match}`` (no host when
+    ``host`` is empty) for a ``match`` without a host of its own, whose text is shared by
+    every route with the same match."""
+    try:
+        if type(route_id) is str and type(match) is dict and "host" not in match and (not host or type(host) is str):
+            text = _scalar_cache.get(route_id)
+            id_line = f"- id: {text if text is not None else _scalar(route_id)}\n"
+            body = _match_body(match)
+            if not host:
+                return id_line, f"  match: {body}\n"
+            if body == "{}":
+                return id_line, f"  match: {{host: {_str(host)}}}\n"
+            return id_line, f"  match: {{host: {_str(host)}, {body[1:]}\n"
+    except (_LongKey, _Fallback):
+        pass
+    return None
+
+
 def cluster_fragment(cluster: Mapping[str, Any]) -> str:
     """``_fragment(canonical_cluster(cluster))`` without the copies."""
     try:

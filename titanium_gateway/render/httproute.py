@@ -911,12 +911,11 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
             ranks = match_part(m.match)
             for host in hosts:
                 rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
-                match = {"host": host, **m.match} if host else m.match
                 key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
                                      ranks, created, ns, name, ri, mi, rid)
-                if fast and ctx.add_route_text(rid, match, key, shared_tail) is not None:  # type: ignore[arg-type]
+                if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail) is not None:  # type: ignore[arg-type]
                     continue
-                match = dict(match)
+                match = {"host": host, **m.match} if host else dict(m.match)
                 body: dict[str, Any] = {"id": rid, "match": match}
                 if rule_unsupported:
                     body["directResponse"] = {"status": 500, "body": "UnsupportedValue: " + rule_message}

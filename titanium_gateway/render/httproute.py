@@ -331,7 +331,8 @@ class MatchOut:
 class RuleOut:
     """What :func:`_rule` makes of one rule (a plain slotted class: one per rule at 10k+)."""
 
-    __slots__ = ("matches", "action", "extras", "unsupported", "refs", "redirect", "first_ref", "clusters")
+    __slots__ = ("matches", "action", "extras", "unsupported", "refs", "redirect", "first_ref", "clusters",
+                 "prefix_rewrite")
 
     def __init__(self) -> None:
         self.matches: list[MatchOut] = []
@@ -342,6 +343,7 @@ class RuleOut:
         self.redirect: dict[str, Any] | None = None  # redirect needing a host per route hostname
         self.first_ref = ""  # the backend problem the rule's 500 body names
         self.clusters: list[dict[str, Any]] = []
+        self.prefix_rewrite = False  # a ReplacePrefixMatch placeholder is in extras["transforms"]
 
 
 def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
@@ -521,7 +523,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
             out.unsupported.append("a match is malformed")
             out.matches.append(MatchOut({}, degraded=True))
     # timeouts
-    timeouts = _dict(rule.get("timeouts"))
+    timeouts = _dict(rule.get("timeouts")) if "timeouts" in rule else _EMPTY
     backend_ms: int | None = None
     request_ms: int | None = None
     if "request" in timeouts:
@@ -568,6 +570,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
                 else:
                     # expanded per match (each match is its own data-plane route) in _emit_rules
                     transforms.append({"kind": _PREFIX_REWRITE, "parameters": {"replacement": path["replacePrefixMatch"]}})
+                    out.prefix_rewrite = True
             elif path:
                 out.unsupported.append(f"URLRewrite path {plain(ptype) if ptype else 'malformed'} is not supported")
         elif ftype == "RequestRedirect":
@@ -878,7 +881,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         out = _rule(ctx, rule, ns, one_port)
         refs.extend(out.refs)
         rule_unsupported = list(out.unsupported)
-        rule_message = summarize(rule_unsupported, 3)
+        rule_message = summarize(rule_unsupported, 3) if rule_unsupported else ""
         if rule_unsupported:
             firsts.append(rule_unsupported[0])
         elif out.first_ref and "directResponse" in out.action:
@@ -897,7 +900,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                     for k in ("mirror", "transforms", "limits"):
                         if k in out.extras:
                             rest[k] = out.extras[k]
-                if not any(t["kind"] == _PREFIX_REWRITE for t in rest.get("transforms", ())):
+                if not (out.prefix_rewrite and "transforms" in rest):
                     if rest == last_rest[0] and rest.keys() <= _SAME_TEXT_KEYS:
                         shared_tail = last_rest[1]  # the same backends and filters as the rule before
                     else:

@@ -648,8 +648,10 @@ def emit(
                                    for r in routes]
     cluster_frags = [c if type(c) is str else cluster_fragment(c) for c in clusters]
     head = _head(SCHEMA_VERSION, listeners, certificates)
-    route_size = sum(map(_size, route_frags))
-    cluster_size = sum(map(_size, cluster_frags))
+    sizes = list(map(_size, route_frags))
+    route_size = sum(sizes)
+    sizes += map(_size, cluster_frags)
+    cluster_size = sum(sizes) - route_size
     whole_size = (_size(head) + route_size + cluster_size + (len("routes:\n") if route_frags else len("routes: []\n"))
                   + (len("clusters:\n") if cluster_frags else len("clusters: []\n")))
     if whole_size <= part_limit:
@@ -666,8 +668,7 @@ def emit(
     bounds: list[int] = [0]  # part n holds frags[bounds[n]:bounds[n + 1]]
     error = ""
     size = _PART_OVERHEAD
-    for i, frag in enumerate(frags):
-        n = _size(frag)
+    for i, n in enumerate(sizes):
         if n + _PART_OVERHEAD > part_limit:
             kind = "route" if i < n_routes else "cluster"
             error = f"one {kind} is {n} bytes, more than the part limit of {part_limit} bytes"

@@ -516,7 +516,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         out.unsupported.append("matches is malformed")
         raw_matches = [None]
     for raw in raw_matches:
-        if isinstance(raw, Mapping):
+        if type(raw) is dict or isinstance(raw, Mapping):
             out.matches.append(_build_match(raw, out))
         else:
             # nothing of the match is known: answer 500 only where nothing else matches
@@ -602,7 +602,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     for ref in refs:
         ref = _dict(ref)
         weight = ref.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+        if type(weight) is not int and (isinstance(weight, bool) or not isinstance(weight, int)) or weight < 0:
             out.unsupported.append(f"backendRef weight {brief(weight)} is invalid")
             continue
         if weight > MAX_WEIGHT:

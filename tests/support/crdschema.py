@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,166 @@ def _short(v: Any) -> str:
 
 
 def validate(obj: Any, schema: Obj, path: str = "", root: bool = True) -> list[FieldError]:
+    """Errors of ``obj`` against ``schema``: exactly :func:`_validate_reference` (same checks,
+    same order, same messages), with each schema node compiled once into a closure that only
+    runs the checks the node has."""
+    errs: list[FieldError] = []
+    _compiled(schema)(obj, path, root, errs)
+    return errs
+
+
+Check = Callable[[Any, str, bool, list[FieldError]], None]
+#: id(schema node) -> (the node, its check); holding the node keeps its id from being reused
+_CHECKS: dict[int, tuple[Obj, Check]] = {}
+
+
+def _compiled(schema: Obj) -> Check:
+    entry = _CHECKS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = (schema, _compile(schema))
+        _CHECKS[id(schema)] = entry
+    return entry[1]
+
+
+def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _validate_reference
+    int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
+    stype = schema.get("type")
+    nullable = bool(schema.get("nullable"))
+    type_check = _TYPE_CHECKS.get(stype, _any_type) if stype is not None else None
+    has_enum, enum = "enum" in schema, schema.get("enum")
+    max_len = schema.get("maxLength")
+    min_len = schema.get("minLength")
+    pat = _pattern(schema["pattern"]) if "pattern" in schema else None
+    date_time = schema.get("format") == "date-time"
+    str_checks = max_len is not None or min_len is not None or pat is not None or date_time
+    minimum = schema.get("minimum")
+    maximum = schema.get("maximum")
+    num_checks = minimum is not None or maximum is not None
+    max_items = schema.get("maxItems")
+    min_items = schema.get("minItems")
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else None
+    required = schema.get("required") or []
+    props = schema.get("properties") or {}
+    addl = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
+    max_props = schema.get("maxProperties")
+
+    child_checks: dict[str, Check] = {}
+
+    def each(obj: list[Any], path: str, errs: list[FieldError]) -> None:
+        item_check = _compiled(items)  # type: ignore[arg-type]
+        for i, item in enumerate(obj):
+            item_check(item, f"{path}[{i}]", False, errs)
+
+    def fields(obj: dict[Any, Any], path: str, root: bool, errs: list[FieldError]) -> None:
+        for req in required:
+            if req not in obj:
+                errs.append(FieldError(_path(path, req), "FieldValueRequired", "Required value"))
+        for k, v in obj.items():
+            if root and k in _ROOT_KEYS:
+                continue
+            sub_check = child_checks.get(k)
+            if sub_check is None:
+                sub = props.get(k) if k in props else addl
+                if sub is None:
+                    continue
+                sub_check = _compiled(sub)
+                if k in props:
+                    child_checks[k] = sub_check
+            sub_check(v, (f"{path}.{k}" if path else k) if type(k) is str else _path(path, k), False, errs)
+        if max_props is not None and len(obj) > max_props:
+            errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
+                                   f"{max_props} items"))
+
+    def check(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+        if int_or_string:
+            ok = isinstance(obj, (int, str)) and not isinstance(obj, bool)
+        elif type_check is None:
+            ok = True
+        elif obj is None:
+            ok = nullable
+        else:
+            ok = bool(type_check(obj))
+        if not ok:
+            errs.append(FieldError(path, "FieldValueTypeInvalid", f"Invalid value: {_short(obj)}: {path} in body must "
+                                   f"be of type {stype}: {_short(type(obj).__name__)}"))
+            return
+        if obj is None:
+            return
+        if has_enum and obj not in enum:  # type: ignore[operator]
+            allowed = ", ".join(_short(e) for e in enum)  # type: ignore[union-attr]
+            errs.append(FieldError(path, "FieldValueNotSupported",
+                                   f"Unsupported value: {_short(obj)}: supported values: {allowed}"))
+        if str_checks and isinstance(obj, str):
+            if max_len is not None and len(obj) > max_len:
+                errs.append(FieldError(path, "FieldValueTooLong", f"Too long: may not be more than {max_len} bytes"))
+            if min_len is not None and len(obj) < min_len:
+                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {_short(obj)}: {path} in body should be "
+                                       f"at least {min_len} chars long"))
+            if pat is not None and not pat.search(obj):
+                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {_short(obj)}: {path} in body should "
+                                       f"match '{schema['pattern']}'"))
+            if date_time:
+                try:
+                    datetime.fromisoformat(obj.replace("Z", "+00:00"))
+                    if "T" not in obj:
+                        raise ValueError(obj)
+                except ValueError:
+                    errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {_short(obj)}: {path} in body must "
+                                           "be of type date-time"))
+        if num_checks and isinstance(obj, (int, float)) and not isinstance(obj, bool):
+            if minimum is not None and obj < minimum:
+                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {obj}: {path} in body should be "
+                                       f"greater than or equal to {minimum}"))
+            if maximum is not None and obj > maximum:
+                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {obj}: {path} in body should be "
+                                       f"less than or equal to {maximum}"))
+        if isinstance(obj, list):
+            if max_items is not None and len(obj) > max_items:
+                errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
+                                       f"{max_items} items"))
+            if min_items is not None and len(obj) < min_items:
+                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {len(obj)}: {path} in body should have "
+                                       f"at least {min_items} items"))
+            if items is not None:
+                each(obj, path, errs)
+        elif isinstance(obj, dict):
+            fields(obj, path, root, errs)
+
+    if int_or_string:
+        return check
+    # the common cases: a value of exactly the node's type (no type error possible, never None)
+    # skips straight to the checks the node has
+    if stype == "string" and not has_enum and not str_checks:
+        def plain_string(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+            if type(obj) is not str:
+                check(obj, path, root, errs)
+        return plain_string
+    if stype == "object" and not has_enum:
+        def plain_object(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+            if type(obj) is dict:
+                fields(obj, path, root, errs)
+            else:
+                check(obj, path, root, errs)
+        return plain_object
+    if stype == "array" and not has_enum:
+        def plain_array(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+            if type(obj) is not list:
+                check(obj, path, root, errs)
+                return
+            if max_items is not None and len(obj) > max_items:
+                errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
+                                       f"{max_items} items"))
+            if min_items is not None and len(obj) < min_items:
+                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {len(obj)}: {path} in body should have "
+                                       f"at least {min_items} items"))
+            if items is not None:
+                each(obj, path, errs)
+        return plain_array
+    return check
+
+
+def _validate_reference(obj: Any, schema: Obj, path: str = "", root: bool = True) -> list[FieldError]:
+    """The plain recursive walk :func:`validate` compiles (kept to check the compiled form against)."""
     errs: list[FieldError] = []
     if not _type_ok(obj, schema):
         errs.append(FieldError(path, "FieldValueTypeInvalid", f"Invalid value: {_short(obj)}: {path} in body must "
@@ -189,7 +350,7 @@ def validate(obj: Any, schema: Obj, path: str = "", root: bool = True) -> list[F
                                    f"at least {schema['minItems']} items"))
         if isinstance(schema.get("items"), dict):
             for i, item in enumerate(obj):
-                errs += validate(item, schema["items"], _path(path, i), False)
+                errs += _validate_reference(item, schema["items"], _path(path, i), False)
     if isinstance(obj, dict):
         for req in schema.get("required") or []:
             if req not in obj:
@@ -199,9 +360,9 @@ def validate(obj: Any, schema: Obj, path: str = "", root: bool = True) -> list[F
             if root and k in _ROOT_KEYS:
                 continue
             if k in props:
-                errs += validate(v, props[k], _path(path, k), False)
+                errs += _validate_reference(v, props[k], _path(path, k), False)
             elif isinstance(schema.get("additionalProperties"), dict):
-                errs += validate(v, schema["additionalProperties"], _path(path, k), False)
+                errs += _validate_reference(v, schema["additionalProperties"], _path(path, k), False)
         if "maxProperties" in schema and len(obj) > schema["maxProperties"]:
             errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
                                    f"{schema['maxProperties']} items"))

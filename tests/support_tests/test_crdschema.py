@@ -1,0 +1,164 @@
+"""The compiled CRD schema validation reports exactly what the plain recursive walk reports."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support import crdschema
+
+TESTDATA = Path(__file__).resolve().parents[1] / "render" / "testdata"
+GROUP = "gateway.networking.k8s.io"
+
+
+def _objects() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(object, its schema) for every Gateway API object of the golden inputs, plus their
+    statuses as the render wrote them."""
+    out = []
+    for f in sorted(TESTDATA.glob("*/in.yaml")) + sorted(TESTDATA.glob("*/status.yaml")):
+        for doc in yaml.safe_load_all(f.read_text()):
+            if not isinstance(doc, dict) or not str(doc.get("apiVersion", "")).startswith(GROUP + "/"):
+                continue
+            schema = crdschema.schema_for(GROUP, str(doc.get("kind")), doc["apiVersion"].rsplit("/", 1)[-1])
+            if schema is not None:
+                out.append((doc, schema))
+    gw = {"apiVersion": f"{GROUP}/v1", "kind": "Gateway", "metadata": {"name": "infra", "namespace": "apps"},
+          "spec": {"gatewayClassName": "titanium", "infrastructure": {"labels": {"a": "b"}, "annotations": {"c": "d"}},
+                   "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}
+    out.append((gw, crdschema.schema_for(GROUP, "Gateway", "v1")))
+    return out
+
+
+OBJECTS = _objects()
+
+#: lengths and numbers around the limits the Gateway API schemas use
+EDGE_LENGTHS = [0, 1, 2, 63, 64, 65, 128, 129, 253, 254, 255, 256, 1024, 1025, 4096, 4097, 32768, 32769]
+EDGE_NUMBERS = [-1, 0, 1, 99, 100, 101, 999, 1000, 1001, 1000000, 1000001, 65535, 65536, 2147483647, 1.5]
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-70000, 70000), st.floats(allow_nan=False),
+                    st.sampled_from(EDGE_NUMBERS), st.text(max_size=300),
+                    st.sampled_from(EDGE_LENGTHS).map(lambda n: "a" * n),
+                    st.sampled_from(["", "PathPrefix", "Exact", "gw", "-bad-", "2026-01-01", "2026-01-01T00:00:00Z",
+                                     "Gateway", "True", "HTTP", "https", "/", "example.com", "*.example.com"]))
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=20),
+                                                       st.dictionaries(st.text(max_size=12), inner, max_size=5)),
+                      max_leaves=30)
+
+
+def _paths(v: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(v, dict):
+        for k, x in v.items():
+            out += _paths(x, (*prefix, k))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            out += _paths(x, (*prefix, i))
+    return out
+
+
+def _schema_at(schema: Any, path: tuple[Any, ...]) -> dict[str, Any]:
+    for key in path:
+        if not isinstance(schema, dict):
+            return {}
+        if isinstance(key, int):
+            schema = schema.get("items")
+        else:
+            props = schema.get("properties") or {}
+            schema = props[key] if key in props else schema.get("additionalProperties")
+    return schema if isinstance(schema, dict) else {}
+
+
+LIMITS = {"maxLength", "minLength", "minimum", "maximum", "maxItems", "minItems", "maxProperties", "enum", "format",
+          "required", "pattern"}
+
+
+def _edges(node: dict[str, Any], current: Any) -> list[Any]:
+    """Values just inside and just outside each limit of ``node``, wrong types, null."""
+    out: list[Any] = [None, True, 7, -7, "s", [], {}, [current], {"extra": current}]
+    for k, fill in (("maxLength", 0), ("minLength", 0)):
+        if k in node:
+            out += ["a" * max(0, node[k] + d) for d in (-1, 0, 1)]
+            del fill
+    for k in ("minimum", "maximum"):
+        if k in node:
+            out += [node[k] + d for d in (-1, 0, 1)]
+    for k in ("maxItems", "minItems", "maxProperties"):
+        if k in node:
+            item = current[0] if isinstance(current, list) and current else "x"
+            out += [[copy.deepcopy(item) for _ in range(max(0, node[k] + d))] for d in (-1, 0, 1)]
+            out += [{f"k{i}": "v" for i in range(max(0, node[k] + d))} for d in (-1, 0, 1)]
+    if "enum" in node:
+        out += list(node["enum"]) + ["NotInTheEnum"]
+    if node.get("format") == "date-time":
+        out += ["2026-01-01T00:00:00Z", "2026-01-01", "yesterday"]
+    return out
+
+
+def test_the_golden_objects_validate_the_same() -> None:
+    assert len(OBJECTS) > 100
+    for obj, schema in OBJECTS:
+        assert crdschema.validate(obj, schema) == crdschema._validate_reference(obj, schema)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_objects_validate_the_same(data: st.DataObject) -> None:
+    obj, schema = data.draw(st.sampled_from(OBJECTS))
+    obj = copy.deepcopy(obj)
+    for _ in range(data.draw(st.integers(1, 4))):
+        paths = _paths(obj)[1:] or [("spec",)]
+        limited = [p for p in paths if LIMITS & set(_schema_at(schema, p))]
+        path = data.draw(st.sampled_from(limited if limited and data.draw(st.booleans()) else paths))
+        target = obj
+        for key in path[:-1]:
+            target = target[key]
+        how = data.draw(st.sampled_from(["delete", "random", "edge", "edge"]))
+        if how == "delete" and isinstance(target, dict):
+            del target[path[-1]]
+        elif how == "random":
+            target[path[-1]] = data.draw(values)
+        else:
+            target[path[-1]] = data.draw(st.sampled_from(_edges(_schema_at(schema, path), target[path[-1]])))
+    got = crdschema.validate(obj, schema)
+    assert got == crdschema._validate_reference(obj, schema)
+    assert crdschema.validate(obj, schema, "x", False) == crdschema._validate_reference(obj, schema, "x", False)
+
+
+def test_every_limit_of_every_field_present_validates_the_same() -> None:
+    """Each field of the golden objects that has a limit (once per kind and field), set to each
+    value just inside and just outside its limits, or deleted."""
+    seen: set[tuple[str, tuple[Any, ...]]] = set()
+    checked = 0
+    for obj, schema in OBJECTS:
+        for path in _paths(obj)[1:]:
+            shape = (obj["kind"], tuple(0 if isinstance(k, int) else k for k in path))
+            node = _schema_at(schema, path)
+            if shape in seen or not LIMITS & set(node):
+                continue
+            seen.add(shape)
+            parent = path[:-1]
+            for value in [*_edges(node, _at(obj, path)), DELETE]:
+                mutated = copy.deepcopy(obj)
+                target = _at(mutated, parent)
+                if value is DELETE:
+                    if not isinstance(target, dict):
+                        continue
+                    del target[path[-1]]
+                else:
+                    target[path[-1]] = value
+                assert crdschema.validate(mutated, schema) == crdschema._validate_reference(mutated, schema), path
+                checked += 1
+    assert checked > 1000
+
+
+DELETE = object()
+
+
+def _at(obj: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        obj = obj[key]
+    return obj

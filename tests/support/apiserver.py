@@ -71,6 +71,7 @@ from tests.support.k8sutil import (
     status_object,
     strategic_merge,
     strip_nulls,
+    strip_nulls_in_place,
     stripped_copy,
 )
 
@@ -699,7 +700,7 @@ class FakeApiServer:
         are applied (as every object read from a real cluster has them) unless ``defaults=False``.
         Returns the stored object."""
         rt = self.resolve(obj)
-        body = strip_nulls(copy.deepcopy(obj))
+        body = stripped_copy(obj)
         meta = body.setdefault("metadata", {})
         if rt.namespaced:
             meta.setdefault("namespace", "default")
@@ -866,8 +867,9 @@ class FakeApiServer:
 
     def _commit(self, rt: ResourceType, new: Obj, old: Obj | None, *, manager: str, operation: str, apiv: str,
                 keep_status: bool = False, subresource: str | None = None, dry_run: bool = False) -> Obj:
-        """Store ``new`` (complete object, storage form) over ``old``; returns the stored object."""
-        new = strip_nulls(new)
+        """Store ``new`` (complete object, storage form, referenced by nothing else: every caller
+        builds it fresh) over ``old``; returns the stored object."""
+        new = strip_nulls_in_place(new)
         meta = new.setdefault("metadata", {})
         new["apiVersion"] = apiv
         new["kind"] = rt.kind

@@ -495,6 +495,23 @@ def stripped_copy(v: Any) -> Any:
     return strip_nulls(copy.deepcopy(v))
 
 
+def strip_nulls_in_place(v: Any) -> Any:
+    """:func:`strip_nulls` done on ``v`` itself (for a tree nothing else references): null map
+    values removed from every dict and list inside it; returns ``v``."""
+    if isinstance(v, dict):
+        nulls = [k for k, x in v.items() if x is None]
+        for k in nulls:
+            del v[k]
+        for x in v.values():
+            if isinstance(x, (dict, list)):
+                strip_nulls_in_place(x)
+    elif isinstance(v, list):
+        for x in v:
+            if isinstance(x, (dict, list)):
+                strip_nulls_in_place(x)
+    return v
+
+
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")

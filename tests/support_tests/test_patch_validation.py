@@ -226,7 +226,7 @@ def test_stripped_copy_is_strip_nulls_of_a_deep_copy() -> None:
     import copy
     from collections import OrderedDict
 
-    from tests.support.k8sutil import strip_nulls, stripped_copy
+    from tests.support.k8sutil import strip_nulls, strip_nulls_in_place, stripped_copy
 
     value = {"a": None, "b": [1, None, {"c": None, "d": 2.5, "e": True}], "f": OrderedDict(g=None, h="x"),
              "i": ({"j": None},), "k": {"l": [[], {}]}}
@@ -234,3 +234,6 @@ def test_stripped_copy_is_strip_nulls_of_a_deep_copy() -> None:
     assert out == strip_nulls(copy.deepcopy(value))
     assert out["b"][2] is not value["b"][2] and out["k"]["l"][0] is not value["k"]["l"][0]
     assert out["i"][0] is not value["i"][0]  # unusual containers are deep-copied too
+    fresh = stripped_copy(value) | {"m": [{"n": None, "o": [None, {"p": None}]}], "q": None}
+    expect = strip_nulls(fresh)
+    assert strip_nulls_in_place(fresh) is fresh and fresh == expect

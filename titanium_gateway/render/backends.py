@@ -210,12 +210,10 @@ def _destinations(index: BackendIndex, namespace: str, name: str, svc_port: Mapp
             for addr in addresses:
                 if not isinstance(addr, str) or not addr:
                     continue
-                host = f"[{addr}]" if ":" in addr else addr
-                dest_id = f"{host}:{slice_port}"
-                found.setdefault(
-                    dest_id,
-                    {"id": dest_id, "address": addr, "port": slice_port, "weight": 1, "useHttps": use_https},
-                )
+                dest_id = f"[{addr}]:{slice_port}" if ":" in addr else f"{addr}:{slice_port}"
+                if dest_id not in found:
+                    found[dest_id] = {"id": dest_id, "address": addr, "port": slice_port, "weight": 1,
+                                      "useHttps": use_https}
     return [found[k] for k in sorted(found)]
 
 

@@ -98,6 +98,8 @@ _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]{1,256}$")
 
 def has_control(text: str) -> bool:
     """CR, LF, NUL and other control characters: never forwarded in a header or a path."""
+    if text.isascii() and text.isprintable():  # the common case, without the regex
+        return False
     return _CONTROL.search(text) is not None
 
 

@@ -219,9 +219,9 @@ def test_a_new_transition_time_alone_is_not_a_change() -> None:
 
 
 def test_the_echo_of_our_own_write_is_recognised_and_nothing_else_is() -> None:
-    """``echoes``: the informer's update carrying exactly the status we wrote (nothing else
-    changed) needs no reconcile; another writer's status, a spec or label change, or an object
-    we never wrote are not echoes."""
+    """``echoes``: the informer's update carrying exactly the status we wrote onto the version
+    the render saw (nothing else changed) needs no reconcile; another writer's status, a spec or
+    label change, or an object we never wrote are not echoes."""
     import copy
 
     api = RecordingApi()
@@ -232,7 +232,7 @@ def test_the_echo_of_our_own_write_is_recognised_and_nothing_else_is() -> None:
     w = writer(api, reg)
     assert not w.echoes("HTTPRoute", old, old)  # nothing written yet
     st = ObjectStatus("gateway.networking.k8s.io/v1", "HTTPRoute", "apps", "r", {"parents": [parent("gw")]})
-    assert w.write_all([st]).written == 1
+    assert w.write_all([st], seen={st.key: old["metadata"]["resourceVersion"]}).written == 1
     new = copy.deepcopy(api.obj(HTTPROUTES, "apps", "r"))
     new["metadata"]["resourceVersion"] = "99"
     new["metadata"]["managedFields"] = [{"manager": "titanium-gateway"}]
@@ -255,7 +255,45 @@ def test_the_echo_of_our_own_write_is_recognised_and_nothing_else_is() -> None:
         assert not w.echoes("HTTPRoute", old, changed)
     assert not w.echoes("Gateway", old, new)  # keyed by kind too
     assert not w.echoes("Service", old, new)  # not a kind whose status we write
+    moved = copy.deepcopy(old)  # an update from another version than the one we wrote onto
+    moved["metadata"]["resourceVersion"] = "50"
+    assert not w.echoes("HTTPRoute", moved, new)
     w.close()
+
+
+def test_a_status_written_onto_another_version_than_the_render_saw_is_no_echo() -> None:
+    """The render's wish may be stale for a newer version of the object (a Gateway moved to
+    another class meanwhile: our status must then be released by a reconcile), so neither a
+    write onto a version the cache moved on to nor one after a 409 re-read counts as an echo."""
+    import copy
+
+    api = RecordingApi()
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}, "spec": {"gatewayClassName": "ours"}})
+    seen_rv = api.obj(GATEWAYS, "apps", "web")["metadata"]["resourceVersion"]
+    api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}, "spec": {"gatewayClassName": "other"}})
+    moved = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    w = writer(api)
+    st = ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond("Accepted")]})
+    assert w.write_all([st], seen={st.key: seen_rv}).written == 1
+    echo = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    assert not w.echoes("Gateway", moved, echo)
+    # the same write onto the version the render saw is an echo
+    w2 = writer(api)
+    st2 = ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond("Programmed")]})
+    base = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    assert w2.write_all([st2], seen={st2.key: base["metadata"]["resourceVersion"]}).written == 1
+    assert w2.echoes("Gateway", base, copy.deepcopy(api.obj(GATEWAYS, "apps", "web")))
+    # a 409: re-read and written onto the newer version: not an echo
+    stale = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    w3 = StatusWriter(api, controller_name=OURS, guard=LeaderGuard(), current=lambda *a: stale, registry=Registry())
+    api.put(GATEWAYS, {**copy.deepcopy(stale), "spec": {"gatewayClassName": "again"}})
+    reread = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    st3 = ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond("Ready")]})
+    rep = w3.write_all([st3], seen={st3.key: stale["metadata"]["resourceVersion"]})
+    assert rep.written == 1 and rep.conflicts == 1
+    assert not w3.echoes("Gateway", reread, copy.deepcopy(api.obj(GATEWAYS, "apps", "web")))
+    for x in (w, w2, w3):
+        x.close()
 
 
 def test_a_status_being_sent_is_an_echo_before_the_answer_arrives() -> None:
@@ -281,11 +319,11 @@ def test_a_status_being_sent_is_an_echo_before_the_answer_arrives() -> None:
 
     api.patch = patch  # type: ignore[method-assign]
     st = ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond("Accepted")]})
-    assert w.write_all([st]).written == 1
+    assert w.write_all([st], seen={st.key: old["metadata"]["resourceVersion"]}).written == 1
     api.put(GATEWAYS, {"metadata": {"name": "web", "namespace": "apps"}})  # someone reset it
     old = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
     w.write_all([ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
-                              {"conditions": [cond("Programmed")]})])
+                              {"conditions": [cond("Programmed")]})], seen={st.key: old["metadata"]["resourceVersion"]})
     assert seen == [True, True]
     failed = copy.deepcopy(old)
     failed["status"] = {"conditions": [cond("Programmed")]}

@@ -22,7 +22,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from titanium_gateway.controller.options import ControllerOptions
@@ -98,6 +98,21 @@ RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = {
 
 def _meta_rv(obj: Mapping[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _seen_versions(snap: Snapshot, statuses: Iterable[ObjectStatus]) -> dict[StatusKey, str]:
+    """The resourceVersion of each object as the render saw it (absent ones left out): the status
+    writer treats only a write onto exactly that version as one whose echo needs no reconcile
+    (``StatusWriter.echoes``)."""
+    caches: dict[str, Mapping[str, Any]] = {"GatewayClass": snap.gateway_classes, "Gateway": snap.gateways,
+                                            "HTTPRoute": snap.httproutes, "Ingress": snap.ingresses}
+    out: dict[StatusKey, str] = {}
+    for st in statuses:
+        cache = caches.get(st.kind)
+        obj = None if cache is None else cache.get(f"{st.namespace}/{st.name}" if st.namespace else st.name)
+        if obj is not None:
+            out[st.key] = _meta_rv(obj)
+    return out
 
 
 def _default_render(cache: Any = None) -> RenderFn:
@@ -405,7 +420,8 @@ class Controller:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
             released, guards = self._released_statuses(result)
-            self.status_writer.submit((*result.statuses, *self._orphaned_route_statuses(result), *released), guards)
+            statuses = (*result.statuses, *self._orphaned_route_statuses(result), *released)
+            self.status_writer.submit(statuses, guards, _seen_versions(snap, statuses))
         self.event_writer.write(result.events)
         event_wait = self.event_writer.paused_for()
         if event_wait > 0:  # 429 on an Event: the rest are posted once the Retry-After has passed

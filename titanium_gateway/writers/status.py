@@ -168,18 +168,20 @@ class StatusWriter:
         self._conflicts = reg.counter("titanium_status_conflicts_total",
                                       "Status patches answered 409 Conflict (re-read and retried).", ["kind"])
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="status-writer")
-        # (kind, ns, name) -> (resourceVersion our write was based on, status written): while the
-        # informer still shows that resourceVersion, its copy is older than our write.
-        self._written: dict[tuple[str, str, str], tuple[str, Any]] = {}
-        # key -> digest of the status being sent right now: its echo may reach the informer
-        # before the answer reaches us
-        self._sending: dict[StatusKey, bytes] = {}
+        # (kind, ns, name) -> (resourceVersion our write was based on, status written, whether that
+        # version is the one the render saw): while the informer still shows that resourceVersion,
+        # its copy is older than our write.
+        self._written: dict[tuple[str, str, str], tuple[str, Any, bool]] = {}
+        # key -> (resourceVersion, digest) of a status being sent right now onto the very version
+        # the render saw: its echo may reach the informer before the answer reaches us
+        self._sending: dict[StatusKey, tuple[str, bytes]] = {}
         self._pause_lock = threading.Lock()
         self._paused_until = 0.0  # time.monotonic(): no status write before this (Retry-After)
         # --- the worker (``submit``) ---
         self._cond = threading.Condition()
-        #: key -> (status, guard): what the worker writes next; latest wins
-        self._pending: dict[StatusKey, tuple[ObjectStatus, WriteGuard | None]] = {}
+        #: key -> (status, guard, resourceVersion the render saw): what the worker writes next;
+        #: latest wins
+        self._pending: dict[StatusKey, tuple[ObjectStatus, WriteGuard | None, str]] = {}
         self._busy = False  # a batch is being written
         self._closed = False
         self._retry_at = 0.0  # time.monotonic(): the worker's failure back-off
@@ -210,43 +212,54 @@ class StatusWriter:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def echoes(self, kind: str, old: Obj, new: Obj) -> bool:
-        """``new`` is ``old`` with nothing changed but the status, and that status is the one this
-        writer last wrote (or is writing) for the object: the informer's echo of our own write.
+        """``new`` is ``old`` with nothing changed but the status, ``old`` is exactly the version
+        of the object the render saw when it asked for that status (the write went onto it), and
+        the status is the one this writer last wrote (or is writing): the informer's echo of our
+        own write.
 
         Such an update needs no reconcile. The render reads an object's own status only for the
         ``lastTransitionTime`` of unchanged conditions and for our earlier parent entries of an
-        HTTPRoute; with the status it asked for on the object it renders the same config and the
-        same statuses (a transition time alone is no change), so the writers would find nothing
-        to write. Skipping it matters in a status storm: every echo would otherwise trigger a
-        full re-render (every written object has a new resourceVersion) while the writes are
-        still going out. Anything else (another writer's status, a spec, label or annotation
-        change, an update spanning several writes after a relist) is not an echo. The next
-        reconcile, whatever triggers it, renders from the caches as they are."""
+        HTTPRoute; given the object it rendered from, with the status it asked for on it, it
+        renders the same config and the same statuses (a transition time alone is no change), so
+        the writers would find nothing to write. Skipping it matters in a status storm: every
+        echo would otherwise trigger a full re-render (every written object has a new
+        resourceVersion) while the writes are still going out. Anything else is not an echo:
+        another writer's status, a spec, label or annotation change, an update spanning several
+        writes after a relist, and our status written onto a newer version than the render saw
+        (after a 409 re-read, or when the cache moved on before the worker came to it: the
+        render's wish may be stale for that version, e.g. a Gateway moved to another class). The
+        next reconcile, whatever triggers it, renders from the caches as they are."""
         if kind not in RESOURCES or not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return False
         meta = new.get("metadata") or {}
         key = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        old_rv = _rv(old)
+        if not old_rv:
+            return False
+        ours = []
         sending = self._sending.get(key)
+        if sending is not None and sending[0] == old_rv:
+            ours.append(sending[1])
         memo = self._written.get(key)
-        if sending is None and memo is None:
-            return False
-        if not _same_but_status(old, new):
-            return False
-        digest = _digest(new.get("status"))
-        if digest != sending and (memo is None or digest != memo[1]):
+        if memo is not None and memo[2] and memo[0] == old_rv:
+            ours.append(memo[1])
+        if not ours or not _same_but_status(old, new) or _digest(new.get("status")) not in ours:
             return False
         self._m_echoes.labels(kind=kind).inc()
         return True
 
     # --- the worker -----------------------------------------------------------------------------
     def submit(self, statuses: Iterable[ObjectStatus],
-               guards: Mapping[StatusKey, WriteGuard] | None = None) -> None:
+               guards: Mapping[StatusKey, WriteGuard] | None = None,
+               seen: Mapping[StatusKey, str] | None = None) -> None:
         """Hand every wanted status of one reconcile to the worker and return at once.
 
         ``statuses`` is the complete set (what is not in it is no longer ours to remember); each
         replaces a pending status of the same object. Only those that differ from the object's
-        current status are written, by the worker, when it comes to them."""
+        current status are written, by the worker, when it comes to them. ``seen``: the
+        resourceVersion of each object as the render saw it (see :meth:`echoes`)."""
         guards = guards or {}
+        seen = seen or {}
         statuses = [st for st in statuses if st.kind in RESOURCES]
         live = {st.key for st in statuses}
         with self._cond:
@@ -255,7 +268,7 @@ class StatusWriter:
             for k in [k for k in list(self._written) if k not in live]:
                 self._written.pop(k, None)
             for st in statuses:
-                self._pending[st.key] = (st, guards.get(st.key))
+                self._pending[st.key] = (st, guards.get(st.key), seen.get(st.key, ""))
             self._m_pending.set(len(self._pending))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="status-worker", daemon=True)
@@ -318,10 +331,10 @@ class StatusWriter:
                 log.info("statuses written", extra={"written": report.written, "conflicts": report.conflicts,
                                                      "errors": len(report.errors)})
 
-    def _write_batch(self, batch: Mapping[StatusKey, tuple[ObjectStatus, WriteGuard | None]]) -> StatusReport:
+    def _write_batch(self, batch: Mapping[StatusKey, tuple[ObjectStatus, WriteGuard | None, str]]) -> StatusReport:
         try:
-            return self._write(list(st for st, _ in batch.values()), {k: g for k, (_, g) in batch.items() if g},
-                               prune=False)
+            return self._write(list(st for st, _, _ in batch.values()), {k: g for k, (_, g, _) in batch.items() if g},
+                               prune=False, seen={k: rv for k, (_, _, rv) in batch.items() if rv})
         except NotLeader:
             # no longer leading: nothing of this term is written; a new term re-renders everything
             log.info("status worker: not the leader; pending statuses dropped")
@@ -330,15 +343,17 @@ class StatusWriter:
             return StatusReport()
 
     def write_all(self, statuses: Iterable[ObjectStatus],
-                  guards: Mapping[tuple[str, str, str], WriteGuard] | None = None) -> StatusReport:
+                  guards: Mapping[tuple[str, str, str], WriteGuard] | None = None,
+                  seen: Mapping[StatusKey, str] | None = None) -> StatusReport:
         """Write every changed status (in parallel) and wait; raises NotLeader if leadership was lost.
 
         ``guards``: per object key, a precondition on the current object (checked against the
-        cache and again after a 409 re-read); when it fails the status is left as it is."""
-        return self._write(list(statuses), guards or {}, prune=True)
+        cache and again after a 409 re-read); when it fails the status is left as it is.
+        ``seen``: as for :meth:`submit`."""
+        return self._write(list(statuses), guards or {}, prune=True, seen=seen or {})
 
     def _write(self, statuses: list[ObjectStatus], guards: Mapping[StatusKey, WriteGuard],
-               prune: bool) -> StatusReport:
+               prune: bool, seen: Mapping[StatusKey, str]) -> StatusReport:
         report = StatusReport()
         todo = []
         if prune:
@@ -364,13 +379,13 @@ class StatusWriter:
                 elif memo[1] == _digest(want):
                     report.unchanged += 1  # written already; the cache has not caught up yet
                     continue
-            todo.append((st, cur, guards.get(st.key), want))
+            todo.append((st, cur, guards.get(st.key), want, seen.get(st.key, "")))
         if not todo:
             return report
         results = list(self._pool.map(lambda a: self._write_one(*a), todo)) if len(todo) > 1 \
             else [self._write_one(*todo[0])]
         lost = False
-        for (st, _cur, _guard, _want), (outcome, conflicts, err) in zip(todo, results, strict=True):
+        for (st, *_), (outcome, conflicts, err) in zip(todo, results, strict=True):
             report.conflicts += conflicts
             if outcome == "written":
                 report.written += 1
@@ -391,15 +406,16 @@ class StatusWriter:
         return report
 
     def _write_one(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None = None,
-                   want: dict[str, Any] | None = None) -> tuple[str, int, str]:
-        """``want``: the merged status for ``cur``, already known to differ from it."""
+                   want: dict[str, Any] | None = None, seen: str = "") -> tuple[str, int, str]:
+        """``want``: the merged status for ``cur``, already known to differ from it; ``seen``: the
+        resourceVersion of the object the render saw ("" unknown)."""
         try:
-            return self._write_one_attempts(st, cur, guard, want)
+            return self._write_one_attempts(st, cur, guard, want, seen)
         finally:
             self._sending.pop(st.key, None)  # written (then in _written) or not sent
 
     def _write_one_attempts(self, st: ObjectStatus, cur: Obj, guard: WriteGuard | None,
-                            want: dict[str, Any] | None) -> tuple[str, int, str]:
+                            want: dict[str, Any] | None, seen: str) -> tuple[str, int, str]:
         res = RESOURCES[st.kind]
         ns = st.namespace or None
         conflicts = 0
@@ -425,10 +441,15 @@ class StatusWriter:
                 return "throttled", conflicts, f"{st.kind} {st.namespace}/{st.name}: held back {wait:.1f}s " \
                                                "(the API server asked to wait)"
             digest = _digest(status)
-            self._sending[st.key] = digest
+            base = _rv(cur)
+            seen_base = bool(seen) and base == seen  # onto the very version the render saw
+            if seen_base:
+                self._sending[st.key] = (base, digest)
+            else:
+                self._sending.pop(st.key, None)
             try:
                 self.api.patch(res, ns, st.name, body, patch_type="merge", subresource="status")
-                self._written[st.key] = (_rv(cur), digest)
+                self._written[st.key] = (base, digest, seen_base)
                 self._writes.labels(kind=st.kind).inc()
                 log.debug("wrote status", extra={"kind": st.kind, "namespace": st.namespace, "object_name": st.name})
                 return "written", conflicts, ""

@@ -475,7 +475,7 @@ def figure_status(n: int) -> list[Row]:
     with Cluster.start(base.objects) as c:
         accepted: set[tuple[str, str]] = set()
         done = threading.Event()
-        state: dict[str, Any] = {"attached": None, "t_routes": None, "t_gateway": None}
+        state: dict[str, Any] = {"attached": None, "t_routes": None, "t_gateway": None, "t_first": None}
         ours = c.rel.controller_name
 
         def on_write(w: Write) -> None:
@@ -485,6 +485,8 @@ def figure_status(n: int) -> list[Row]:
                     if p.get("controllerName") == ours and any(
                             cd.get("type") == "Accepted" and cd.get("status") == "True" for cd in p.get("conditions") or []):
                         accepted.add((w.namespace, w.name))
+                        if state["t_first"] is None:
+                            state["t_first"] = w.t
                         if len(accepted) == len(keys) and state["t_routes"] is None:
                             state["t_routes"] = w.t
             elif w.kind == "Gateway" and w.namespace == gw_ns and w.name == gw_name:
@@ -521,6 +523,11 @@ def figure_status(n: int) -> list[Row]:
                             f"all Accepted + attachedRoutes={len(keys)} after {seconds(took)} "
                             f"(creating took {seconds(t_created - t_create)})",
                             "< 2 s", took < 2.0))
+            rows.append(Row("status", "phases (API server commit times)",
+                            f"created +{seconds(t_created - t_create)}; first route Accepted "
+                            f"+{seconds(state['t_first'] - t_create)}; Gateway attachedRoutes={len(keys)} "
+                            f"+{seconds(state['t_gateway'] - t_create)}; last route Accepted "
+                            f"+{seconds(state['t_routes'] - t_create)}", "", None))
             rows.append(Row("status", "controller work", c.reconcile_summary(before), "", None))
             rows.append(Row("status", "status writes",
                             f"{len(route_writes)} HTTPRoute ({per_obj:.2f}/route), {len(gw_writes)} Gateway "

@@ -350,3 +350,21 @@ def test_route_head_of_host_writes_what_route_head_writes(rid: str, host: str | 
     expected = em.route_head(rid, whole)
     assert em.route_head_of_host(rid, host, match) == expected
     assert em.route_head_of_host(rid, host, match) == expected
+
+
+_weird = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=10) | st.sampled_from(
+    ["a\ud800", "x\u2028y\x85", "\ufeff\x00", "\U0001f600", "é"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_weird, _weird, _weird, st.dictionaries(st.sampled_from(["directResponse", "clusterId", "transforms"]),
+                                               _weird | st.dictionaries(_weird, _weird, max_size=2), min_size=1))
+def test_the_pieces_emit_measures_with_len_are_ascii(rid: str, host: str, path: str, rest: dict[str, Any]) -> None:
+    """emit sizes a route's pieces (a tuple) with ``len``: every writer of pieces writes ASCII."""
+    em = emit_module
+    match = {"path": path, "pathKind": "Exact", "headers": {host: path}}
+    pieces = [em.route_head(rid, {"host": host, **match}), em.route_head_of_host(rid, host, match),
+              em.route_fragment_split({"id": rid, "match": match, **rest}), (em.route_tail(rest),)]
+    for texts in pieces:
+        for text in texts or ():
+            assert text is None or text.isascii()

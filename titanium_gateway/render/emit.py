@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import yaml
@@ -603,16 +604,22 @@ Fragment = str | tuple[str, ...]
 def _list_block(key: str, fragments: Sequence[Fragment]) -> str:
     if not fragments:
         return f"{key}: []\n"
-    if all(type(f) is str for f in fragments):
-        return f"{key}:\n" + "".join(fragments)  # type: ignore[arg-type]
-    return f"{key}:\n" + "".join([p for f in fragments for p in ((f,) if type(f) is str else f)])
+    if type(fragments[0]) is str:
+        if all(type(f) is str for f in fragments):
+            return f"{key}:\n" + "".join(fragments)  # type: ignore[arg-type]
+        return f"{key}:\n" + "".join([p for f in fragments for p in ((f,) if type(f) is str else f)])
+    # route pieces: a str among them (a route the fast writer could not cut) is joined
+    # character by character, which gives the same text
+    return f"{key}:\n" + "".join(chain.from_iterable(fragments))
 
 
 def _size(text: Fragment) -> int:
-    """UTF-8 size: ``len`` for ASCII text (every fast-writer fragment; ``isascii`` is O(1))."""
+    """UTF-8 size: ``len`` for ASCII text (``isascii`` is O(1)). The pieces of a tuple are the
+    fast writer's (``route_head*``, ``route_tail``, ``route_fragment_split``), which writes
+    ASCII only (non-ASCII is escaped; only the PyYAML fallback writes UTF-8, and never into a
+    tuple): their ``len`` is their size."""
     if type(text) is tuple:
-        n = sum(map(len, text))
-        return n if all(map(str.isascii, text)) else sum(len(p.encode()) for p in text)
+        return sum(map(len, text))
     return len(text) if text.isascii() else len(text.encode())  # type: ignore[union-attr]
 
 
@@ -648,7 +655,7 @@ def emit(
                                    for r in routes]
     cluster_frags = [c if type(c) is str else cluster_fragment(c) for c in clusters]
     head = _head(SCHEMA_VERSION, listeners, certificates)
-    sizes = list(map(_size, route_frags))
+    sizes = [sum(map(len, f)) if type(f) is tuple else _size(f) for f in route_frags]  # (see _size)
     route_size = sum(sizes)
     sizes += map(_size, cluster_frags)
     cluster_size = sum(sizes) - route_size

@@ -184,6 +184,8 @@ class SharedValues:
         kind = type(value)
         if kind is str:
             return _intern(value) if len(value) <= MAX_INTERNED else value
+        # the dict and list loops are written out on purpose: a shared helper (one call per
+        # container, keys and values zipped) made compacting 24k objects ~50% slower at start-up
         if kind is dict:
             out = {}
             flat: list[Any] = []

@@ -216,6 +216,16 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
             errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
                                    f"{max_props} items"))
 
+    def array(obj: list[Any], path: str, errs: list[FieldError]) -> None:
+        if max_items is not None and len(obj) > max_items:
+            errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
+                                   f"{max_items} items"))
+        if min_items is not None and len(obj) < min_items:
+            errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {len(obj)}: {path} in body should have "
+                                   f"at least {min_items} items"))
+        if items is not None:
+            each(obj, path, errs)
+
     def check(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
         if int_or_string:
             ok = isinstance(obj, (int, str)) and not isinstance(obj, bool)
@@ -260,14 +270,7 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
                 errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {obj}: {path} in body should be "
                                        f"less than or equal to {maximum}"))
         if isinstance(obj, list):
-            if max_items is not None and len(obj) > max_items:
-                errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
-                                       f"{max_items} items"))
-            if min_items is not None and len(obj) < min_items:
-                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {len(obj)}: {path} in body should have "
-                                       f"at least {min_items} items"))
-            if items is not None:
-                each(obj, path, errs)
+            array(obj, path, errs)
         elif isinstance(obj, dict):
             fields(obj, path, root, errs)
 
@@ -289,17 +292,10 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
         return plain_object
     if stype == "array" and not has_enum:
         def plain_array(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
-            if type(obj) is not list:
+            if type(obj) is list:
+                array(obj, path, errs)
+            else:
                 check(obj, path, root, errs)
-                return
-            if max_items is not None and len(obj) > max_items:
-                errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
-                                       f"{max_items} items"))
-            if min_items is not None and len(obj) < min_items:
-                errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {len(obj)}: {path} in body should have "
-                                       f"at least {min_items} items"))
-            if items is not None:
-                each(obj, path, errs)
         return plain_array
     return check
 

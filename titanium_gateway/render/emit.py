@@ -100,6 +100,15 @@ _scalar_cache: dict[str, str] = {}
 _SCALAR_CACHE_MAX = 32_768
 
 
+def _remember(cache: dict[Any, str], key: Any, text: str) -> str:
+    """``cache[key] = text``; a full cache is emptied first (bounded: recurring text comes back
+    at once, unique ids do not pile up)."""
+    if len(cache) >= _SCALAR_CACHE_MAX:
+        cache.clear()
+    cache[key] = text
+    return text
+
+
 def _quote(value: str) -> str:
     """A YAML double-quoted scalar in pure ASCII: anything but printable ASCII is escaped
     (``\\xXX``, ``\\uXXXX``, ``\\UXXXXXXXX``), so lone surrogates, control characters, NEL and
@@ -167,10 +176,7 @@ def _scalar(value: Any) -> str:
         text = value
     else:
         text = json.dumps(value)  # printable ASCII: a valid YAML double-quoted scalar
-    if len(_scalar_cache) >= _SCALAR_CACHE_MAX:
-        _scalar_cache.clear()  # bounded: recurring strings come back at once, unique ids do not pile up
-    _scalar_cache[value] = text
-    return text
+    return _remember(_scalar_cache, value, text)
 
 
 def _str(value: str) -> str:
@@ -249,8 +255,7 @@ def _flow(value: Any) -> str:
     collections."""
     kind = type(value)
     if kind is str:
-        text = _scalar_cache.get(value)
-        return text if text is not None else _scalar(value)
+        return _str(value)
     if kind is int:
         return str(value)
     if kind is bool:
@@ -339,13 +344,6 @@ _CLUSTER_KEY_SET = frozenset(CLUSTER_KEYS)
 _entry_cache: dict[tuple[Any, ...], str] = {}
 
 
-def _remember(key: tuple[Any, ...], text: str) -> str:
-    if len(_entry_cache) >= _SCALAR_CACHE_MAX:
-        _entry_cache.clear()  # bounded like the scalar cache
-    _entry_cache[key] = text
-    return text
-
-
 def _cluster_entry(x: Any) -> str:
     """A weighted cluster entry ``{clusterId: .., weight: ..}``."""
     if type(x) is dict and len(x) == 2:
@@ -353,7 +351,9 @@ def _cluster_entry(x: Any) -> str:
         if type(cid) is str and type(weight) is int:
             key = (cid, weight)
             text = _entry_cache.get(key)
-            return text if text is not None else _remember(key, f"{{clusterId: {_str(cid)}, weight: {weight}}}")
+            if text is None:
+                text = _remember(_entry_cache, key, f"{{clusterId: {_str(cid)}, weight: {weight}}}")
+            return text
     return _flow_keyed(x, _CLUSTER_ENTRY_KEYS)
 
 
@@ -383,7 +383,7 @@ def _kind_entry(x: Any) -> str:
                 text = _entry_cache.get(key)
                 if text is not None:
                     return text
-                return _remember(key, f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}")
+                return _remember(_entry_cache, key, f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}")
             return f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}"
     return _flow_keyed(x, _KIND_KEYS)
 
@@ -444,8 +444,7 @@ def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[s
         v = item[k]
         kind = type(v)
         if kind is str:
-            text = _scalar_cache.get(v)
-            out.append(f"{lead}{k}: {text if text is not None else _scalar(v)}\n")
+            out.append(f"{lead}{k}: {_str(v)}\n")
         elif kind is int:
             out.append(f"{lead}{k}: {v}\n")
         elif (kind is list or isinstance(v, list)) and v:
@@ -508,9 +507,7 @@ def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | Non
     the fast writer cannot."""
     try:
         if type(route_id) is str and type(match) is dict:
-            text = _scalar_cache.get(route_id)
-            return (f"- id: {text if text is not None else _scalar(route_id)}\n",
-                    f"  match: {_match(match)}\n")
+            return f"- id: {_str(route_id)}\n", f"  match: {_match(match)}\n"
     except (_LongKey, _Fallback):
         pass
     return None
@@ -534,12 +531,7 @@ def _match_body(match: dict[str, Any]) -> str:
             return _match(match)
     tkey = tuple(key)
     text = _body_cache.get(tkey)
-    if text is None:
-        text = _match(match)
-        if len(_body_cache) >= _SCALAR_CACHE_MAX:
-            _body_cache.clear()
-        _body_cache[tkey] = text
-    return text
+    return text if text is not None else _remember(_body_cache, tkey, _match(match))
 
 
 def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -548,8 +540,7 @@ def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any]
     every route with the same match."""
     try:
         if type(route_id) is str and type(match) is dict and "host" not in match and (not host or type(host) is str):
-            text = _scalar_cache.get(route_id)
-            id_line = f"- id: {text if text is not None else _scalar(route_id)}\n"
+            id_line = f"- id: {_str(route_id)}\n"
             body = _match_body(match)
             if not host:
                 return id_line, f"  match: {body}\n"

@@ -45,6 +45,9 @@ def creation_timestamp(obj: Any) -> str:
 
 
 def _longer_first(n: int) -> int:
+    """"Longer first" as small non-negative ints where possible (CPython shares 0..256: no
+    allocation per key; hostnames have at most 253 characters), negative past 256 (still
+    smaller, so the order is the same as plain negation)."""
     return 256 - n if n <= 256 else -n
 
 
@@ -71,31 +74,12 @@ def route_key(
     path, ranked as PathPrefix ``/``), ``created`` the object's creationTimestamp (see
     :func:`creation_timestamp`).
     """
-    host = hostname or ""
-    exact_len = len(host) if host and not host.startswith("*") else 0
     if path_type is None or path is None:
         rank, plen = PATH_TYPE_RANK["PathPrefix"], 1
     else:
         rank, plen = PATH_TYPE_RANK.get(path_type, 2), len(path)
-    # "longer first" as small non-negative ints where possible (CPython shares 0..256: no
-    # allocation per key; hostnames have at most 253 characters), negative past 256 (still
-    # smaller, so the order is the same as plain negation)
-    return (
-        tier,
-        _longer_first(exact_len),
-        _longer_first(len(host)),
-        rank,
-        _longer_first(plen),
-        0 if method else 1,
-        -headers,
-        -query,
-        created,
-        namespace,
-        name,
-        rule,
-        match,
-        route_id,
-    )
+    return key_from_parts(tier, host_part(hostname), (rank, _longer_first(plen), 0 if method else 1, -headers, -query),
+                          created, namespace, name, rule, match, route_id)
 
 
 _PATH_KIND_TYPE = {"Exact": "Exact", "Regex": "RegularExpression", "Prefix": "PathPrefix"}
@@ -120,7 +104,7 @@ def match_part(match: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
     else:
         plen = len(path)  # type: ignore[arg-type]
     headers, query, query_regex = match.get("headers"), match.get("query"), match.get("queryRegex")
-    return (rank, 256 - plen if plen <= 256 else -plen, 0 if "method" in match else 1,
+    return (rank, _longer_first(plen), 0 if "method" in match else 1,
             -len(headers) if headers else 0, -((len(query) if query else 0) + (len(query_regex) if query_regex else 0)))
 
 

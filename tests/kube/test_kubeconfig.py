@@ -318,3 +318,28 @@ def test_no_proxy_rules_and_query_encoding() -> None:
     assert not bypasses_proxy("https://api.example.com", "example.org, 10.0.0.0/8")
     assert encode_query([("watch", True), ("limit", 500), ("labelSelector", "a=b,c")]) == \
         "watch=true&limit=500&labelSelector=a%3Db%2Cc"
+
+
+def test_the_proxy_from_the_environment_is_resolved_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refresh hook assigns ``host`` before every request; with a proxy taken from the
+    environment the client would re-read the environment on each assignment (slow). The RestApi
+    pins the proxy it was given: the same one, read once."""
+    from titanium_gateway.kube.kubeconfig import new_configuration
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy-one:3128")
+    monkeypatch.setenv("https_proxy", "http://proxy-one:3128")
+    c = new_configuration()
+    c.host = "https://k.example:6443"
+    if c.proxy is None:
+        pytest.skip("this kubernetes client does not read the proxy from the environment")
+    assert c.proxy == "http://proxy-one:3128"
+    api = RestApi(c, registry=Registry())
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", "http://proxy-two:3128")
+        monkeypatch.setenv("https_proxy", "http://proxy-two:3128")
+        api.configuration.host = "https://k.example:6443"  # what the refresh hook does
+        assert api.configuration.proxy == "http://proxy-one:3128"
+        assert type(api.transport.pool).__name__ == "ProxyManager"
+        assert c.proxy == "http://proxy-one:3128"  # the caller's configuration is not touched
+    finally:
+        api.close()

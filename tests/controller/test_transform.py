@@ -185,3 +185,47 @@ def test_compaction_survives_a_deeply_nested_object() -> None:
         cur = cur["a"]
     obj = {"kind": "HTTPRoute", "metadata": {"name": "r"}, "spec": deep}
     assert tf.transform_for("HTTPRoute", ("gw", "tp"))(obj)["spec"] is deep
+
+
+def test_compaction_with_the_previous_version_reuses_its_strictly_equal_parts() -> None:
+    import json
+
+    transform = tf.transform_for("HTTPRoute", ("gw", "tp"))
+    spec = {"parentRefs": [{"name": "gw", "port": 80}], "rules": [{"backendRefs": [{"name": "s", "weight": 1}]}]}
+    raw = {"kind": "HTTPRoute", "metadata": {"name": "r", "namespace": "a", "resourceVersion": "1",
+                                             "labels": {"app": "x"}}, "spec": spec}
+    old = transform(json.loads(json.dumps(raw)))
+    # a status write: new resourceVersion and status, the rest unchanged
+    echo = json.loads(json.dumps({**raw, "metadata": {**raw["metadata"], "resourceVersion": "2"},
+                                  "status": {"parents": []}}))
+    new = transform.with_previous(echo, old)  # type: ignore[attr-defined]
+    assert new == echo and list(new) == list(echo)
+    assert new["spec"] is old["spec"] and new["metadata"]["labels"] is old["metadata"]["labels"]
+    assert new["metadata"] is not old["metadata"] and new["metadata"]["resourceVersion"] == "2"
+    assert new == transform(json.loads(json.dumps(echo)))  # the same value as without the previous version
+    # equal in Python, but not the same JSON value: compacted anew, never reused
+    for changed in ({"parentRefs": [{"name": "gw", "port": 80.0}], "rules": spec["rules"]},
+                    {"parentRefs": [{"name": "gw", "port": 80}], "rules": [{"backendRefs": [{"name": "s", "weight": True}]}]},
+                    {"rules": spec["rules"], "parentRefs": spec["parentRefs"]},  # other key order
+                    {**spec, "rules": []}):
+        other = json.loads(json.dumps({**raw, "spec": changed}))
+        got = transform.with_previous(other, old)  # type: ignore[attr-defined]
+        assert got["spec"] is not old["spec"] and json.dumps(got) == json.dumps(other)
+    # a previous version that is not a mapping is ignored
+    assert tf.compact(json.loads(json.dumps(raw)), previous=None) == raw
+    assert tf.SharedValues().object(json.loads(json.dumps(raw)), ["not", "an", "object"]) == raw  # type: ignore[arg-type]
+
+
+def test_strictly_equal_tells_json_values_apart() -> None:
+    assert tf.strictly_equal({"a": [1, "x", None]}, {"a": [1, "x", None]})
+    assert not tf.strictly_equal({"a": 1}, {"a": True})
+    assert not tf.strictly_equal({"a": 1}, {"a": 1.0})
+    assert not tf.strictly_equal([0.0], [-0.0])
+    assert not tf.strictly_equal({"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert not tf.strictly_equal([float("nan")], [float("nan")])
+    nested: dict[str, Any] = {}
+    cur = nested
+    for _ in range(5000):
+        cur["a"] = {}
+        cur = cur["a"]
+    assert tf.strictly_equal(nested, nested) is False  # too deep to tell: never raises, never reused

@@ -329,3 +329,30 @@ def test_malformed_list_items_are_skipped(api: FakeKubeApi) -> None:
     r.list()
     assert store.keys() == ["default/a"] and rec.events == [("add", "a")]
     assert r.malformed == 4 and r.has_synced()
+
+
+def test_a_transform_with_previous_gets_the_stored_object_of_the_same_key(api: FakeKubeApi) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def transform(obj: dict) -> dict:
+        seen.append((obj["metadata"]["name"], None))
+        return obj
+
+    def with_previous(obj: dict, previous: dict) -> dict:
+        assert previous["metadata"]["name"] == obj["metadata"]["name"]
+        seen.append((obj["metadata"]["name"], previous["metadata"]["resourceVersion"]))
+        return obj
+
+    transform.with_previous = with_previous  # type: ignore[attr-defined]
+    api.put(SERVICES, svc("a"))
+    r, store, _ = make(api, transform=transform)
+    r.list()
+    first_rv = store.get("default/a")["metadata"]["resourceVersion"]  # type: ignore[index]
+    api.put(SERVICES, svc("a", app="x"))  # MODIFIED: the stored version is handed over
+    api.put(SERVICES, svc("b"))  # ADDED: nothing stored yet
+    r.watch_once()
+    assert seen == [("a", None), ("a", first_rv), ("b", None)]
+    seen.clear()
+    r.list()  # a relist: each listed item with the stored one
+    assert sorted(seen) == sorted([("a", store.get("default/a")["metadata"]["resourceVersion"]),  # type: ignore[index]
+                                   ("b", store.get("default/b")["metadata"]["resourceVersion"])])  # type: ignore[index]

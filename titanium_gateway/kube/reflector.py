@@ -108,7 +108,9 @@ class Reflector:
         self.watch_timeout = watch_timeout
         self.resync_period = resync_period
         self.backoff = backoff or Backoff()
-        #: applied to every listed or watched object before it is stored (client-go SetTransform)
+        #: applied to every listed or watched object before it is stored (client-go SetTransform);
+        #: a transform with a ``with_previous(obj, previous)`` attribute gets the stored object of
+        #: the same key too, when there is one (e.g. to reuse its unchanged parts)
         self.transform = transform
         self.min_watch_duration = min_watch_duration
         self.clock = clock
@@ -295,11 +297,21 @@ class Reflector:
         self._need_list = True
 
     def _with_type(self, obj: Obj) -> Obj:
+        """``obj`` with its kind and apiVersion, through the transform (given the stored object
+        of the same key, if any, when the transform takes it: on a relist too)."""
         if not (obj.get("kind") and obj.get("apiVersion")):
             obj = dict(obj)
             obj.setdefault("apiVersion", self.resource.api_version)
             obj.setdefault("kind", self.resource.kind)
-        return self.transform(obj) if self.transform is not None else obj
+        transform = self.transform
+        if transform is None:
+            return obj
+        with_previous = getattr(transform, "with_previous", None)
+        if with_previous is not None:
+            previous = self.store.get_like(obj)
+            if previous is not None:
+                return with_previous(obj, previous)
+        return transform(obj)
 
     def _skip(self, what: str, obj: Any) -> None:
         self.malformed += 1

@@ -185,6 +185,14 @@ class Store:
         with self._lock:
             return self._items.get(key)
 
+    def get_like(self, obj: Obj) -> Obj | None:
+        """The stored object with the key of ``obj`` (None when absent or ``obj`` has no key)."""
+        try:
+            key = self._key(obj)
+        except (ValueError, TypeError, AttributeError):
+            return None
+        return self.get(key)
+
     def get_object(self, namespace: str | None, name: str) -> Obj | None:
         return self.get(f"{namespace}/{name}" if namespace else name)
 

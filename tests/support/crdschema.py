@@ -101,6 +101,158 @@ def apply_defaults(obj: Any, schema: Obj) -> None:
             apply_defaults(item, schema["items"])
 
 
+def normalize(obj: Any, schema: Obj, *, prune_unknown: bool = True) -> tuple[Any, list[str]]:
+    """``(copy, pruned)``: exactly ``copy = stripped_copy(obj); pruned = prune(copy, schema)``
+    (only with ``prune_unknown``) ``; apply_defaults(copy, schema)``, in one walk, with each
+    schema node compiled once into a closure. ``obj`` is not modified and shares nothing
+    with the copy; ``pruned`` lists the dropped fields in :func:`prune`'s order."""
+    pruned: list[str] = []
+    return _normalizer(schema, prune_unknown, True)(obj, "", pruned), pruned
+
+
+def null_free_defaults(schema: Obj) -> bool:
+    """True when no ``default`` in ``schema`` is or holds a null map value (then what
+    :func:`normalize` returns has no null map value either)."""
+    key = id(schema)
+    entry = _NULL_FREE.get(key)
+    if entry is None or entry[0] is not schema:
+        entry = (schema, not _has_null_default(schema))
+        _NULL_FREE[key] = entry
+    return entry[1]
+
+
+_NULL_FREE: dict[int, tuple[Obj, bool]] = {}
+
+
+def _has_null_default(node: Any) -> bool:
+    if isinstance(node, dict):
+        if "default" in node and _holds_null(node["default"]):
+            return True
+        return any(_has_null_default(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_null_default(v) for v in node)
+    return False
+
+
+def _holds_null(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, dict):
+        return any(x is None or _holds_null(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_holds_null(x) for x in v if x is not None)
+    return False
+
+
+#: a field path built only when a field is dropped: "" (the root) or (parent path, key)
+LazyPath = Any
+Norm = Callable[[Any, LazyPath, list[str]], Any]
+#: (id(schema node), prune, root) -> (the node, its normalizer); the node keeps its id in use
+_NORMS: dict[tuple[int, bool, bool], tuple[Obj, Norm]] = {}
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _render(p: LazyPath) -> str:
+    keys: list[str | int] = []
+    while p:
+        p, k = p
+        keys.append(k)
+    out = ""
+    for k in reversed(keys):
+        out = _path(out, k)
+    return out
+
+
+def _normalizer(schema: Obj, prune_unknown: bool, root: bool = False) -> Norm:
+    key = (id(schema), prune_unknown, root)
+    entry = _NORMS.get(key)
+    if entry is None or entry[0] is not schema:
+        entry = (schema, _compile_normalizer(schema, prune_unknown, root))
+        _NORMS[key] = entry
+    return entry[1]
+
+
+def _compile_normalizer(schema: Obj, prune_unknown: bool, root: bool) -> Norm:  # noqa: C901 - mirrors three walks
+    """The closure :func:`normalize` runs for one schema node: copy as :func:`stripped_copy`
+    (null map values dropped), drop unknown fields as :func:`prune` (from a dict at a node
+    with ``x-kubernetes-preserve-unknown-fields`` down nothing is pruned; list items still
+    are), add absent defaults as :func:`apply_defaults` (appended in ``properties`` order)."""
+    from tests.support.k8sutil import strip_nulls, stripped_copy
+
+    props = schema.get("properties")
+    addl = schema.get("additionalProperties")
+    addl_schema = addl if isinstance(addl, dict) else None
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else None
+    prune_here = prune_unknown and not schema.get("x-kubernetes-preserve-unknown-fields")
+    drop = prune_here and addl is not True and (props is not None or addl is False or schema.get("type") == "object")
+    defaults = [(k, sub["default"], sub) for k, sub in (props or {}).items() if "default" in sub]
+    children: dict[Any, Norm] = {}  # key -> the normalizer of its property
+    generic: list[Norm] = []  # [the normalizer of additionalProperties], once needed
+    item_norm: list[Norm] = []
+
+    def child(k: Any, prune_child: bool) -> Norm | None:
+        if props is not None and k in props:
+            return _normalizer(props[k], prune_child)
+        if addl_schema is not None:
+            return _normalizer(addl_schema, prune_child)
+        return None
+
+    def default_value(value: Any, sub: Obj) -> Any:
+        if type(value) in _SCALARS:
+            return value
+        value = copy.deepcopy(value)
+        apply_defaults(value, sub)
+        return value
+
+    def norm(obj: Any, path: LazyPath, pruned: list[str]) -> Any:
+        t = type(obj)
+        if t is dict:
+            out = {}
+            for k, x in obj.items():
+                if x is None:
+                    continue
+                if root and k in _ROOT_KEYS:  # never pruned, still defaulted
+                    sub_norm = child(k, False)
+                    out[k] = stripped_copy(x) if sub_norm is None else sub_norm(x, (path, k), pruned)
+                    continue
+                sub_norm = children.get(k)
+                if sub_norm is None:
+                    if props is not None and k in props:
+                        sub_norm = children[k] = _normalizer(props[k], prune_here)
+                    elif addl_schema is not None:
+                        if not generic:
+                            generic.append(_normalizer(addl_schema, prune_here))
+                        sub_norm = generic[0]
+                    elif drop:
+                        pruned.append(_render((path, k)))
+                        continue
+                    else:
+                        out[k] = stripped_copy(x)
+                        continue
+                out[k] = sub_norm(x, (path, k), pruned)
+            for k, value, sub in defaults:
+                if k not in out:
+                    out[k] = default_value(value, sub)
+            return out
+        if t is list:
+            if items is None:
+                return stripped_copy(obj)
+            if not item_norm:
+                item_norm.append(_normalizer(items, prune_unknown))
+            each = item_norm[0]
+            return [each(x, (path, i), pruned) for i, x in enumerate(obj)]
+        if t in _SCALARS:
+            return obj
+        # anything else (a dict or list subclass, a tuple, ...) the long way
+        out = strip_nulls(copy.deepcopy(obj))
+        if prune_unknown:
+            pruned += prune(out, schema, _render(path), root)
+        apply_defaults(out, schema)
+        return out
+
+    return norm
+
+
 _PATTERNS: dict[str, re.Pattern[str] | None] = {}
 
 

@@ -162,3 +162,113 @@ def _at(obj: Any, path: tuple[Any, ...]) -> Any:
     for key in path:
         obj = obj[key]
     return obj
+
+
+# --------------------------------------------------------------------------------------------
+# normalize: the copy, pruned and defaulted in one walk
+
+
+def _reference_normalize(obj: Any, schema: dict[str, Any], prune_unknown: bool = True) -> tuple[Any, list[str]]:
+    from tests.support.k8sutil import stripped_copy
+
+    out = stripped_copy(obj)
+    pruned = crdschema.prune(out, schema) if prune_unknown else []
+    crdschema.apply_defaults(out, schema)
+    return out, pruned
+
+
+def _same_normalization(obj: Any, schema: dict[str, Any]) -> None:
+    """normalize == the reference (value, key order, pruned paths in order), for both modes;
+    ``obj`` unchanged and sharing no container with the copy."""
+    import json
+
+    frozen = copy.deepcopy(obj)
+    for prune_unknown in (True, False):
+        got, pruned = crdschema.normalize(obj, schema, prune_unknown=prune_unknown)
+        want, want_pruned = _reference_normalize(obj, schema, prune_unknown)
+        assert got == want and pruned == want_pruned
+        assert json.dumps(got, default=repr) == json.dumps(want, default=repr)  # key order too
+        assert obj == frozen
+        containers = {id(x) for p in _paths(obj) if isinstance(x := _at(obj, p), (dict, list))}
+        assert not containers & {id(x) for p in _paths(got) if isinstance(x := _at(got, p), (dict, list))}
+
+
+def test_the_golden_objects_normalize_the_same() -> None:
+    for obj, schema in OBJECTS:
+        _same_normalization(obj, schema)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_objects_normalize_the_same(data: st.DataObject) -> None:
+    """Random values, deleted fields (defaults come back), unknown fields (pruned), nulls."""
+    obj, schema = data.draw(st.sampled_from(OBJECTS))
+    obj = copy.deepcopy(obj)
+    for _ in range(data.draw(st.integers(1, 5))):
+        path = data.draw(st.sampled_from(_paths(obj)[1:] or [("spec",)]))
+        target = obj
+        for key in path[:-1]:
+            target = target[key]
+        how = data.draw(st.sampled_from(["delete", "random", "unknown", "null"]))
+        if how == "delete" and isinstance(target, dict):
+            target.pop(path[-1], None)
+        elif how == "unknown" and isinstance(target, dict):
+            target[data.draw(st.sampled_from(["unknownField", "x", "apiVersion", "metadata"]))] = data.draw(values)
+        elif how == "null":
+            target[path[-1]] = None
+        else:
+            target[path[-1]] = data.draw(values)
+    _same_normalization(obj, schema)
+
+
+SYNTHETIC = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object", "properties": {"tag": {"type": "string", "default": "t"}}},
+        "spec": {"type": "object", "default": {"filled": True}, "properties": {
+            "filled": {"type": "boolean"},
+            "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+                "inner": {"type": "object", "properties": {"d": {"type": "integer", "default": 3}}}}},
+            "openList": {"type": "array", "x-kubernetes-preserve-unknown-fields": True,
+                         "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            "map": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+                "v": {"type": "string", "default": "v0"}}}},
+            "anyMap": {"type": "object", "additionalProperties": True, "properties": {"k": {"type": "string"}}},
+            "closed": {"type": "object", "additionalProperties": False},
+            "untyped": {},
+            "list": {"type": "array", "items": {"type": "object", "properties": {
+                "n": {"type": "integer", "default": 1},
+                "nested": {"type": "object", "default": {"x": {}}, "properties": {
+                    "x": {"type": "object", "properties": {"y": {"type": "string", "default": "why"}}}}}}}},
+            "scalar": {"type": "string"},
+        }},
+    },
+}
+
+
+def test_normalize_follows_every_pruning_and_defaulting_rule() -> None:
+    from collections import OrderedDict
+
+    obj = {"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n", "other": {"q": None}}, "extra": 1,
+           "spec": {"filled": None, "open": {"anything": {"goes": 1}, "inner": {"z": 1}},
+                    "openList": [{"a": "1", "b": 2}, None], "map": {"m1": {"w": 1}, "m2": {}},
+                    "anyMap": {"k": "1", "free": {"x": None}}, "closed": {"gone": 1}, "untyped": {"kept": [None]},
+                    "list": [{"n": None, "bad": 1}, {"nested": {"x": {"y": "set"}}}, None, 5],
+                    "scalar": {"not": "a string"}, "unknown": [1]},
+           "odd": OrderedDict(a=None, b=(1, None))}
+    _same_normalization(obj, SYNTHETIC)
+    got, pruned = crdschema.normalize(obj, SYNTHETIC)
+    assert pruned == ["extra", "spec.openList[0].b", "spec.map.m1.w", "spec.closed.gone", "spec.list[0].bad",
+                      "spec.unknown", "odd"]
+    assert got["spec"]["open"] == {"anything": {"goes": 1}, "inner": {"z": 1, "d": 3}}  # not pruned, defaulted
+    assert got["metadata"] == {"name": "n", "other": {}, "tag": "t"}
+    assert got["spec"]["list"][1]["nested"] == {"x": {"y": "set"}} and got["spec"]["list"][0]["nested"] == {"x": {"y": "why"}}
+    _same_normalization({"spec": OrderedDict(map={"a": None, "b": OrderedDict(c=1)}), "metadata": {}}, SYNTHETIC)
+    _same_normalization({"metadata": {}}, SYNTHETIC)  # spec: the default, defaulted in turn
+    _same_normalization([{"spec": {}}], SYNTHETIC)
+    assert crdschema.null_free_defaults(SYNTHETIC)
+    assert not crdschema.null_free_defaults({"properties": {"a": {"default": {"b": None}}}})
+    assert not crdschema.null_free_defaults({"properties": {"a": {"default": None}}})
+    assert crdschema.null_free_defaults({"properties": {"a": {"default": [None]}}})
+    for _obj, schema in OBJECTS:
+        assert crdschema.null_free_defaults(schema)

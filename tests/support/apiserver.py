@@ -866,10 +866,13 @@ class FakeApiServer:
             obj.setdefault("spec", {}).setdefault("replicas", 1)
 
     def _commit(self, rt: ResourceType, new: Obj, old: Obj | None, *, manager: str, operation: str, apiv: str,
-                keep_status: bool = False, subresource: str | None = None, dry_run: bool = False) -> Obj:
+                keep_status: bool = False, subresource: str | None = None, dry_run: bool = False,
+                stripped: bool = False) -> Obj:
         """Store ``new`` (complete object, storage form, referenced by nothing else: every caller
-        builds it fresh) over ``old``; returns the stored object."""
-        new = strip_nulls_in_place(new)
+        builds it fresh) over ``old``; returns the stored object. ``stripped``: ``new`` has no
+        null map values already (_prepare's output)."""
+        if not stripped:
+            new = strip_nulls_in_place(new)
         meta = new.setdefault("metadata", {})
         new["apiVersion"] = apiv
         new["kind"] = rt.kind
@@ -1399,27 +1402,40 @@ class FakeApiServer:
             raise invalid(rt.group, rt.kind, name, errs)
 
     def _prepare(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None, *, via_patch: bool) -> Obj:
-        """Decode-check, convert to storage form, default and validate an incoming object."""
+        """Decode-check, convert to storage form, default and validate an incoming object;
+        returns it without null map values (a fresh tree, ready for _commit)."""
         derrs = self._decode_errors(rt, version, obj)
         if derrs:
             if via_patch:
                 raise invalid("", "", "", [FieldError("patch", "FieldValueInvalid", f"Invalid value: {derrs[0]}")])
             raise bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {derrs[0]}')
-        internal = _to_storage(rt, stripped_copy(obj))  # nothing of ``obj`` is stored
         self._tls.version = version
-        self._prune_unknown(rt, internal, via_patch)
-        self._defaults(rt, internal, old)
         schema = crdschema.schema_for(rt.group, rt.kind, version) if rt.crd else None
-        if schema is not None:
-            crdschema.apply_defaults(internal, schema)
+        if schema is not None and isinstance(obj.get("metadata"), dict):
+            # the copy, pruned and defaulted in one walk (_defaults adds nothing to a custom
+            # resource that has metadata); nothing of ``obj`` is stored
+            internal, pruned = crdschema.normalize(obj, schema)
+            self._prune_unknown(rt, internal, via_patch, pruned)
+            null_free = crdschema.null_free_defaults(schema)
+        else:
+            internal = _to_storage(rt, stripped_copy(obj))  # nothing of ``obj`` is stored
+            self._prune_unknown(rt, internal, via_patch)
+            self._defaults(rt, internal, old)
+            if schema is not None:
+                crdschema.apply_defaults(internal, schema)
+            null_free = False
         self._validate(rt, version, internal, old, schema)
-        return internal
+        return internal if null_free else strip_nulls_in_place(internal)
 
-    def _prune_unknown(self, rt: ResourceType, obj: Obj, via_patch: bool = False) -> None:
+    def _prune_unknown(self, rt: ResourceType, obj: Obj, via_patch: bool = False,
+                       pruned: list[str] | None = None) -> None:
         """Drop unknown top-level and metadata fields like a typed decode / structural pruning does;
-        ``fieldValidation=Strict`` makes them a 400, otherwise each one is a ``Warning`` header."""
+        ``fieldValidation=Strict`` makes them a 400, otherwise each one is a ``Warning`` header.
+        ``pruned``: the fields the CRD schema already dropped from ``obj`` (crdschema.normalize)."""
         schema = crdschema.schema_for(rt.group, rt.kind, getattr(self._tls, "version", "")) if rt.crd else None
-        if schema is not None:
+        if pruned is not None:
+            unknown = list(pruned)
+        elif schema is not None:
             unknown = crdschema.prune(obj, schema)  # removes them in place
         else:
             allowed = _KNOWN_FIELDS.get(rt.plural if not rt.crd else "*crd", set()) | {"apiVersion", "kind", "metadata"}
@@ -1480,7 +1496,7 @@ class FakeApiServer:
             if self._get(rt, ns, internal["metadata"]["name"]) is not None:
                 raise already_exists(rt.group, rt.plural, internal["metadata"]["name"])
             return self._commit(rt, internal, None, manager=manager, operation="Update",
-                                apiv=rt.api_version(version), dry_run=dry_run)
+                                apiv=rt.api_version(version), dry_run=dry_run, stripped=True)
 
     def _update(self, rt: ResourceType, version: str, ns: str, name: str, obj: Obj, manager: str,
                 sub: str | None, *, dry_run: bool = False, via_patch: bool = False,
@@ -1529,7 +1545,7 @@ class FakeApiServer:
             internal = self._prepare(rt, version, obj, old, via_patch=via_patch)
             return self._commit(rt, internal, old, manager=manager, operation=operation,
                                 apiv=rt.api_version(version), keep_status=(sub == "status"), subresource=sub,
-                                dry_run=dry_run)
+                                dry_run=dry_run, stripped=True)
 
     def _patch(self, rt: ResourceType, version: str, ns: str, name: str, ctype: str, body: bytes, manager: str,
                sub: str | None, query: dict[str, str], dry_run: bool) -> tuple[Obj, bool]:

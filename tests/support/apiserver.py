@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -86,6 +86,7 @@ MAX_ANNOTATION_BYTES = 256 * 1024
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # the API server's request body limit
 GZIP_MIN_BYTES = 128 * 1024  # answers above this are gzipped when the client accepts gzip
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_ENCODINGS_KEPT = 1024  # stored objects whose JSON is kept for the answers and watch events still to send
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,12 +388,22 @@ class _Response:
     code: int
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
+    #: (rt, version, stored object) when ``body`` is ``_external`` of it: its JSON is shared
+    shows: tuple[ResourceType, str, Obj] | None = None
 
 
 @dataclass
 class _WatchPlan:
     watcher: _Watcher
     deadline: float
+
+
+_RANDOM_IDS = random.Random()  # seeded from os.urandom; the global ``random`` stays the tests' to seed
+
+
+def _uuid4() -> str:
+    """A random (version 4) UUID, as ``str(uuid.uuid4())`` without a system call per id."""
+    return str(uuid.UUID(int=_RANDOM_IDS.getrandbits(128), version=4))
 
 
 def _truthy(v: str | None) -> bool:
@@ -461,6 +472,7 @@ class FakeApiServer:
         self._rules: list[_Rule] = []
         self._allow_rules: list[_Allow] | None = None  # None: everything is allowed
         self._log: deque[RequestRecord] = deque(maxlen=log_limit)
+        self._encodings: OrderedDict[tuple[int, int, str], tuple[Obj, bytes]] = OrderedDict()
         self._reactors: list[tuple[str, Callable[[str, Obj], None]]] = []
         self._tls = threading.local()
         self._httpd: TrackingHTTPServer | None = None
@@ -779,6 +791,24 @@ class FakeApiServer:
             out["kind"] = rt.kind
         return out
 
+    def _answer(self, code: int, rt: ResourceType, version: str, o: Obj) -> _Response:
+        return _Response(code, self._external(rt, version, o), shows=(rt, version, o))
+
+    def _encoded(self, rt: ResourceType, version: str, o: Obj) -> bytes:
+        """The JSON of ``_external(rt, version, o)``, encoded once per stored object and version
+        (stored objects are never changed in place): the answer to a write and the watch events
+        of that write send the same bytes. No lock: a race only encodes twice."""
+        key = (id(o), id(rt), version)
+        hit = self._encodings.get(key)
+        if hit is not None and hit[0] is o:
+            return hit[1]
+        data = json.dumps(self._external(rt, version, o), separators=(",", ":")).encode()
+        self._encodings[key] = (o, data)  # holding ``o`` keeps its id from being reused
+        if len(self._encodings) > _ENCODINGS_KEPT:
+            with contextlib.suppress(KeyError):
+                self._encodings.popitem(last=False)
+        return data
+
     def _next_rv(self) -> int:
         self._rv += 1
         return self._rv
@@ -895,7 +925,7 @@ class FakeApiServer:
             if rt.has_generation and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = int(ometa.get("generation", 1)) + 1
         else:
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = _uuid4()
             meta["creationTimestamp"] = rfc3339(self.now())
             for k in ("deletionTimestamp", "deletionGracePeriodSeconds"):
                 meta.pop(k, None)
@@ -1063,21 +1093,21 @@ class FakeApiServer:
                 o = self._get(rt, ns, name)
             if o is None:
                 raise not_found(rt.group, rt.plural, name)
-            return _Response(200, self._external(rt, version, o))
+            return self._answer(200, rt, version, o)
         if verb == "list":
             return _Response(200, self._list(rt, version, ns, query))
         if verb == "watch":
             return self._watch(rt, version, ns, name, query)
         if verb == "create":
             obj = self._decode_body(rt, ctype, body)
-            return _Response(201, self._external(rt, version, self._create(rt, version, ns, obj, manager, dry_run)))
+            return self._answer(201, rt, version, self._create(rt, version, ns, obj, manager, dry_run))
         if verb == "update":
             obj = self._decode_body(rt, ctype, body)
             stored = self._update(rt, version, ns, name, obj, manager, sub, dry_run=dry_run)
-            return _Response(200, self._external(rt, version, stored))
+            return self._answer(200, rt, version, stored)
         if verb == "patch":
             stored, created = self._patch(rt, version, ns, name, ctype, body, manager, sub, query, dry_run)
-            return _Response(201 if created else 200, self._external(rt, version, stored))
+            return self._answer(201 if created else 200, rt, version, stored)
         if verb == "delete":
             opts = json.loads(body) if body.strip() else {}
             return self._delete(rt, version, ns, name, opts if isinstance(opts, dict) else {}, dry_run)
@@ -1625,10 +1655,10 @@ class FakeApiServer:
                 raise conflict(rt.group, rt.plural, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
                                f"UID in object meta: {old['metadata'].get('uid')}")
             if dry_run:
-                return _Response(200, self._external(rt, version, old))
+                return self._answer(200, rt, version, old)
             if old["metadata"].get("finalizers"):
                 if old["metadata"].get("deletionTimestamp"):
-                    return _Response(202, self._external(rt, version, old))
+                    return self._answer(202, rt, version, old)
                 new = copy.deepcopy(old)
                 new["metadata"]["deletionTimestamp"] = rfc3339(self.now())
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -1637,7 +1667,7 @@ class FakeApiServer:
                 new["metadata"]["resourceVersion"] = str(self._next_rv())
                 self._store(rt).put(f"{ns}/{name}", ns, name, new)
                 self._record(rt, "MODIFIED", new, old)
-                return _Response(202 if not rt.crd else 200, self._external(rt, version, new))
+                return self._answer(202 if not rt.crd else 200, rt, version, new)
             if rt.plural == "namespaces" and rt.group == "":
                 # the namespace goes Terminating, the namespace controller empties it, then it goes
                 term = copy.deepcopy(old)
@@ -1650,7 +1680,7 @@ class FakeApiServer:
                 old = term
             gone = self._remove(rt, old)
         if rt.crd or rt.plural in ("pods", "services", "namespaces"):
-            return _Response(200, self._external(rt, version, gone))
+            return self._answer(200, rt, version, gone)
         details: Obj = {"name": name, "kind": rt.plural, "uid": old["metadata"].get("uid")}
         if rt.group:
             details["group"] = rt.group
@@ -1855,6 +1885,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return
 
+    _date: tuple[int, str] = (0, "")  # (second, its Date header), shared by every handler
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The stdlib's, formatted once per second for the Date header of the answers."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        second, text = _Handler._date
+        if second != now:
+            text = super().date_time_string(now)
+            _Handler._date = (now, text)
+        return text
+
     def do_GET(self) -> None:  # noqa: N802
         self._dispatch("GET")
 
@@ -1912,8 +1955,11 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(result, _WatchPlan):
             self._stream(result)
             return
-        data = result.body.encode() if isinstance(result.body, str) else json.dumps(
-            result.body, separators=(",", ":")).encode()
+        if result.shows is not None:
+            data = api._encoded(*result.shows)
+        else:
+            data = result.body.encode() if isinstance(result.body, str) else json.dumps(
+                result.body, separators=(",", ":")).encode()
         gzipped = len(data) > GZIP_MIN_BYTES and "gzip" in (self.headers.get("Accept-Encoding") or "")
         if gzipped:  # APIResponseCompression: large answers are gzipped for clients that accept it
             import gzip
@@ -1926,13 +1972,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
-        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Audit-Id", _uuid4())
         for k, v in headers.items():
             self.send_header(k, v)
         for w in rec.warnings:
             self.send_header("Warning", f"299 - {json.dumps(w)}")
-        self.end_headers()
-        self.wfile.write(data)
+        self._end_headers_with(data)
+
+    def _end_headers_with(self, data: bytes) -> None:
+        """``end_headers()`` then ``wfile.write(data)``, in one write (one send, not two)."""
+        buffer = getattr(self, "_headers_buffer", None)
+        if buffer is None:  # nothing buffered (an HTTP/0.9 request)
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if self.request_version != "HTTP/0.9":
+            buffer.append(b"\r\n")
+        buffer.append(data)
+        self.flush_headers()
 
     def _stream(self, plan: _WatchPlan) -> None:
         api, w = self.api, plan.watcher
@@ -1974,8 +2031,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send_bookmark(w, item[1], item[2])
                 elif kind == "ERROR":
                     self._chunk({"type": "ERROR", "object": item[1]})
-                else:
-                    self._chunk({"type": kind, "object": api._external(w.rt, w.version, item[1])})
+                else:  # json.dumps({"type": kind, "object": ...}) with the object's JSON shared
+                    self._send_line(b'{"type":"%s","object":%s}' % (kind.encode(), api._encoded(w.rt, w.version, item[1])))
         except OSError:
             return
         finally:
@@ -1996,8 +2053,11 @@ class _Handler(BaseHTTPRequestHandler):
                                                     "metadata": meta}})
 
     def _chunk(self, event: Obj) -> None:
-        data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self._send_line(json.dumps(event, separators=(",", ":")).encode())
+
+    def _send_line(self, line: bytes) -> None:
+        """One watch event: a JSON line in its own chunk."""
+        self.wfile.write(b"%x\r\n%s\n\r\n" % (len(line) + 1, line))
         self.wfile.flush()
 
     def _peer_closed(self) -> bool:

@@ -13,7 +13,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from tests.support.apiserver import FakeApiServer
-from tests.support_tests.conftest import status_of
+from tests.support_tests.conftest import condition, status_of
 
 GW = "gateway.networking.k8s.io"
 
@@ -263,3 +263,46 @@ def test_expired_watch_mid_stream(server: FakeApiServer) -> None:
     assert server.close_watches(expire=True) == 1
     evs = [json.loads(x) for x in r.iter_lines() if x]
     assert [e["type"] for e in evs] == ["ERROR"] and evs[0]["object"]["code"] == 410
+
+
+def test_answers_and_watch_events_are_the_object_in_each_watchers_version(server: FakeApiServer) -> None:
+    """A write's answer and its watch events share one encoding per stored object and version:
+    each watcher still gets the object in its own version (v1 / v1beta1) and form (core
+    Event / events.k8s.io Event), as compact JSON lines."""
+    import json
+
+    rv = server.resource_version
+    base = f"{server.url}/apis/{GW}"
+    urls = {"v1": f"{base}/v1/httproutes", "v1beta1": f"{base}/v1beta1/httproutes",
+            "core": f"{server.url}/api/v1/events", "events": f"{server.url}/apis/events.k8s.io/v1/events"}
+    streams = {k: requests.get(u, params={"watch": "1", "resourceVersion": str(rv), "timeoutSeconds": "2"},
+                               stream=True, timeout=5) for k, u in urls.items()}
+    route = {"apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "r"},
+             "spec": {"parentRefs": [{"name": "gw"}]}}
+    created = requests.post(f"{base}/v1/namespaces/default/httproutes", json=route, timeout=5)
+    status = {"parents": [{"parentRef": {"name": "gw"}, "controllerName": "x.io/c", "conditions": [condition("Accepted")]}]}
+    patched = requests.patch(f"{base}/v1beta1/namespaces/default/httproutes/r/status", json={"status": status},
+                             headers={"Content-Type": "application/merge-patch+json"}, timeout=5)
+    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+             "reason": "Started", "message": "hello", "type": "Normal"}
+    posted = requests.post(f"{server.url}/api/v1/namespaces/default/events", json=event, timeout=5)
+    assert (created.status_code, patched.status_code, posted.status_code) == (201, 200, 201)
+    lines = {k: [x for x in r.iter_lines() if x] for k, r in streams.items()}
+
+    def compact(o: Any) -> bytes:
+        return json.dumps(o, separators=(",", ":")).encode()
+
+    assert created.content == compact(created.json()) and patched.content == compact(patched.json())
+    v1 = [json.loads(x) for x in lines["v1"]]
+    beta = [json.loads(x) for x in lines["v1beta1"]]
+    assert [e["type"] for e in v1] == [e["type"] for e in beta] == ["ADDED", "MODIFIED"]
+    assert lines["v1"] == [compact(e) for e in v1] and lines["v1beta1"] == [compact(e) for e in beta]
+    assert v1[0]["object"] == created.json()
+    assert beta[1]["object"] == patched.json() and patched.json()["apiVersion"] == f"{GW}/v1beta1"
+    assert v1[1]["object"] == dict(patched.json(), apiVersion=f"{GW}/v1")
+    assert beta[0]["object"] == dict(created.json(), apiVersion=f"{GW}/v1beta1")
+    core_ev, = (json.loads(x)["object"] for x in lines["core"])
+    new_ev, = (json.loads(x)["object"] for x in lines["events"])
+    assert core_ev == posted.json() and core_ev["involvedObject"]["name"] == "p" and "regarding" not in core_ev
+    assert new_ev["regarding"] == core_ev["involvedObject"] and new_ev["note"] == "hello" and "involvedObject" not in new_ev
+    assert new_ev["apiVersion"] == "events.k8s.io/v1"

@@ -7,7 +7,9 @@ all annotations of one Ingress, checks the combinations (``canary-weight`` needs
 returns an :class:`IngressAnnotations` with the values, the errors (InvalidAnnotation) and the
 unknown ``titanium.io/`` names (UnknownAnnotation).
 
-Pure functions, no I/O; never raises on malformed input.
+Pure functions, no I/O; never raises on malformed input. The same few annotation sets recur
+across thousands of Ingresses, so :func:`parse_annotations` keeps its results by content (a
+bounded memo; the results are immutable and shared).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -103,6 +106,7 @@ class IngressAnnotations:
     errors: tuple[AnnotationError, ...] = ()
     #: UnknownAnnotation: sorted ``titanium.io/`` names not in the table.
     unknown: tuple[str, ...] = ()
+    #: the parsed value of every valid annotation (read-only: a result may be shared)
     values: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -338,7 +342,57 @@ _FIELDS: Mapping[str, str] = {
 }
 
 
+#: Results of :func:`parse_annotations` by content (see :func:`_memo_key`); emptied when full.
+_memo: dict[tuple[Any, ...], IngressAnnotations] = {}
+_MEMO_MAX = 4096
+#: Stands for any value that is not a ``str`` in a memo key: such a value is invalid whatever
+#: it is (nothing else of it is read), so it needs neither hashing nor comparing.
+_NOT_A_STRING = object()
+
+
+def _memo_key(annotations: Any, namespace: Any) -> tuple[Any, ...] | None:
+    """What :func:`parse_uncached` reads of its arguments, as a key: the ``titanium.io/``
+    items (a value that is not a string as :data:`_NOT_A_STRING`), sorted (the parse is in
+    name order anyway), and the namespace only when ``upstream-tls-secret`` is there (nothing
+    else reads it). None (do not memoize) for anything but a plain dict with exact ``str``
+    keys and values in play: a ``str`` subclass is parsed, and written, as itself."""
+    if type(annotations) is not dict or type(namespace) is not str:
+        return None
+    items: list[tuple[str, Any]] = []
+    for k, v in annotations.items():
+        if type(k) is str:
+            if k.startswith(PREFIX):
+                if type(v) is str:
+                    items.append((k, v))
+                elif isinstance(v, str):
+                    return None
+                else:
+                    items.append((k, _NOT_A_STRING))
+        elif isinstance(k, str):
+            return None
+    items.sort(key=_first)  # the names are unique: values are never compared
+    return (namespace if UPSTREAM_TLS_SECRET in annotations else None, *items)
+
+
+def _first(item: tuple[str, Any]) -> str:
+    return item[0]
+
+
 def parse_annotations(annotations: Mapping[str, Any] | None, namespace: str) -> IngressAnnotations:
+    """:func:`parse_uncached`, once per distinct content (a bounded memo: the result is
+    immutable and may be shared with other Ingresses)."""
+    key = _memo_key(annotations, namespace)
+    if key is None:
+        return parse_uncached(annotations, namespace)
+    hit = _memo.get(key)
+    if hit is None:
+        if len(_memo) >= _MEMO_MAX:
+            _memo.clear()
+        hit = _memo[key] = parse_uncached(annotations, namespace)
+    return hit
+
+
+def parse_uncached(annotations: Mapping[str, Any] | None, namespace: str) -> IngressAnnotations:
     """Parses every ``titanium.io/`` annotation of an Ingress in ``namespace``.
 
     Annotations outside ``titanium.io/`` are ignored. A non-string value is invalid.
@@ -396,5 +450,5 @@ def parse_annotations(annotations: Mapping[str, Any] | None, namespace: str) -> 
                 )
     errors.sort(key=lambda e: (e.annotation, e.message))
     return IngressAnnotations(
-        **kwargs, errors=tuple(errors), unknown=tuple(unknown), values=dict(values)
+        **kwargs, errors=tuple(errors), unknown=tuple(unknown), values=MappingProxyType(values)
     )

@@ -33,14 +33,17 @@ from cryptography import x509
 
 from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo, precedence
-from titanium_gateway.render.backends import ClusterSettings, resolve_backend
+from titanium_gateway.render.backends import DEFAULT_SETTINGS, ClusterSettings, resolve_backend
 from titanium_gateway.render.certificates import convert_tls_secret
+from titanium_gateway.render.emit import route_tail
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
 from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
     TIER_NORMAL,
     creation_timestamp,
-    route_key,
+    host_part,
+    key_from_parts,
+    match_part,
 )
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 
@@ -306,6 +309,22 @@ class _Translator:
         self.https_ok, self.https_why = self._port_usable(self.https_port, "HTTPS")
         self.https_needed = False
         self._upstream: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
+        # Per-render memos of the route writing (see emit): every value is a pure function
+        # of its key and of this render's snapshot and options.
+        #: id of an annotation set -> (it, cluster settings or None, why not, cluster id suffix)
+        self._settings: dict[int, tuple[IngressAnnotations, ClusterSettings | None, str, str]] = {}
+        #: backend (by exact-typed content) -> (settings kept alive, (cluster, reason, message))
+        self._resolved: dict[tuple[Any, ...], tuple[Any, tuple[dict[str, Any] | None, str, str]]] = {}
+        #: match host -> its precedence part
+        self._host_ranks: dict[str | None, tuple[int, int]] = {}
+        #: (path, kind) -> (match without host, its precedence part); never modified
+        self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any]] = {}
+        #: the text of one key of a route's tail ("" for none; None: the fast writer cannot)
+        self._action_text: dict[tuple[Any, ...], str | None] = {}
+        self._transform_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
+        self._policies_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
+        #: (action, transforms, policies) texts -> their concatenation (one shared string)
+        self._tails: dict[tuple[str, str, str], str] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def event(self, ing: _Ingress, reason: str, message: str) -> None:
@@ -404,26 +423,37 @@ class _Translator:
 
     # -- cluster settings -----------------------------------------------------------------
     def cluster_settings(self, ing: _Ingress) -> None:
+        """The Ingress's cluster settings, made once per annotation set (parse_annotations
+        shares equal sets), so the Ingresses of one set share one settings object."""
         ann = ing.ann
+        hit = self._settings.get(id(ann))
+        if hit is None or hit[0] is not ann:  # (the annotations kept alive in the value)
+            hit = self._settings[id(ann)] = (ann, *self._cluster_settings(ann))
+        _, ing.settings, ing.settings_error, ing.id_suffix = hit
+        if ing.settings_error:
+            self.event(ing, "InvalidAnnotation", ing.settings_error)
+
+    def _cluster_settings(self, ann: IngressAnnotations) -> tuple[ClusterSettings | None, str, str]:
+        """(settings or None, why not, cluster id suffix)."""
         tls: tuple[tuple[str, str], ...] = ()
         if ann.upstream_tls_secret is not None:
             files, error = self.upstream_tls(ann.upstream_tls_secret)
             if error:
-                ing.settings_error = error
-                self.event(ing, "InvalidAnnotation", error)
-                return
+                return None, error, ""
             tls = files
-        ing.settings = ClusterSettings(
+        settings = ClusterSettings(
             request_timeout=timespan(ann.proxy_read_timeout) if ann.proxy_read_timeout else None,
             algorithm=ann.load_balance,
             affinity_cookie=ia.AFFINITY_COOKIE_NAME if ann.affinity == "cookie" else None,
             use_https=ann.backend_protocol == "HTTPS",
             tls=tls,
         )
+        if settings == DEFAULT_SETTINGS:
+            settings = DEFAULT_SETTINGS  # the same clusters, and resolve_backend's fast key
         # H2C and GRPC change nothing in the cluster (the data plane follows the client's
         # HTTP version), yet the table says the backend gets its own cluster: mark the id.
-        if ann.backend_protocol in ("H2C", "GRPC"):
-            ing.id_suffix = "-" + ann.backend_protocol.lower()
+        suffix = "-" + ann.backend_protocol.lower() if ann.backend_protocol in ("H2C", "GRPC") else ""
+        return settings, "", suffix
 
     def upstream_tls(self, ref: ia.UpstreamTLSRef) -> tuple[tuple[tuple[str, str], ...], str]:
         """Validates the upstream TLS Secret and adds its PEM files to the TLS Secret (once per
@@ -547,7 +577,31 @@ class _Translator:
         self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str
     ) -> tuple[dict[str, Any] | None, str, str]:
         """(cluster, reason, message): resolves an Ingress backend (the caller adds the cluster
-        to the context only when a route uses it)."""
+        to the context only when a route uses it). Once per render for each distinct backend:
+        a Service is usually the backend of many paths. The key is the backend's content with
+        exact types (``True``, ``1.0`` and ``"1"`` are not the port ``1``); any other shape is
+        resolved every time."""
+        key: tuple[Any, ...] | None = None
+        if type(backend) is dict and "resource" not in backend:
+            service = backend.get("service")
+            if type(service) is dict:
+                name, port = service.get("name"), service.get("port")
+                if type(name) is str and type(port) is dict:
+                    number, port_name = port.get("number"), port.get("name")
+                    if (number is None or type(number) is int) and (port_name is None or type(port_name) is str):
+                        # settings by identity (kept alive in the value): equal settings of
+                        # two Ingresses only cost a second resolution, never a wrong one
+                        key = (ing.namespace, name, number, port_name, id(settings), id_suffix)
+        if key is None:
+            return self._backend_cluster(ing, backend, settings, id_suffix)
+        hit = self._resolved.get(key)
+        if hit is None or hit[0] is not settings:
+            hit = self._resolved[key] = (settings, self._backend_cluster(ing, backend, settings, id_suffix))
+        return hit[1]
+
+    def _backend_cluster(
+        self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str
+    ) -> tuple[dict[str, Any] | None, str, str]:
         backend = _map(backend)
         if backend.get("resource") is not None:
             return None, "UnsupportedBackend", "backend.resource is not supported"
@@ -659,16 +713,10 @@ class _Translator:
     # -- routes ---------------------------------------------------------------------------
     def emit(self, p: _Path) -> None:
         ing = p.ing
-        match: dict[str, Any] = {}
-        if p.host is not None:
-            match["host"] = p.host
-        if p.path is not None and p.kind is not None:
-            match["path"] = p.path
-            match["pathKind"] = p.kind
         reason, message = p.error_reason, p.error_message
         cluster: dict[str, Any] | None = None
         if not reason:
-            settings = ing.settings or ClusterSettings()
+            settings = ing.settings or DEFAULT_SETTINGS
             cluster, reason, message = self.backend_cluster(ing, p.backend, settings, ing.id_suffix)
             if reason:
                 self.event(ing, reason, f"{p.describe()}: {message}")
@@ -676,39 +724,57 @@ class _Translator:
             reason, message = "InvalidAnnotation", "; ".join(e.message for e in ing.ann.errors)
         if not reason and ing.settings is None:
             reason, message = "InvalidAnnotation", ing.settings_error
-        route: dict[str, Any] = {"id": p.route_id, "match": match}
+        body, ranks = self.match_body(p)
         if reason or cluster is None:
-            reason = reason or "BackendNotFound"
-            route["directResponse"] = {"status": 500, "body": f"{reason}: {message}"}
-            self.add_route(p, route, ing, 0)
+            text = f"{reason or 'BackendNotFound'}: {message}"
+            self.add_route(p, p.route_id, body, ranks, {"directResponse": {"status": 500, "body": text}},
+                           ("d", text), False)
             return
         cid = self.ctx.add_cluster(cluster)
         canary = p.canaries[0] if p.canaries else None
-        canary_cid = self.ctx.add_cluster(canary[1]) if canary is not None else ""
         if canary is None:
-            route["clusterId"] = cid
-        else:
-            weight = canary[0].ann.canary_weight
-            route["clusters"] = [
-                {"clusterId": cid, "weight": 100 - weight},
-                {"clusterId": canary_cid, "weight": weight},
-            ]
-        self.decorate(route, p)
-        self.add_route(p, route, ing, 0)
-        if canary is not None and canary[0].ann.canary_by_header:
-            header_match = dict(match)
-            header_match["headers"] = {canary[0].ann.canary_by_header: CANARY_HEADER_VALUE}
-            header_route: dict[str, Any] = {"id": canary[2], "match": header_match, "clusterId": canary_cid}
-            self.decorate(header_route, p)
-            self.add_route(p, header_route, ing, 1)
+            self.add_route(p, p.route_id, body, ranks, {"clusterId": cid}, ("c", cid), True)
+            return
+        canary_cid = self.ctx.add_cluster(canary[1])
+        weight = canary[0].ann.canary_weight
+        self.add_route(
+            p, p.route_id, body, ranks,
+            {"clusters": [{"clusterId": cid, "weight": 100 - weight}, {"clusterId": canary_cid, "weight": weight}]},
+            ("w", cid, 100 - weight, canary_cid, weight), True,
+        )
+        header = canary[0].ann.canary_by_header
+        if header:
+            header_body = {**body, "headers": {header: CANARY_HEADER_VALUE}}
+            self.add_route(p, canary[2], header_body, match_part(header_body), {"clusterId": canary_cid},
+                           ("c", canary_cid), True)
+
+    def match_body(self, p: _Path) -> tuple[dict[str, Any], Any]:
+        """The route's match without its host (shared by every path with the same path and
+        kind: never modified) and its precedence part."""
+        key = (p.path, p.kind) if p.path is not None and p.kind is not None else (None, None)
+        hit = self._bodies.get(key)
+        if hit is None:
+            body = {"path": p.path, "pathKind": p.kind} if key[0] is not None else {}
+            hit = self._bodies[key] = (body, match_part(body))
+        return hit
 
     def decorate(self, route: dict[str, Any], p: _Path) -> None:
         """Transforms and policies of the primary's annotations."""
-        ann = p.ing.ann
-        if ann.rewrite_target is not None:
-            transform = rewrite_transform(p.path, p.kind, ann.rewrite_target)
-            if transform is not None:
-                route["transforms"] = [transform]
+        transform = self.transform(p)
+        if transform is not None:
+            route["transforms"] = [transform]
+        policies = self.policies(p.ing)
+        if policies:
+            route["policies"] = policies
+
+    @staticmethod
+    def transform(p: _Path) -> dict[str, Any] | None:
+        target = p.ing.ann.rewrite_target
+        return None if target is None else rewrite_transform(p.path, p.kind, target)
+
+    @staticmethod
+    def policies(ing: _Ingress) -> list[dict[str, Any]]:
+        ann = ing.ann
         policies: list[dict[str, Any]] = []
         if ann.whitelist_source_range is not None:
             policies.append({"kind": "IpAllowDeny", "parameters": {"allow": list(ann.whitelist_source_range)}})
@@ -719,7 +785,7 @@ class _Translator:
                     "parameters": {
                         "requestsPerSecond": str(ann.limit_rps),
                         "window": "00:00:01",
-                        "partition": f"ingress/{p.ing.namespace}/{p.ing.name}",
+                        "partition": f"ingress/{ing.namespace}/{ing.name}",
                     },
                 }
             )
@@ -729,8 +795,40 @@ class _Translator:
             policies.append({"kind": "MaxRequestBodySize", "parameters": {"bytes": str(ann.proxy_body_size)}})
         if ann.auth_url is not None:
             policies.append({"kind": "ExtAuth", "parameters": {"url": ann.auth_url, "timeout": EXT_AUTH_TIMEOUT}})
-        if policies:
-            route["policies"] = policies
+        return policies
+
+    # The text after a route's match line is the text of each of its keys in the contract's
+    # order (emit.route_tail writes one key's lines from its value alone; a test checks the
+    # concatenation): the action, the transforms (per annotation set and path) and the
+    # policies (per annotation set, and Ingress for a RateLimit partition) are each written
+    # once per render and shared.
+    def action_text(self, key: tuple[Any, ...], action: dict[str, Any]) -> str | None:
+        """``key``: the action's content, strings and validated ints only (equal keys, equal
+        text)."""
+        text = self._action_text.get(key, "")
+        if text == "":
+            text = self._action_text[key] = route_tail(action)
+        return text
+
+    def transform_text(self, p: _Path) -> str | None:
+        ann = p.ing.ann
+        if ann.rewrite_target is None:
+            return ""
+        key = (id(ann), p.path, p.kind)  # the annotations by identity, kept alive in the value
+        hit = self._transform_text.get(key)
+        if hit is None or hit[0] is not ann:
+            transform = self.transform(p)
+            hit = self._transform_text[key] = (ann, "" if transform is None else route_tail({"transforms": [transform]}))
+        return hit[1]
+
+    def policies_text(self, ing: _Ingress) -> str | None:
+        ann = ing.ann
+        key = (id(ann), ing.ref if ann.limit_rps is not None else None)
+        hit = self._policies_text.get(key)
+        if hit is None or hit[0] is not ann:
+            policies = self.policies(ing)
+            hit = self._policies_text[key] = (ann, route_tail({"policies": policies}) if policies else "")
+        return hit[1]
 
     @staticmethod
     def tier(p: _Path) -> int:
@@ -738,22 +836,35 @@ class _Translator:
             return TIER_DEFAULT_BACKEND
         return TIER_DEGRADED if p.error_reason == "InvalidPath" else TIER_NORMAL
 
-    def add_route(self, p: _Path, route: dict[str, Any], ing: _Ingress, headers: int) -> None:
-        key = route_key(
-            hostname=p.host,
-            path_type=None if p.kind is None else ("Exact" if p.kind == "Exact" else "PathPrefix"),
-            path=p.path if p.kind is not None else None,
-            method=False,
-            headers=headers,
-            query=0,
-            created=ing.created,
-            namespace=ing.namespace,
-            name=ing.name,
-            rule=max(p.rule, 0),
-            match=p.index,
-            route_id=str(route["id"]),
-            tier=self.tier(p),
-        )
+    def add_route(self, p: _Path, route_id: str, body: dict[str, Any], ranks: Any, action: dict[str, Any],
+                  action_key: tuple[Any, ...], decorated: bool) -> None:
+        """Adds the route ``{"id", "match": {"host": p.host, **body}, **action}`` (with the
+        primary's transforms and policies when ``decorated``) as text; the route dict only
+        when the fast writer cannot write it."""
+        ing = p.ing
+        host = p.host
+        host_rank = self._host_ranks.get(host)
+        if host_rank is None:
+            host_rank = self._host_ranks[host] = host_part(host)
+        key = key_from_parts(self.tier(p), host_rank, ranks, ing.created, ing.namespace, ing.name, max(p.rule, 0),
+                             p.index, route_id)
+        tail = self.action_text(action_key, action)
+        if decorated and tail is not None:
+            transforms, policies = self.transform_text(p), self.policies_text(ing)
+            if transforms is None or policies is None:
+                tail = None
+            elif transforms or policies:
+                parts = (tail, transforms, policies)
+                joined = self._tails.get(parts)
+                if joined is None:
+                    joined = self._tails[parts] = "".join(parts)
+                tail = joined
+        if tail is not None and self.ctx.add_route_text(route_id, host, body, key, tail) is not None:
+            return
+        route: dict[str, Any] = {"id": route_id, "match": {"host": host, **body} if host is not None else dict(body)}
+        route.update(action)
+        if decorated:
+            self.decorate(route, p)
         self.ctx.add_route(route, key)
 
 

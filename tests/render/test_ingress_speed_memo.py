@@ -1,0 +1,408 @@
+"""The Ingress translation's memos change how much work a render does, never its result.
+
+* ``ingress_annotations.parse_annotations`` keeps its results by content (a bounded memo);
+* the translator resolves each distinct backend once per render, makes the cluster settings
+  once per annotation set, and writes routes as text whose tails (action, transforms,
+  policies) are written once per render and shared (render/ingress.py).
+
+Every check compares against the same work done without the memo: ``parse_uncached``, and a
+reference translator with every memo off that builds each route as a dict with
+``precedence.route_key`` (the writer and key of the translator before the memos).
+Performance is never asserted here (timings live in benchmarks/).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from titanium_gateway.render import RenderCache, ingress, render
+from titanium_gateway.render import ingress_annotations as ia
+from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.emit import route_tail
+from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.precedence import route_key
+from titanium_gateway.render.snapshot import Snapshot
+
+from .test_ingress import CLASS, backend, ing, path, service, tls_secret
+
+# == the reference: every memo off ==========================================================
+
+
+class _Reference(ingress._Translator):
+    """The translator without its memos: each backend resolved, each Ingress's cluster
+    settings made, each route built as a dict with ``route_key`` and written whole."""
+
+    def backend_cluster(self, ing: Any, backend: Any, settings: Any, id_suffix: str) -> Any:
+        return self._backend_cluster(ing, backend, settings, id_suffix)
+
+    def cluster_settings(self, ing: Any) -> None:
+        ing.settings, ing.settings_error, ing.id_suffix = self._cluster_settings(ing.ann)
+        if ing.settings_error:
+            self.event(ing, "InvalidAnnotation", ing.settings_error)
+
+    def add_route(self, p: Any, route_id: str, body: dict[str, Any], ranks: Any, action: dict[str, Any],
+                  action_key: tuple[Any, ...], decorated: bool) -> None:
+        match = {"host": p.host, **body} if p.host is not None else dict(body)
+        route: dict[str, Any] = {"id": route_id, "match": match, **copy.deepcopy(action)}
+        if decorated:
+            self.decorate(route, p)
+        key = route_key(
+            hostname=p.host,
+            path_type=None if p.kind is None else ("Exact" if p.kind == "Exact" else "PathPrefix"),
+            path=p.path if p.kind is not None else None,
+            method=False,
+            headers=len(body.get("headers") or ()),
+            query=0,
+            created=p.ing.created,
+            namespace=p.ing.namespace,
+            name=p.ing.name,
+            rule=max(p.rule, 0),
+            match=p.index,
+            route_id=route_id,
+            tier=self.tier(p),
+        )
+        self.ctx.add_route(route, key)
+
+
+def _translate(objects: list[Any], reference: bool, monkeypatch: pytest.MonkeyPatch) -> RenderContext:
+    ctx = RenderContext(Snapshot.from_objects(objects), RenderOptions())
+    if reference:
+        with monkeypatch.context() as m:
+            m.setattr(ingress, "parse_annotations", ia.parse_uncached)
+            _Reference(ctx).run()
+    else:
+        ingress.translate(ctx)
+    return ctx
+
+
+def _outputs(ctx: RenderContext) -> dict[str, Any]:
+    keys = {rid: entry[0] for rid, entry in ctx._routes.items()}  # the precedence keys
+    text = "".join(f if type(f) is str else "".join(f) for f in ctx.take_ordered_routes())
+    return {
+        "keys": keys,
+        "routes": text,
+        "clusters": ctx.sorted_clusters(),
+        "events": ctx.events(),
+        "statuses": ctx.sorted_statuses(),
+        "certificates": ctx.certificate_entries(),
+        "tls_files": dict(ctx.tls_files),
+        "listeners": sorted(ctx.listeners.items()),
+    }
+
+
+def _same_as_reference(objects: list[Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    ia._memo.clear()
+    fast = _outputs(_translate(objects, False, monkeypatch))
+    again = _outputs(_translate(objects, False, monkeypatch))  # with a warm annotation memo
+    slow = _outputs(_translate(objects, True, monkeypatch))
+    assert fast == slow
+    assert again == slow
+    return fast
+
+
+# == a corpus of every feature and of malformed values ======================================
+_PORTS: list[Any] = [
+    {"number": 8080}, {"name": "http"}, {"number": 1}, {"number": True}, {"number": "1"}, {"number": 1.0},
+    {"number": "8080"}, {"number": 0}, {"number": 99999}, {"name": "nope"}, {"name": ""}, {"name": 1},
+    {"name": True}, {"number": 8080, "name": "http"}, {}, None, "x", {"number": [8080]}, {"name": ["http"]},
+    {"number": {"a": 1}}, {"number": -0.0}, {"number": 0.0},
+]
+_ANNOTATIONS: dict[str, list[Any]] = {
+    ia.PROXY_READ_TIMEOUT: ["30", "0", "x", 30, True],
+    ia.LOAD_BALANCE: ["least_conn", "ewma", "bogus", 1],
+    ia.REWRITE_TARGET: ["/", "/x", "/a/", "$1", "/\u00e9\"q", ["/x"]],
+    ia.PROXY_BODY_SIZE: ["8m", "0", "x"],
+    ia.WHITELIST_SOURCE_RANGE: ["10.0.0.0/8,192.168.0.0/16", "10.0.0.1/8", "::1,10.0.0.0/8", {"a": 1}],
+    ia.LIMIT_RPS: ["100", "1", 1, True, "0"],
+    ia.AFFINITY: ["cookie", "ip"],
+    ia.CORS_ALLOW_ORIGIN: ["https://example.com", "*", "https://a.com/x"],
+    ia.AUTH_URL: ["https://auth.example.com/check", "ftp://a"],
+    ia.BACKEND_PROTOCOL: ["HTTP", "HTTPS", "H2C", "GRPC", "https"],
+    ia.SSL_REDIRECT: ["false", "true"],
+    ia.UPSTREAM_TLS_SECRET: ["up", "apps/up", "other/up", "missing"],
+    ia.CANARY: ["true", "false", True, "1"],
+    ia.CANARY_WEIGHT: ["0", "30", "100", "x", 30],
+    ia.CANARY_BY_HEADER: ["X-Canary", "bad header", "k" * 1001],
+    "titanium.io/made-up": ["1", ["x"]],
+    "kubernetes.io/change-cause": ["x", ["unhashable"]],
+}
+_PATHS: list[tuple[Any, Any]] = [
+    ("/shop", "Prefix"), ("/shop/", "Prefix"), ("/shop", "Exact"), ("/", "Prefix"), ("/shop", "ImplementationSpecific"),
+    (None, "ImplementationSpecific"), ("rel", "Prefix"), ("/x", "Bogus"), ("/x", None), (5, "Prefix"),
+    ("/" + "p" * 1200, "Exact"), ("/\u00fc", "Prefix"),
+]
+_HOSTS: list[Any] = ["shop.example.com", "*.example.com", "api.example.com", None, "Bad Host", 5]
+
+
+def _corpus(seed: int, n: int = 120) -> list[Any]:
+    rnd = random.Random(seed)
+    objs: list[Any] = [CLASS, tls_secret("up"), tls_secret("tls")]
+    for name in ("shop", "api", "web"):
+        objs += service(name, port=8080, port_name="http")
+    objs += service("one", port=1, port_name="p1")
+    objs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "apps", "name": "ext"},
+                 "spec": {"type": "ExternalName", "externalName": "x.example.com", "ports": [{"name": "http", "port": 8080}]}})
+    services = ["shop", "api", "web", "one", "ext", "missing", ""]
+    for i in range(n):
+        annotations = {k: copy.deepcopy(rnd.choice(v)) for k, v in _ANNOTATIONS.items() if rnd.random() < 0.15}
+        if rnd.random() < 0.2:
+            annotations.update({ia.CANARY: "true", ia.CANARY_WEIGHT: rnd.choice(["10", "50"])})
+            if rnd.random() < 0.5:
+                annotations[ia.CANARY_BY_HEADER] = rnd.choice(["X-Canary", "k" * 1001])
+        if rnd.random() < 0.1:
+            annotations.update({ia.BACKEND_PROTOCOL: "HTTPS", ia.UPSTREAM_TLS_SECRET: rnd.choice(["up", "missing"])})
+        paths = []
+        for _ in range(rnd.choice([1, 2, 3])):
+            value, ptype = rnd.choice(_PATHS)
+            item: dict[str, Any] = {"backend": {"service": {"name": rnd.choice(services), "port": copy.deepcopy(rnd.choice(_PORTS))}}}
+            if value is not None:
+                item["path"] = value
+            if ptype is not None:
+                item["pathType"] = ptype
+            paths.append(item)
+        obj = ing(
+            f"i{i}",
+            created=f"2024-01-01T00:00:{rnd.randrange(20):02d}Z",
+            host=rnd.choice(_HOSTS),
+            annotations=annotations,
+            paths=paths,
+            default_backend=backend(rnd.choice(services), rnd.choice([8080, "http", 1])) if rnd.random() < 0.15 else None,
+            tls=[{"hosts": ["shop.example.com"], "secretName": rnd.choice(["tls", "nope"])}] if rnd.random() < 0.1 else None,
+        )
+        if rnd.random() < 0.2:
+            obj["metadata"]["namespace"] = "other"
+        objs.append(obj)
+    return objs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_memos_give_the_reference_translation(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _same_as_reference(_corpus(seed), monkeypatch)
+    assert out["keys"]  # the corpus serves routes
+
+
+def test_memos_give_the_reference_translation_reversed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memos are filled in the other order (an invalid value first)."""
+    _same_as_reference(list(reversed(_corpus(1))), monkeypatch)
+
+
+def test_long_canary_header_route_falls_back_to_the_dict_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header name too long for a flow key: the route goes through ``ctx.add_route`` whole."""
+    header = "k" * 1001
+    objs = [CLASS, *service("shop"), *service("v2"),
+            ing("p", annotations={ia.REWRITE_TARGET: "/r", ia.LIMIT_RPS: "5"}, paths=[path("/a")]),
+            ing("c", created="2024-02-01T00:00:00Z", paths=[path("/a", be=backend("v2"))],
+                annotations={ia.CANARY: "true", ia.CANARY_BY_HEADER: header, ia.CANARY_WEIGHT: "20"})]
+    out = _same_as_reference(objs, monkeypatch)
+    assert header in out["routes"] and len(out["keys"]) == 2
+
+
+# == backend values that compare equal but are not the same ================================
+
+
+def _bodies(ctx: RenderContext) -> dict[str, Any]:
+    return {r["id"].split("/")[2]: r.get("clusterId") or r.get("directResponse", {}).get("body") for r in ctx.ordered_routes()}
+
+
+@pytest.mark.parametrize("valid_first", [True, False])
+def test_port_one_true_and_string_one_are_not_confused(valid_first: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    ports: list[tuple[str, Any]] = [("int", {"number": 1}), ("bool", {"number": True}), ("str", {"number": "1"}),
+                                    ("float", {"number": 1.0}), ("list", {"number": [1]}), ("dict", {"number": {"n": 1}}),
+                                    ("named", {"name": "p1"}), ("named-bool", {"name": True})]
+    if not valid_first:
+        ports.reverse()
+    objs: list[Any] = [CLASS, *service("one", port=1, port_name="p1")]
+    objs += [ing(name, host=f"{name}.example.com", paths=[{"path": "/", "pathType": "Prefix",
+                                                           "backend": {"service": {"name": "one", "port": port}}}])
+             for name, port in ports]
+    _same_as_reference(objs, monkeypatch)
+    bodies = _bodies(_translate(objs, False, monkeypatch))
+    assert bodies["int"] == bodies["named"] == "svc-apps.one.1"
+    assert bodies["bool"] == "InvalidBackend: the backend Service one port True is not 1-65535"
+    assert bodies["str"] == "InvalidBackend: the backend Service one port '1' is not 1-65535"
+    assert bodies["float"] == "InvalidBackend: the backend Service one port 1.0 is not 1-65535"
+    assert bodies["list"] == "InvalidBackend: the backend Service one port [1] is not 1-65535"
+    assert bodies["named-bool"] == "InvalidBackend: the backend Service one has no port"
+
+
+def test_negative_zero_port_keeps_its_own_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``0.0 == -0.0`` (same hash), yet the messages differ: never one memo entry."""
+    objs: list[Any] = [CLASS, *service("shop")]
+    objs += [ing(name, host=f"{name}.example.com", paths=[{"path": "/", "pathType": "Prefix",
+                                                           "backend": {"service": {"name": "shop", "port": {"number": n}}}}])
+             for name, n in (("pos", 0.0), ("neg", -0.0))]
+    _same_as_reference(objs, monkeypatch)
+    bodies = _bodies(_translate(objs, False, monkeypatch))
+    assert bodies["pos"].endswith("port 0.0 is not 1-65535")
+    assert bodies["neg"].endswith("port -0.0 is not 1-65535")
+
+
+def test_same_backend_with_other_settings_gets_its_own_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    objs = [CLASS, *service("shop"),
+            ing("a", host="a.example.com", paths=[path("/")]),
+            ing("b", host="b.example.com", paths=[path("/")], annotations={ia.LOAD_BALANCE: "random"}),
+            ing("c", host="c.example.com", paths=[path("/")], annotations={ia.BACKEND_PROTOCOL: "H2C"}),
+            ing("d", host="d.example.com", paths=[path("/")], annotations={ia.LOAD_BALANCE: "random"})]
+    _same_as_reference(objs, monkeypatch)
+    bodies = _bodies(_translate(objs, False, monkeypatch))
+    assert bodies["a"] == "svc-apps.shop.8080"
+    assert bodies["b"] == bodies["d"] != bodies["a"]
+    assert bodies["c"] == "svc-apps.shop.8080-h2c"
+
+
+def test_a_warm_render_cache_gives_the_fresh_render() -> None:
+    objs = _corpus(3)
+    for n, obj in enumerate(objs):
+        obj.setdefault("metadata", {}).update({"uid": f"u{n}", "resourceVersion": str(n + 1)})
+    cache = RenderCache()
+    render(Snapshot.from_objects(objs), RenderOptions(), cache)
+    changed = copy.deepcopy(objs)
+    for obj in changed[-5:]:
+        obj["metadata"]["annotations"] = {ia.LIMIT_RPS: "7"}
+        obj["metadata"]["resourceVersion"] += "x"
+    for snapshot_objs in (changed, changed, objs):
+        warm = render(Snapshot.from_objects(snapshot_objs), RenderOptions(), cache)
+        fresh = render(Snapshot.from_objects(snapshot_objs), RenderOptions())
+        assert (warm.config, warm.statuses, warm.events, dict(warm.tls_files)) == (
+            fresh.config, fresh.statuses, fresh.events, dict(fresh.tls_files))
+
+
+# == parse_annotations' memo ================================================================
+_VALUES = st.one_of(st.text(max_size=12), st.sampled_from(["true", "false", "1", "30", "8m", "/x", "HTTPS", "apps/up"]),
+                    st.integers(), st.booleans(), st.none(), st.lists(st.integers(), max_size=2),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+_NAMES = st.one_of(st.sampled_from(sorted(ia.KNOWN)), st.just("titanium.io/made-up"), st.just("other.io/x"))
+
+
+def _fields(parsed: ia.IngressAnnotations) -> tuple[Any, ...]:
+    """Every field with its type (``True == 1``: equality alone would not tell them apart)."""
+    out = []
+    for name in ia.IngressAnnotations.__dataclass_fields__:
+        value = getattr(parsed, name)
+        if name == "values":
+            value = tuple((k, type(v), v) for k, v in value.items())
+        out.append((name, type(value), value))
+    return tuple(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(annotations=st.dictionaries(_NAMES, _VALUES, max_size=6), namespace=st.sampled_from(["apps", "other"]))
+def test_memo_gives_the_uncached_parse(annotations: dict[str, Any], namespace: str) -> None:
+    expected = _fields(ia.parse_uncached(annotations, namespace))
+    assert _fields(ia.parse_annotations(annotations, namespace)) == expected
+    assert _fields(ia.parse_annotations(dict(reversed(list(annotations.items()))), namespace)) == expected
+
+
+@pytest.mark.parametrize(("name", "text", "other"), [
+    (ia.CANARY, "true", True),
+    (ia.LIMIT_RPS, "1", 1),
+    (ia.LIMIT_RPS, "1", True),
+    (ia.PROXY_READ_TIMEOUT, "30", 30),
+    (ia.CANARY_WEIGHT, "1", 1.0),
+    (ia.REWRITE_TARGET, "/x", ["/x"]),
+    (ia.WHITELIST_SOURCE_RANGE, "10.0.0.0/8", {"10.0.0.0/8": 1}),
+])
+@pytest.mark.parametrize("string_first", [True, False])
+def test_a_string_and_an_equal_non_string_are_not_confused(name: str, text: str, other: Any, string_first: bool) -> None:
+    ia._memo.clear()
+    pairs = [({name: text}, True), ({name: other}, False)]
+    if not string_first:
+        pairs.reverse()
+    for given_annotations, valid in pairs:
+        if name == ia.CANARY_WEIGHT:
+            given_annotations = {**given_annotations, ia.CANARY: "true"}
+        parsed = ia.parse_annotations(given_annotations, "apps")
+        messages = [e.message for e in parsed.errors]
+        assert (f"{name}: value must be a string" not in messages) is valid, messages
+
+
+def test_unhashable_values_are_parsed_and_do_not_spoil_the_memo() -> None:
+    ia._memo.clear()
+    annotations = {ia.LIMIT_RPS: ["1"], ia.CORS_ALLOW_ORIGIN: {"a": 1}, "other.io/x": [1], "titanium.io/made-up": {}}
+    for _ in range(2):
+        parsed = ia.parse_annotations(annotations, "apps")
+        assert [e.annotation for e in parsed.errors] == [ia.CORS_ALLOW_ORIGIN, ia.LIMIT_RPS]
+        assert parsed.unknown == ("titanium.io/made-up",)
+    assert ia.parse_annotations({ia.LIMIT_RPS: "1"}, "apps").limit_rps == 1
+
+
+def test_a_str_subclass_is_parsed_as_itself_and_never_memoized() -> None:
+    class Text(str):
+        pass
+
+    ia._memo.clear()
+    assert type(ia.parse_annotations({ia.REWRITE_TARGET: Text("/x")}, "apps").rewrite_target) is Text
+    assert type(ia.parse_annotations({ia.REWRITE_TARGET: "/x"}, "apps").rewrite_target) is str
+    assert type(ia.parse_annotations({Text(ia.REWRITE_TARGET): "/x"}, "apps").rewrite_target) is str
+    assert type(ia.parse_annotations({ia.REWRITE_TARGET: Text("/x")}, "apps").rewrite_target) is Text
+    assert ia._memo and all(type(item[1]) is not Text for key in ia._memo for item in key[1:])
+
+
+@pytest.mark.parametrize("own_first", [True, False])
+def test_the_namespace_counts_for_the_upstream_tls_secret(own_first: bool) -> None:
+    ia._memo.clear()
+    annotations = {ia.UPSTREAM_TLS_SECRET: "apps/ca", ia.BACKEND_PROTOCOL: "HTTPS"}
+    namespaces = ["apps", "other"] if own_first else ["other", "apps"]
+    parsed = {ns: ia.parse_annotations(annotations, ns) for ns in namespaces}
+    assert parsed["apps"].valid and parsed["apps"].upstream_tls_secret == ia.UpstreamTLSRef("apps", "ca")
+    assert not parsed["other"].valid and "namespace" in parsed["other"].errors[0].message
+    # without that annotation the namespace is not read: one shared result
+    assert ia.parse_annotations({ia.LIMIT_RPS: "5"}, "apps") is ia.parse_annotations({ia.LIMIT_RPS: "5"}, "other")
+
+
+def test_results_are_shared_read_only_and_the_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    ia._memo.clear()
+    first = ia.parse_annotations({ia.LIMIT_RPS: "5", ia.AFFINITY: "cookie", "other.io/x": "y"}, "apps")
+    assert ia.parse_annotations({ia.AFFINITY: "cookie", ia.LIMIT_RPS: "5"}, "other") is first
+    assert isinstance(first.values, Mapping)
+    with pytest.raises(TypeError):
+        first.values[ia.LIMIT_RPS] = 6  # type: ignore[index]
+    monkeypatch.setattr(ia, "_MEMO_MAX", 8)
+    for n in range(50):
+        assert ia.parse_annotations({ia.LIMIT_RPS: str(n + 1)}, "apps").limit_rps == n + 1
+        assert len(ia._memo) <= 8
+
+
+def test_malformed_annotations_never_raise() -> None:
+    for malformed in (None, [], "x", {1: "x"}, {None: [1]}, {ia.LIMIT_RPS: float("nan")}, {(1,): {}}):
+        ia.parse_annotations(malformed, "apps")  # type: ignore[arg-type]
+        ia.parse_annotations(malformed, None)  # type: ignore[arg-type]
+
+
+# == the text of a route's tail is the text of each of its keys ============================
+_STRS = st.one_of(st.sampled_from(["svc-apps.shop.8080", "/x", "", "a b", "\u00e9", "x" * 1100, "true", "1", "k: v"]),
+                  st.text(max_size=8))
+_ACTIONS = st.one_of(
+    st.builds(lambda c: {"clusterId": c}, _STRS),
+    st.builds(lambda a, b, w: {"clusters": [{"clusterId": a, "weight": 100 - w}, {"clusterId": b, "weight": w}]},
+              _STRS, _STRS, st.integers(0, 100)),
+    st.builds(lambda b: {"directResponse": {"status": 500, "body": b}}, _STRS),
+)
+_TRANSFORMS = st.builds(lambda p, r: {"transforms": [{"kind": "PathRegexReplace", "parameters": {"pattern": p, "replacement": r}}]},
+                        _STRS, _STRS)
+_POLICIES = st.builds(
+    lambda allow, rps, part, url: {"policies": [
+        {"kind": "IpAllowDeny", "parameters": {"allow": allow}},
+        {"kind": "RateLimit", "parameters": {"requestsPerSecond": rps, "window": "00:00:01", "partition": part}},
+        {"kind": "ExtAuth", "parameters": {"url": url, "timeout": "00:00:05"}}]},
+    st.lists(_STRS, min_size=1, max_size=3), _STRS, _STRS, _STRS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(action=_ACTIONS, transforms=st.one_of(st.none(), _TRANSFORMS), policies=st.one_of(st.none(), _POLICIES))
+def test_route_tail_is_the_concatenation_of_its_keys(action: dict[str, Any], transforms: Any, policies: Any) -> None:
+    """What the translator's shared tails rely on (``_Translator.add_route``)."""
+    parts = [action] + [x for x in (transforms, policies) if x is not None]
+    texts = [route_tail(x) for x in parts]
+    whole = route_tail({k: v for x in parts for k, v in x.items()})
+    if any(t is None for t in texts):
+        assert whole is None
+    else:
+        assert whole == "".join(texts)  # type: ignore[arg-type]

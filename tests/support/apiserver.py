@@ -1605,8 +1605,9 @@ class FakeApiServer:
             if old is None:
                 raise not_found(rt.group, rt.plural, name)
             if ctype == "application/merge-patch+json":
-                # merge_patch copies what it changes and never edits its target, and _update
-                # copies all of the result (_prepare) after editing only its metadata
+                # merge_patch never edits its target and takes the values of the patch (parsed
+                # here for this request only) as they are; _update copies all of the result
+                # (_prepare) after editing only its metadata
                 current = self._external(rt, version, old)
                 current["metadata"] = dict(current["metadata"])
             else:
@@ -1617,7 +1618,7 @@ class FakeApiServer:
                 elif ctype == "application/merge-patch+json":
                     if not isinstance(patch, dict):
                         raise bad_request("json: cannot unmarshal into Go value of type map[string]interface {}")
-                    patched = merge_patch(current, patch)
+                    patched = merge_patch(current, patch, copy_values=False)
                 elif ctype == "application/strategic-merge-patch+json":
                     if not isinstance(patch, dict):
                         raise bad_request("json: cannot unmarshal into Go value of type map[string]interface {}")

@@ -279,16 +279,18 @@ class PatchError(Exception):
     pass
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
+def merge_patch(target: Any, patch: Any, *, copy_values: bool = True) -> Any:
+    """RFC 7386 JSON merge patch. The result shares what the patch leaves alone with ``target``
+    (never edited) and holds copies of the patch's values, or, with ``copy_values=False``
+    (for a patch nothing else holds), the values themselves."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return copy.deepcopy(patch) if copy_values else patch
     out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
         else:
-            out[k] = merge_patch(out.get(k), v)
+            out[k] = merge_patch(out.get(k), v, copy_values=copy_values)
     return out
 
 

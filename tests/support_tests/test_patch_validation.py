@@ -237,3 +237,21 @@ def test_stripped_copy_is_strip_nulls_of_a_deep_copy() -> None:
     fresh = stripped_copy(value) | {"m": [{"n": None, "o": [None, {"p": None}]}], "q": None}
     expect = strip_nulls(fresh)
     assert strip_nulls_in_place(fresh) is fresh and fresh == expect
+
+
+def test_merge_patch_copies_the_patch_values_unless_told_not_to() -> None:
+    import copy
+
+    from tests.support.k8sutil import merge_patch
+
+    target = {"a": {"b": [1], "c": {"d": 1}}, "e": 1}
+    patch = {"a": {"b": [2, {"x": None}], "c": None}, "f": {"g": [3]}}
+    frozen_target, frozen_patch = copy.deepcopy(target), copy.deepcopy(patch)
+    want = {"a": {"b": [2, {"x": None}]}, "e": 1, "f": {"g": [3]}}
+    copied = merge_patch(target, patch)
+    shared = merge_patch(target, patch, copy_values=False)
+    assert copied == shared == want
+    assert target == frozen_target and patch == frozen_patch
+    assert copied["a"]["b"] is not patch["a"]["b"] and copied["f"]["g"] is not patch["f"]["g"]
+    assert shared["a"]["b"] is patch["a"]["b"] and shared["f"]["g"] is patch["f"]["g"]
+    assert shared["f"] is not patch["f"]  # dicts of the patch are merged into new ones

@@ -406,3 +406,38 @@ def test_route_tail_is_the_concatenation_of_its_keys(action: dict[str, Any], tra
         assert whole is None
     else:
         assert whole == "".join(texts)  # type: ignore[arg-type]
+
+
+# == selection: each Ingress's age key is computed once ====================================
+_JUNK: list[Any] = [None, 1, "", "x", [], {}, True, {"a": 1}, "2024-01-01T00:00:00Z", "titanium", "nginx"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_select_keys_are_the_age_keys_in_order(data: st.DataObject) -> None:
+    objs: list[Any] = [CLASS, {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                               "metadata": {"name": "dflt", "annotations": {ingress.DEFAULT_CLASS_ANNOTATION: "true"}},
+                               "spec": {"controller": "titanium.io/ingress-controller"}}]
+    for i in range(data.draw(st.integers(0, 8))):
+        obj = ing(f"i{i % 4}", ns=data.draw(st.sampled_from(["apps", "other"])),
+                  created=data.draw(st.sampled_from(["2024-01-01T00:00:00Z", "2023-01-01T00:00:00Z"])),
+                  cls=data.draw(st.sampled_from(["titanium", "nginx", "", None])))
+        for where, key in data.draw(st.lists(st.tuples(st.sampled_from(["metadata", "spec"]),
+                                                       st.sampled_from(["namespace", "creationTimestamp", "name",
+                                                                        "ingressClassName", "annotations"])), max_size=3)):
+            obj[where][key] = data.draw(st.sampled_from(_JUNK))
+        if data.draw(st.booleans()):
+            obj["metadata"]["annotations"] = {ingress.LEGACY_CLASS_ANNOTATION: data.draw(st.sampled_from(_JUNK))}
+        if data.draw(st.integers(0, 9)) == 0:
+            obj["spec"] = data.draw(st.sampled_from(_JUNK))
+        objs.append(obj)
+    snapshot = Snapshot.from_objects(objs)
+    for watch in (False, True):
+        options = RenderOptions(watch_legacy_annotation=watch)
+        selected = ingress._select(snapshot, options)
+        owned, has_default = ingress.owned_classes(snapshot.ingress_classes, options.ingress_controller_name)
+        expected = sorted((x for x in snapshot.ingresses.values() if isinstance(x, Mapping)
+                           and ingress._str(ingress._meta(x).get("name")) and ingress.is_owned(x, owned, has_default, watch)),
+                          key=ingress._age_key)
+        assert [x for _, x in selected] == expected
+        assert [k for k, _ in selected] == [ingress._age_key(x) for x in expected]

@@ -24,8 +24,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -123,16 +123,38 @@ def is_owned(
 
 def select_ingresses(snapshot: Any, options: Any) -> list[Mapping[str, Any]]:
     """The Ingresses we own, oldest first (creationTimestamp, namespace, name)."""
+    return [ing for _, ing in _select(snapshot, options)]
+
+
+def _select(snapshot: Any, options: Any) -> list[tuple[tuple[str, str, str], Mapping[str, Any]]]:
+    """:func:`select_ingresses`, each with its :func:`_age_key` (computed once)."""
     owned, has_default = owned_classes(snapshot.ingress_classes, options.ingress_controller_name)
-    selected = [
-        ing
-        for ing in snapshot.ingresses.values()
-        if isinstance(ing, Mapping)
-        and _str(_meta(ing).get("name"))
-        and is_owned(ing, owned, has_default, options.watch_legacy_annotation)
-    ]
-    selected.sort(key=_age_key)
+    watch_legacy = options.watch_legacy_annotation
+    selected: list[tuple[tuple[str, str, str], Mapping[str, Any]]] = []
+    for ing in snapshot.ingresses.values():
+        if type(ing) is not dict and not isinstance(ing, Mapping):
+            continue
+        meta = _meta(ing)
+        name = _str(meta.get("name"))
+        if not name:
+            continue
+        spec = ing.get("spec")
+        class_name = spec.get("ingressClassName") if type(spec) is dict else None
+        if type(class_name) is str and class_name:  # is_owned's first case, inline
+            if class_name not in owned:
+                continue
+        elif not is_owned(ing, owned, has_default, watch_legacy):
+            continue
+        created = meta.get("creationTimestamp")
+        if type(created) is not str or not created:
+            created = creation_timestamp(ing)
+        selected.append(((created, _str(meta.get("namespace")) or "default", name), ing))
+    selected.sort(key=_first)  # stable: equal keys keep the snapshot's order, as before
     return selected
+
+
+def _first(item: tuple[Any, ...]) -> Any:
+    return item[0]
 
 
 def _namespace(ing: Any) -> str:
@@ -253,7 +275,7 @@ class _Ingress:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Path:
     ing: _Ingress
     route_id: str
@@ -266,8 +288,9 @@ class _Path:
     backend: Any
     error_reason: str = ""
     error_message: str = ""
-    #: (canary, its cluster (added only when the primary forwards), canary route id)
-    canaries: list[tuple[_Ingress, dict[str, Any], str]] = field(default_factory=list)
+    #: (canary, its cluster (added only when the primary forwards), canary route id): at most
+    #: one (a second canary is a CanaryConflict); () until there is one
+    canaries: Sequence[tuple[_Ingress, dict[str, Any], str]] = ()
 
     @property
     def is_default(self) -> bool:
@@ -351,7 +374,7 @@ class _Translator:
 
     # -- main -----------------------------------------------------------------------------
     def run(self) -> None:
-        ingresses = [self.prepare(obj) for obj in select_ingresses(self.ctx.snapshot, self.options)]
+        ingresses = [self.prepare(obj, *age) for age, obj in _select(self.ctx.snapshot, self.options)]
         if not ingresses:
             return
         owners: dict[tuple[str, str, str], _Path] = {}
@@ -366,9 +389,10 @@ class _Translator:
                 continue
             for p in self.paths(ing):
                 primaries.append(p)
-                owner = owners.get(p.conflict_key)
+                conflict_key = p.conflict_key
+                owner = owners.get(conflict_key)
                 if owner is None:
-                    owners[p.conflict_key] = p
+                    owners[conflict_key] = p
                 elif owner.ing is not ing:
                     message = f"{p.describe()} is owned by the older Ingress {owner.ing.ref}"
                     if owner.path_type != p.path_type:
@@ -389,16 +413,16 @@ class _Translator:
         if self.https_needed:
             self.ctx.add_listener(self.https_port, True)
 
-    def prepare(self, obj: Mapping[str, Any]) -> _Ingress:
+    def prepare(self, obj: Mapping[str, Any], created: str, namespace: str, name: str) -> _Ingress:
+        """``created``, ``namespace``, ``name``: the Ingress's :func:`_age_key`."""
         meta = _meta(obj)
-        namespace = _namespace(obj)
         ann = parse_annotations(_map(meta.get("annotations")), namespace)
         ing = _Ingress(
             obj=obj,
             namespace=namespace,
-            name=_str(meta.get("name")),
+            name=name,
             uid=_str(meta.get("uid")),
-            created=creation_timestamp(obj),
+            created=created,
             ann=ann,
             is_canary=ann.canary,
         )
@@ -498,25 +522,26 @@ class _Translator:
         """Every route candidate of one Ingress, InvalidPath reported here."""
         spec = _map(ing.obj.get("spec"))
         out: list[_Path] = []
+        prefix = f"ingress/{ing.namespace}/{ing.name}/"
         for r, rule in enumerate(_list(spec.get("rules"))):
             rule = _map(rule)
             host, host_error = normalize_host(rule.get("host"))
             for p, item in enumerate(_list(_map(rule.get("http")).get("paths"))):
-                item = _map(item)
-                route_id = f"ingress/{ing.namespace}/{ing.name}/r{r}p{p}"
                 if host_error:
                     self.event(ing, "InvalidPath", f"rule {r}: {host_error}")
                     continue
-                path, kind, error = normalize_path(item.get("path"), item.get("pathType"))
+                item = _map(item)
+                raw_path, raw_type = item.get("path"), item.get("pathType")
+                path, kind, error = normalize_path(raw_path, raw_type)
                 if error:
                     # Never dropped: the path answers 500 for its own match (spec audit F10).
                     self.event(ing, "InvalidPath", f"rule {r} path {p}: {error}")
-                    path, kind = invalid_path_match(item.get("path"), item.get("pathType"))
-                path_type = _str(item.get("pathType"))
-                entry = _Path(ing, route_id, r, p, host, path, kind, path_type, item.get("backend"))
-                if error:
-                    entry.error_reason, entry.error_message = "InvalidPath", error
-                out.append(entry)
+                    path, kind = invalid_path_match(raw_path, raw_type)
+                    out.append(_Path(ing, f"{prefix}r{r}p{p}", r, p, host, path, kind, _str(raw_type),
+                                     item.get("backend"), "InvalidPath", error))
+                    continue
+                out.append(_Path(ing, f"{prefix}r{r}p{p}", r, p, host, path, kind, _str(raw_type),
+                                 item.get("backend")))
         if "defaultBackend" in spec and spec.get("defaultBackend") is not None:
             out.append(
                 _Path(
@@ -670,7 +695,7 @@ class _Translator:
             if reason or cluster is None:
                 self.event(ing, reason, f"{p.describe()}: {message}")
                 continue
-            primary.canaries.append((ing, cluster, p.route_id))
+            primary.canaries = [(ing, cluster, p.route_id)]
 
     # -- memo (render/memo.py) ---------------------------------------------------------------
     def _open_path_memo(self) -> None:

@@ -525,3 +525,35 @@ def test_rules_with_the_same_backends_and_filters_share_their_text_and_others_do
     assert a["clusterId"] == b["clusterId"] == c["clusterId"]
     assert "transforms" not in c
     assert (a["match"]["path"], b["match"]["path"], c["match"]["path"]) == ("/a", "/b", "/c")
+
+
+def test_lists_shared_between_rules_and_routes_render_as_equal_copies_do() -> None:
+    """The informer caches store equal values once, so rules and routes often hold the very same
+    backendRefs/filters/match objects; what a rule makes of them is worked out once per render.
+    The output must be that of unshared, equal copies, whatever the lists hold (problems too)."""
+    import copy
+
+    refs = [{"name": "api", "port": 8080, "weight": 2}, {"name": "missing", "port": 80},
+            {"name": "api", "port": 8080, "weight": True}, {"name": "api", "port": True}]
+    good = [{"name": "api", "port": 8080}]
+    filters = [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x", "value": "1"}],
+                                                                           "remove": ["bad\nname"]}}]
+    match = {"path": {"type": "PathPrefix", "value": "/p"}, "headers": [{"name": "h", "value": "v"}]}
+    mirror = {"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "mirror", "port": 8080}}}
+    rules = [{"matches": [match], "filters": filters, "backendRefs": refs},
+             {"matches": [match, {"path": {"type": "Exact", "value": "/x"}}], "filters": filters, "backendRefs": refs},
+             {"matches": [match], "filters": [mirror], "backendRefs": good},
+             {"matches": [match], "backendRefs": good, "timeouts": {"backendRequest": "1s"}},
+             {"matches": [match], "backendRefs": good},
+             {"matches": [match], "filters": [{"type": ["RequestHeaderModifier"]}, *filters], "backendRefs": good}]
+    objs = [*base_objects(), service("mirror"), endpoints("mirror", addresses=("10.0.0.9",)),
+            route("one", rules=rules), route("two", rules=rules),
+            route("three", ns="other", rules=rules, parents=[{"name": "web", "namespace": "apps"}])]
+    shared, unshared = run(objs, now="2026-01-01T00:00:00Z"), run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
+    assert shared.config == unshared.config and shared.parts == unshared.parts
+    assert [(s.key, dict(s.status)) for s in shared.statuses] == [(s.key, dict(s.status)) for s in unshared.statuses]
+    assert route_by_id(shared, "httproute/apps/one/r0m0")["directResponse"]["status"] == 500  # weight True
+    assert "clusterId" in route_by_id(shared, "httproute/apps/two/r3m0")
+    assert route_by_id(shared, "httproute/apps/two/r3m0")["clusterId"] != route_by_id(
+        shared, "httproute/apps/two/r4m0")["clusterId"]  # a backendRequest timeout: its own cluster
+    assert any(c["id"] == "svc-apps.mirror.8080" for c in config(shared)["clusters"])  # the mirror's cluster, added with the rule's backends

@@ -89,6 +89,15 @@ class RenderContext:
         self.grants = ReferenceGrantIndex(snapshot)
         #: HTTPRoute backendRef -> (cluster, reason, message), see httproute._resolve_ref
         self.resolved_refs: dict[tuple[Any, ...], tuple[Any, str, str]] = {}
+        #: (id of a rule's backendRefs list, namespace, settings) -> (that list, what it makes), see
+        #: httproute._backends_of
+        self.rule_backends: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        #: ids of a rule's filters -> (those filters, their header transforms and problems, or
+        #: None when there are other filters), see httproute._header_filters
+        self.rule_filters: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        #: content of a common-shape HTTPRoute match -> (what it makes, its problems), see
+        #: httproute._match_key
+        self.rule_matches: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}
         self._ns_labels: dict[str, dict[str, str]] = {}
         for key, ns in snapshot.namespaces.items():
             meta = ns.get("metadata") if isinstance(ns, Mapping) else None
@@ -220,14 +229,14 @@ class RenderContext:
         return True
 
     def add_route_text(self, rid: str, host: str | None, match: Mapping[str, Any], key: PrecedenceKey,
-                       tail: str) -> bool | None:
+                       tail: str, body: str | None = None) -> bool | None:
         """:meth:`add_route` of ``{"id": rid, "match": {"host": host, **match}, <the keys tail was
         written from>}`` (no host when ``host`` is empty) without building that dict; None when
         the id and match lines cannot be written by the fast writer (then call
         :meth:`add_route` with the whole route)."""
         if rid in self._routes:
             return False
-        lines = route_head_of_host(rid, host, match)
+        lines = route_head_of_host(rid, host, match, body)
         if lines is None:
             return None
         self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared

@@ -534,14 +534,28 @@ def _match_body(match: dict[str, Any]) -> str:
     return text if text is not None else _remember(_body_cache, tkey, _match(match))
 
 
-def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any]) -> tuple[str, str] | None:
+def match_body(match: Mapping[str, Any]) -> str | None:
+    """The text of a ``match`` without a host as :func:`route_head_of_host` writes it (to hand
+    it the text of a match written many times); None when the fast writer cannot write it."""
+    try:
+        if type(match) is dict and "host" not in match:
+            return _match_body(match)
+    except (_LongKey, _Fallback):
+        pass
+    return None
+
+
+def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any],
+                       body: str | None = None) -> tuple[str, str] | None:
     """:func:`route_head` of ``route_id`` and ``{"host": host, **match}`` (no host when
     ``host`` is empty) for a ``match`` without a host of its own, whose text is shared by
-    every route with the same match."""
+    every route with the same match. ``body``: :func:`match_body` of ``match``, when the
+    caller has it."""
     try:
         if type(route_id) is str and type(match) is dict and "host" not in match and (not host or type(host) is str):
             id_line = f"- id: {_str(route_id)}\n"
-            body = _match_body(match)
+            if body is None:
+                body = _match_body(match)
             if not host:
                 return id_line, f"  match: {body}\n"
             if body == "{}":

@@ -16,6 +16,7 @@ tier, after every normal route, so it never shadows another rule.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import Any
 from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions
-from titanium_gateway.render.emit import route_tail
+from titanium_gateway.render.emit import match_body, route_tail
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import (
@@ -324,10 +325,65 @@ def _ref_identity(ref: Mapping[str, Any], route_ns: str) -> tuple[Any, ...]:
 
 
 # -- rules ----------------------------------------------------------------------------------
-@dataclass
 class MatchOut:
-    match: dict[str, Any]
-    degraded: bool = False
+    """A data-plane match made of a rule's match. ``ranks`` (its precedence part) and ``body``
+    (its text without a host) are filled in when it is shared by the rules of many routes (see
+    :func:`_match_key`), so they are worked out once; it is read-only then."""
+
+    __slots__ = ("match", "degraded", "ranks", "body")
+
+    def __init__(self, match: dict[str, Any], degraded: bool = False) -> None:
+        self.match = match
+        self.degraded = degraded
+        self.ranks: tuple[int, int, int, int, int] | None = None
+        self.body: str | None = None
+
+
+_MATCH_FIELDS = frozenset({"path", "method", "headers", "queryParams"})
+_PATH_FIELDS = frozenset({"type", "value"})
+_NAMED_FIELDS = frozenset({"name", "value", "type"})
+_ABSENT = object()
+
+
+def _named_key(items: Any) -> tuple[tuple[Any, ...], ...] | None:
+    """The content of a headers/queryParams list whose items are mappings of strings (absent
+    fields as None: read with ``get``, as :func:`_build_match` does); None otherwise."""
+    out = []
+    for item in items:
+        if type(item) is not dict or not item.keys() <= _NAMED_FIELDS:
+            return None
+        name, value, kind = item.get("name"), item.get("value"), item.get("type")
+        if type(name) is not str or type(value) is not str or (kind is not None and type(kind) is not str):
+            return None
+        out.append((name, value, kind))
+    return tuple(out)
+
+
+def _match_key(raw: Any) -> tuple[Any, ...] | None:
+    """A key of everything :func:`_build_match` reads of ``raw``, for the common shapes only
+    (every value a string, a mapping of strings or a list of mappings of strings, so equal keys
+    make the very same match and problems); None for anything else (built every time)."""
+    if type(raw) is not dict or not raw.keys() <= _MATCH_FIELDS:
+        return None
+    path = raw.get("path", _ABSENT)
+    if path is _ABSENT:
+        pkey: tuple[Any, ...] | None = None
+    elif type(path) is dict and path.keys() <= _PATH_FIELDS:
+        ptype, value = path.get("type"), path.get("value")
+        if (ptype is not None and type(ptype) is not str) or (value is not None and type(value) is not str):
+            return None
+        pkey = (ptype, value, "value" in path)
+    else:
+        return None
+    method = raw.get("method")
+    if method is not None and type(method) is not str:
+        return None
+    headers, query = raw.get("headers"), raw.get("queryParams")
+    hkey = _named_key(headers) if type(headers) is list else None
+    qkey = _named_key(query) if type(query) is list else None
+    if (headers is not None and hkey is None) or (query is not None and qkey is None):
+        return None  # not a list, or an item of another shape
+    return (pkey, method, hkey, qkey)
 
 
 class RuleOut:
@@ -469,6 +525,30 @@ def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> li
     return result
 
 
+_HEADER_FILTERS = {"RequestHeaderModifier": ("Request", "requestHeaderModifier"),
+                   "ResponseHeaderModifier": ("Response", "responseHeaderModifier")}
+
+
+def _header_filters(ctx: RenderContext, filters: list[Any]) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """``(transforms, problems)`` of a rule's filters when they are header modifiers only (else
+    None), once per render for each sequence of filter objects (the informer caches store equal
+    values once: the rules of a route, or many routes, often share their filters)."""
+    key = tuple(map(id, filters))
+    hit = ctx.rule_filters.get(key)
+    if hit is not None and len(hit[0]) == len(filters) and all(map(operator.is_, hit[0], filters)):
+        return hit[1]
+    got: tuple[list[dict[str, Any]], list[str]] | None = None
+    if all(type(f) is dict and type(f.get("type")) is str and f["type"] in _HEADER_FILTERS for f in filters):
+        problems = RuleOut()
+        transforms: list[dict[str, Any]] = []
+        for f in filters:
+            prefix, field = _HEADER_FILTERS[f["type"]]
+            transforms += _header_transforms(prefix, _dict(f.get(field)), problems)
+        got = (transforms, problems.unsupported)
+    ctx.rule_filters[key] = (tuple(filters), got)
+    return got
+
+
 def _resolve_ref(
     ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, settings: be.ClusterSettings
 ) -> tuple[dict[str, Any] | None, str, str]:
@@ -476,14 +556,22 @@ def _resolve_ref(
     reference (a Service is usually the backend of many routes)."""
     try:
         port = ref.get("port")
-        key = (route_ns, ref.get("group"), ref.get("kind"), ref.get("name"), ref.get("namespace"), port, type(port),
-               None if settings is be.DEFAULT_SETTINGS else settings)  # type: True == 1, but not a port
+        name = ref.get("name")
+        if type(port) is int and type(name) is str and ref.keys() <= _PLAIN_REF_KEYS:  # the common shape
+            key: tuple[Any, ...] = (route_ns, name, port, None if settings is be.DEFAULT_SETTINGS else settings)
+        else:  # type(port): True == 1, but it is not a port
+            key = (route_ns, ref.get("group"), ref.get("kind"), name, ref.get("namespace"), port, type(port),
+                   None if settings is be.DEFAULT_SETTINGS else settings, "")
         hit = ctx.resolved_refs.get(key)
     except TypeError:  # a malformed (unhashable) field: resolve it every time
         return _resolve_ref_once(ctx, ref, route_ns, settings)
     if hit is None:
         hit = ctx.resolved_refs[key] = _resolve_ref_once(ctx, ref, route_ns, settings)
     return hit
+
+
+#: A backendRef with these fields only names a Service in the route's namespace (a key of 4).
+_PLAIN_REF_KEYS = frozenset({"name", "port", "weight"})
 
 
 def _resolve_ref_once(
@@ -517,8 +605,20 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     elif not isinstance(raw_matches, list):
         out.unsupported.append("matches is malformed")
         raw_matches = [None]
+    memo = ctx.rule_matches
     for raw in raw_matches:
-        if type(raw) is dict or isinstance(raw, Mapping):
+        key = _match_key(raw)
+        if key is not None:  # a common shape: built once per render for all the rules that have it
+            hit = memo.get(key)
+            if hit is None:
+                problems = RuleOut()
+                made = _build_match(raw, problems)
+                made.ranks = match_part(made.match)
+                made.body = match_body(made.match)
+                hit = memo[key] = (made, problems.unsupported)
+            out.matches.append(hit[0])
+            out.unsupported += hit[1]
+        elif type(raw) is dict or isinstance(raw, Mapping):
             out.matches.append(_build_match(raw, out))
         else:
             # nothing of the match is known: answer 500 only where nothing else matches
@@ -546,7 +646,13 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     redirect: dict[str, Any] | None = None
     mirrors: list[Mapping[str, Any]] = []
     rewrite_seen = False
-    for f in _list(rule.get("filters")):
+    raw_filters = rule.get("filters")
+    headers_only = _header_filters(ctx, raw_filters) if type(raw_filters) is list and raw_filters else None
+    if headers_only is not None:  # only header modifiers: worked out once per list
+        transforms = list(headers_only[0])
+        out.unsupported += headers_only[1]
+        raw_filters = None
+    for f in _list(raw_filters):
         f = _dict(f)
         ftype = _s(f.get("type"))
         if ftype == "RequestHeaderModifier":
@@ -598,6 +704,45 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         else:
             out.redirect = redirect
         return out
+    got = _backends_of(ctx, refs, route_ns, settings)
+    out.unsupported += got.unsupported
+    out.refs += got.refs
+    if got.first_ref:
+        out.first_ref = got.first_ref
+    out.clusters += got.clusters  # after a mirror's
+    out.action = got.action
+    return out
+
+
+class _Backends:
+    """What a rule's ``backendRefs`` make: its action (weighted clusters, or a 500), the clusters
+    to add, and the problems found. Read-only once made: a list shared by several rules (the
+    informer caches store equal values once) is worked out once per render."""
+
+    __slots__ = ("unsupported", "refs", "first_ref", "clusters", "action")
+
+    def __init__(self) -> None:
+        self.unsupported: list[str] = []
+        self.refs: list[tuple[str, str]] = []
+        self.first_ref = ""
+        self.clusters: list[dict[str, Any]] = []
+        self.action: dict[str, Any] = {}
+
+
+def _backends_of(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> _Backends:
+    """:func:`_backends` once per render for each ``refs`` list object (kept alive by the
+    snapshot; the memo holds it too and checks it is the very same object)."""
+    key = (id(refs), route_ns, None if settings is be.DEFAULT_SETTINGS else settings)
+    hit = ctx.rule_backends.get(key)
+    if hit is not None and hit[0] is refs:
+        return hit[1]
+    got = _backends(ctx, refs, route_ns, settings)
+    ctx.rule_backends[key] = (refs, got)
+    return got
+
+
+def _backends(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> _Backends:
+    out = _Backends()
     shares: list[tuple[str, int]] = []
     invalid_weight = 0
     first_error = ("", "")
@@ -913,12 +1058,12 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         multi = len(hosts) > 1
         for mi, m in enumerate(out.matches):
             tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
-            ranks = match_part(m.match)
+            ranks = m.ranks or match_part(m.match)
             for host in hosts:
                 rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
                 key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
                                      ranks, created, ns, name, ri, mi, rid)
-                if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail) is not None:  # type: ignore[arg-type]
+                if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail, m.body) is not None:  # type: ignore[arg-type]
                     continue
                 match = {"host": host, **m.match} if host else dict(m.match)
                 body: dict[str, Any] = {"id": rid, "match": match}

@@ -1,0 +1,67 @@
+"""The per-render memos of the HTTPRoute translator (matches by content, backendRefs and filters
+by object) give exactly what building every match, backend list and filter list anew gives."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.render.core_fixtures import base_objects, route, run
+from titanium_gateway.render import httproute
+from titanium_gateway.render.httproute import RuleOut, _build_match, _match_key
+
+# values of every JSON type, and the strings the translator treats specially
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False, width=16),
+                     st.sampled_from(["", "/", "/a", "/a/", "a", "GET", "get", "x-h", "Exact", "PathPrefix",
+                                      "RegularExpression", "^/a.*$", "(", "bad name", "v\n"]))
+_NAMED = st.dictionaries(st.sampled_from(["name", "value", "type", "other"]), _SCALARS, max_size=4)
+_FIELD = st.one_of(_SCALARS, st.lists(st.one_of(_NAMED, _SCALARS), max_size=3),
+                   st.dictionaries(st.sampled_from(["type", "value", "x"]), _SCALARS, max_size=3))
+_MATCHES = st.dictionaries(st.sampled_from(["path", "method", "headers", "queryParams", "other"]), _FIELD, max_size=4)
+
+
+def _made(raw: Any) -> tuple[Any, ...]:
+    out = RuleOut()
+    m = _build_match(raw, out)
+    return m.match, m.degraded, out.unsupported
+
+
+@settings(max_examples=400, deadline=None)
+@given(a=_MATCHES, b=_MATCHES)
+def test_matches_with_equal_keys_make_the_same_match(a: dict[str, Any], b: dict[str, Any]) -> None:
+    ka, kb = _match_key(a), _match_key(b)
+    if ka is not None and ka == kb:
+        assert _made(a) == _made(b)
+    if ka is not None:
+        assert _made(a) == _made(copy.deepcopy(a))
+
+
+def test_match_keys_tell_types_apart() -> None:
+    assert _match_key({"method": True}) is None and _match_key({"headers": [{"name": "h", "value": 1}]}) is None
+    a, b = {"path": {"value": "/"}}, {"path": {"value": "/", "type": None}}  # read alike: one key
+    assert _match_key(a) == _match_key(b) and _made(a) == _made(b)
+    assert _match_key({"path": {}}) != _match_key({})  # an empty path matches nothing, no path matches /
+    assert _match_key({"path": {"type": "Exact"}}) != _match_key({"path": {"type": "Exact", "value": None}})
+    assert _match_key({"headers": "x"}) is None and _match_key({"path": None}) is None
+    assert _match_key([]) is None and _match_key({"other": 1}) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(rules=st.lists(st.fixed_dictionaries({"matches": st.lists(_MATCHES, max_size=3)}), min_size=1, max_size=3))
+def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str, Any]]) -> None:
+    for r in rules:
+        r["backendRefs"] = [{"name": "api", "port": 8080}]
+    objs = [*base_objects(), route("one", rules=rules), route("two", rules=copy.deepcopy(rules)),
+            route("three", rules=rules)]
+    with_memo = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
+    original = httproute._match_key
+    httproute._match_key = lambda raw: None  # type: ignore[assignment]
+    try:
+        without = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
+    finally:
+        httproute._match_key = original
+    assert with_memo.config == without.config and with_memo.parts == without.parts
+    assert [(s.key, dict(s.status)) for s in with_memo.statuses] == [(s.key, dict(s.status)) for s in without.statuses]

@@ -370,6 +370,17 @@ def test_results_are_shared_read_only_and_the_memo_is_bounded(monkeypatch: pytes
         assert len(ia._memo) <= 8
 
 
+def test_large_annotation_sets_are_parsed_but_never_kept() -> None:
+    ia._memo.clear()
+    large = {ia.REWRITE_TARGET: "/" + "x" * ia._MEMO_KEY_MAX_CHARS, "titanium.io/made-up": "1"}
+    for _ in range(2):
+        parsed = ia.parse_annotations(large, "apps")
+        assert parsed.rewrite_target == large[ia.REWRITE_TARGET] and parsed.unknown == ("titanium.io/made-up",)
+    many = {f"titanium.io/unknown-{n}": "v" * 40 for n in range(200)}
+    assert len(ia.parse_annotations(many, "apps").unknown) == 200
+    assert not ia._memo
+
+
 def test_malformed_annotations_never_raise() -> None:
     for malformed in (None, [], "x", {1: "x"}, {None: [1]}, {ia.LIMIT_RPS: float("nan")}, {(1,): {}}):
         ia.parse_annotations(malformed, "apps")  # type: ignore[arg-type]

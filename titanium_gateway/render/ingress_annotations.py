@@ -344,7 +344,11 @@ _FIELDS: Mapping[str, str] = {
 
 #: Results of :func:`parse_annotations` by content (see :func:`_memo_key`); emptied when full.
 _memo: dict[tuple[Any, ...], IngressAnnotations] = {}
-_MEMO_MAX = 4096
+_MEMO_MAX = 1024
+#: Annotation sets with more characters (names and values) than this are parsed every time,
+#: so the memo never holds more than about ``_MEMO_MAX * _MEMO_KEY_MAX_CHARS`` characters of
+#: keys (Kubernetes allows 256 KiB of annotations per object).
+_MEMO_KEY_MAX_CHARS = 4096
 #: Stands for any value that is not a ``str`` in a memo key: such a value is invalid whatever
 #: it is (nothing else of it is read), so it needs neither hashing nor comparing.
 _NOT_A_STRING = object()
@@ -359,17 +363,22 @@ def _memo_key(annotations: Any, namespace: Any) -> tuple[Any, ...] | None:
     if type(annotations) is not dict or type(namespace) is not str:
         return None
     items: list[tuple[str, Any]] = []
+    size = 0
     for k, v in annotations.items():
         if type(k) is str:
             if k.startswith(PREFIX):
                 if type(v) is str:
                     items.append((k, v))
+                    size += len(k) + len(v)
                 elif isinstance(v, str):
                     return None
                 else:
                     items.append((k, _NOT_A_STRING))
+                    size += len(k)
         elif isinstance(k, str):
             return None
+    if size > _MEMO_KEY_MAX_CHARS:
+        return None
     items.sort(key=_first)  # the names are unique: values are never compared
     return (namespace if UPSTREAM_TLS_SECRET in annotations else None, *items)
 
@@ -380,7 +389,8 @@ def _first(item: tuple[str, Any]) -> str:
 
 def parse_annotations(annotations: Mapping[str, Any] | None, namespace: str) -> IngressAnnotations:
     """:func:`parse_uncached`, once per distinct content (a bounded memo: the result is
-    immutable and may be shared with other Ingresses)."""
+    immutable and may be shared with other Ingresses; a set larger than
+    ``_MEMO_KEY_MAX_CHARS`` characters is parsed every time)."""
     key = _memo_key(annotations, namespace)
     if key is None:
         return parse_uncached(annotations, namespace)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from tests.support.k8sutil import FieldError
 Obj = dict[str, Any]
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "charts" / "titanium-gateway" / "crds"
-_ROOT_KEYS = {"apiVersion", "kind", "metadata"}
+_ROOT_KEYS = frozenset({"apiVersion", "kind", "metadata"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -101,13 +101,30 @@ def apply_defaults(obj: Any, schema: Obj) -> None:
             apply_defaults(item, schema["items"])
 
 
-def normalize(obj: Any, schema: Obj, *, prune_unknown: bool = True) -> tuple[Any, list[str]]:
+def normalize(obj: Any, schema: Obj, *, prune_unknown: bool = True,
+              reuse: Collection[Any] = ()) -> tuple[Any, list[str]]:
     """``(copy, pruned)``: exactly ``copy = stripped_copy(obj); pruned = prune(copy, schema)``
     (only with ``prune_unknown``) ``; apply_defaults(copy, schema)``, in one walk, with each
     schema node compiled once into a closure. ``obj`` is not modified and shares nothing
-    with the copy; ``pruned`` lists the dropped fields in :func:`prune`'s order."""
+    with the copy; ``pruned`` lists the dropped fields in :func:`prune`'s order.
+
+    ``reuse``: fields of ``obj`` (a dict) that are normalized already (see :func:`stable`);
+    the copy takes them as they are, in their place."""
     pruned: list[str] = []
-    return _normalizer(schema, prune_unknown, True)(obj, "", pruned), pruned
+    norm = _normalizer(schema, prune_unknown, True)
+    if not reuse:
+        return norm(obj, "", pruned), pruned
+    rest = norm({k: v for k, v in obj.items() if k not in reuse}, "", pruned)
+    out = {}
+    for k, v in obj.items():
+        if k in reuse:
+            out[k] = v
+        elif v is not None and k in rest:
+            out[k] = rest[k]
+    for k, v in rest.items():  # then the defaults added (none for a field reused)
+        if k not in out:
+            out[k] = v
+    return out, pruned
 
 
 def null_free_defaults(schema: Obj) -> bool:
@@ -122,6 +139,37 @@ def null_free_defaults(schema: Obj) -> bool:
 
 
 _NULL_FREE: dict[int, tuple[Obj, bool]] = {}
+
+
+def stable(schema: Obj) -> bool:
+    """True when what :func:`normalize` returns is normalized already (normalizing it again
+    gives it back, nothing pruned): no default holds a null map value or a field its own
+    schema would prune. A field of an object written through ``normalize`` + :func:`validate`
+    with no error can then be stored and taken again as it is."""
+    key = id(schema)
+    entry = _STABLE.get(key)
+    if entry is None or entry[0] is not schema:
+        entry = (schema, null_free_defaults(schema) and not _unstable_default(schema))
+        _STABLE[key] = entry
+    return entry[1]
+
+
+_STABLE: dict[int, tuple[Obj, bool]] = {}
+
+
+def _unstable_default(node: Any) -> bool:
+    """Whether some default in ``node`` (a schema) has a field pruned once it is defaulted."""
+    if not isinstance(node, dict):
+        return False
+    for sub in (node.get("properties") or {}).values():
+        if isinstance(sub, dict) and "default" in sub:
+            value = copy.deepcopy(sub["default"])
+            apply_defaults(value, sub)
+            if prune(value, sub, root=False):
+                return True
+    children = list((node.get("properties") or {}).values())
+    children += [node[k] for k in ("additionalProperties", "items") if isinstance(node.get(k), dict)]
+    return any(_unstable_default(c) for c in children)
 
 
 def _has_null_default(node: Any) -> bool:
@@ -297,16 +345,21 @@ def _short(v: Any) -> str:
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def validate(obj: Any, schema: Obj, path: str = "", root: bool = True) -> list[FieldError]:
+def validate(obj: Any, schema: Obj, path: str = "", root: bool = True, *,
+             skip: Collection[Any] = ()) -> list[FieldError]:
     """Errors of ``obj`` against ``schema``: exactly :func:`_validate_reference` (same checks,
     same order, same messages), with each schema node compiled once into a closure that only
-    runs the checks the node has."""
+    runs the checks the node has. ``skip``: fields of ``obj`` left out (as the root's
+    apiVersion, kind and metadata are), e.g. ones known to have no error."""
     errs: list[FieldError] = []
-    _compiled(schema)(obj, path, root, errs)
+    top = _ROOT_KEYS if root else _NO_KEYS
+    _compiled(schema)(obj, path, top | frozenset(skip) if skip else top, errs)
     return errs
 
 
-Check = Callable[[Any, str, bool, list[FieldError]], None]
+#: a check's third argument: the fields of the value it checks to leave out (the root's)
+Check = Callable[[Any, str, Collection[Any], list[FieldError]], None]
+_NO_KEYS: frozenset[Any] = frozenset()
 #: id(schema node) -> (the node, its check); holding the node keeps its id from being reused
 _CHECKS: dict[int, tuple[Obj, Check]] = {}
 
@@ -346,14 +399,14 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
     def each(obj: list[Any], path: str, errs: list[FieldError]) -> None:
         item_check = _compiled(items)  # type: ignore[arg-type]
         for i, item in enumerate(obj):
-            item_check(item, f"{path}[{i}]", False, errs)
+            item_check(item, f"{path}[{i}]", _NO_KEYS, errs)
 
-    def fields(obj: dict[Any, Any], path: str, root: bool, errs: list[FieldError]) -> None:
+    def fields(obj: dict[Any, Any], path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
         for req in required:
             if req not in obj:
                 errs.append(FieldError(_path(path, req), "FieldValueRequired", "Required value"))
         for k, v in obj.items():
-            if root and k in _ROOT_KEYS:
+            if skip and k in skip:
                 continue
             sub_check = child_checks.get(k)
             if sub_check is None:
@@ -363,7 +416,7 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
                 sub_check = _compiled(sub)
                 if k in props:
                     child_checks[k] = sub_check
-            sub_check(v, (f"{path}.{k}" if path else k) if type(k) is str else _path(path, k), False, errs)
+            sub_check(v, (f"{path}.{k}" if path else k) if type(k) is str else _path(path, k), _NO_KEYS, errs)
         if max_props is not None and len(obj) > max_props:
             errs.append(FieldError(path, "FieldValueTooMany", f"Too many: {len(obj)}: must have at most "
                                    f"{max_props} items"))
@@ -378,7 +431,7 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
         if items is not None:
             each(obj, path, errs)
 
-    def check(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+    def check(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
         if int_or_string:
             ok = isinstance(obj, (int, str)) and not isinstance(obj, bool)
         elif type_check is None:
@@ -424,30 +477,30 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
         if isinstance(obj, list):
             array(obj, path, errs)
         elif isinstance(obj, dict):
-            fields(obj, path, root, errs)
+            fields(obj, path, skip, errs)
 
     if int_or_string:
         return check
     # the common cases: a value of exactly the node's type (no type error possible, never None)
     # skips straight to the checks the node has
     if stype == "string" and not has_enum and not str_checks:
-        def plain_string(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+        def plain_string(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
             if type(obj) is not str:
-                check(obj, path, root, errs)
+                check(obj, path, skip, errs)
         return plain_string
     if stype == "object" and not has_enum:
-        def plain_object(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+        def plain_object(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
             if type(obj) is dict:
-                fields(obj, path, root, errs)
+                fields(obj, path, skip, errs)
             else:
-                check(obj, path, root, errs)
+                check(obj, path, skip, errs)
         return plain_object
     if stype == "array" and not has_enum:
-        def plain_array(obj: Any, path: str, root: bool, errs: list[FieldError]) -> None:
+        def plain_array(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
             if type(obj) is list:
                 array(obj, path, errs)
             else:
-                check(obj, path, root, errs)
+                check(obj, path, skip, errs)
         return plain_array
     return check
 

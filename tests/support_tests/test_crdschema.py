@@ -272,3 +272,50 @@ def test_normalize_follows_every_pruning_and_defaulting_rule() -> None:
     assert crdschema.null_free_defaults({"properties": {"a": {"default": [None]}}})
     for _obj, schema in OBJECTS:
         assert crdschema.null_free_defaults(schema)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_normalized_objects_are_stable_and_reusable(data: st.DataObject) -> None:
+    """What normalize returns normalizes to itself with nothing pruned (the schemas are
+    stable), and a field taken as it is (``reuse``) lands where the full walk puts it."""
+    obj, schema = data.draw(st.sampled_from(OBJECTS))
+    obj = copy.deepcopy(obj)
+    for _ in range(data.draw(st.integers(0, 4))):
+        path = data.draw(st.sampled_from(_paths(obj)[1:] or [("spec",)]))
+        target = obj
+        for key in path[:-1]:
+            target = target[key]
+        if isinstance(target, dict) and data.draw(st.booleans()):
+            target.pop(path[-1], None)
+        else:
+            target[path[-1]] = data.draw(values)
+    assert crdschema.stable(schema)
+    once, _ = crdschema.normalize(obj, schema)
+    again, pruned = crdschema.normalize(once, schema)
+    assert again == once and pruned == []
+    keys = [k for k in once if k not in ("apiVersion", "kind", "metadata")]
+    reuse = set(data.draw(st.lists(st.sampled_from(keys), unique=True))) if keys else set()
+    mixed = dict(obj)  # the reused fields as stored, the others as sent, in the same places
+    for k in reuse:
+        mixed[k] = once[k]
+    got, pruned = crdschema.normalize(mixed, schema, reuse=reuse)
+    want, want_pruned = crdschema.normalize(mixed, schema)
+    assert got == want and list(got) == list(want) and pruned == want_pruned
+    assert all(got[k] is once[k] for k in reuse)
+    skipped = crdschema.validate(got, schema, skip=reuse)
+    assert skipped == [e for e in crdschema.validate(got, schema)
+                       if not any(e.field == k or e.field.startswith((f"{k}.", f"{k}[")) for k in reuse)]
+
+
+def test_reused_fields_keep_their_place_among_defaults_and_nulls() -> None:
+    schema = {"type": "object", "properties": {
+        "metadata": {"type": "object"}, "a": {"type": "object", "default": {}},
+        "b": {"type": "string", "default": "b"}, "c": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    c = {"x": "1"}
+    for obj in ({"c": c, "metadata": {}, "b": None}, {"b": "2", "c": c, "a": {"z": 1}}, {"metadata": {}, "c": c}):
+        got, pruned = crdschema.normalize(obj, schema, reuse={"c"})
+        want, want_pruned = crdschema.normalize(obj, schema)
+        assert got == want and list(got) == list(want) and pruned == want_pruned and got["c"] is c
+    assert not crdschema.stable({"properties": {"a": {"type": "object", "default": {"unknown": 1}, "properties": {}}}})
+    assert not crdschema.stable({"properties": {"a": {"default": {"b": None}}}})

@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler
@@ -322,6 +322,10 @@ class RequestRecord:
 # Storage
 
 
+#: (the CRD schema an object was written with, its fields that are normalized and valid under it)
+_Clean = tuple[Obj, frozenset[str]]
+
+
 class _Store:
     """One storage key: objects by "namespace/name", plus a per-namespace index."""
 
@@ -329,15 +333,23 @@ class _Store:
         self.items: dict[str, Obj] = {}
         self.by_ns: dict[str, dict[str, Obj]] = {}
         self._sorted: list[str] | None = None
+        #: key -> (stored object, CRD schema, its fields that are normalized and valid under that
+        #: schema): a later write may take those fields as they are (see FakeApiServer._prepare)
+        self.clean: dict[str, tuple[Obj, Obj, frozenset[str]]] = {}
 
-    def put(self, key: str, ns: str, name: str, obj: Obj) -> None:
+    def put(self, key: str, ns: str, name: str, obj: Obj, clean: _Clean | None = None) -> None:
         if key not in self.items:
             self._sorted = None
         self.items[key] = obj
         self.by_ns.setdefault(ns, {})[name] = obj
+        if clean is not None and clean[1]:
+            self.clean[key] = (obj, *clean)
+        else:
+            self.clean.pop(key, None)
 
     def remove(self, key: str, ns: str, name: str) -> None:
         self.items.pop(key, None)
+        self.clean.pop(key, None)
         nsd = self.by_ns.get(ns)
         if nsd is not None:
             nsd.pop(name, None)
@@ -433,6 +445,14 @@ _KNOWN_FIELDS: dict[str, set[str]] = {
 _SYSTEM_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
+_ROOT_FIELDS = ("apiVersion", "kind", "metadata")
+
+
+def _within(field_path: str, key: str) -> bool:
+    """Whether a field path (of a FieldError) is ``key`` or inside it."""
+    return field_path.startswith(key) and (len(field_path) == len(key) or field_path[len(key)] in ".[")
+
+
 def _comparable(obj: Obj) -> Obj:
     o = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     o["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "managedFields")}
@@ -445,6 +465,10 @@ def _comparable(obj: Obj) -> Obj:
 
 class FakeApiServer:
     """In-process Kubernetes API server (see module docstring). Thread-safe."""
+
+    #: take fields a write leaves alone as they are when they were found normalized and valid
+    #: before (see _prepare); tests turn it off to compare with doing everything again
+    _reuse_clean = True
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, history_size: int = 50_000,
                  bookmark_interval: float = 1.0, default_watch_timeout: float = 1800.0,
@@ -897,12 +921,14 @@ class FakeApiServer:
 
     def _commit(self, rt: ResourceType, new: Obj, old: Obj | None, *, manager: str, operation: str, apiv: str,
                 keep_status: bool = False, subresource: str | None = None, dry_run: bool = False,
-                stripped: bool = False) -> Obj:
-        """Store ``new`` (complete object, storage form, referenced by nothing else: every caller
-        builds it fresh) over ``old``; returns the stored object. ``stripped``: ``new`` has no
-        null map values already (_prepare's output)."""
+                stripped: bool = False, clean: _Clean | None = None) -> Obj:
+        """Store ``new`` (complete object, storage form, built fresh by the caller: only fields
+        _prepare took as they are from ``old`` are shared with it, and nothing edits those) over
+        ``old``; returns the stored object. ``stripped``: ``new`` has no null map values already
+        (_prepare's output); ``clean``: what _prepare knows of it, kept with the stored object."""
         if not stripped:
             new = strip_nulls_in_place(new)
+        status = new.get("status")
         meta = new.setdefault("metadata", {})
         new["apiVersion"] = apiv
         new["kind"] = rt.kind
@@ -948,7 +974,9 @@ class FakeApiServer:
         meta["resourceVersion"] = str(self._next_rv())
         st = self._store(rt)
         ns = meta.get("namespace", "") if rt.namespaced else ""
-        st.put(f"{ns}/{meta['name']}", ns, meta["name"], new)
+        if clean is not None and new.get("status") is not status:  # the status _prepare saw is not stored
+            clean = (clean[0], clean[1] - {"status"})
+        st.put(f"{ns}/{meta['name']}", ns, meta["name"], new, clean)
         self._record(rt, "MODIFIED" if old is not None else "ADDED", new, old)
         return new
 
@@ -1293,12 +1321,15 @@ class FakeApiServer:
                     break
         return errs
 
-    def _validate(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None, schema: Obj | None = None) -> None:
-        """Validation the real server does (422 Invalid)."""
+    def _validate(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None, schema: Obj | None = None, *,
+                  skip: Collection[str] = ()) -> list[FieldError]:
+        """Validation the real server does (422 Invalid). Returns the errors ``schema`` finds
+        before ratcheting (those of unchanged fields, which do not count); ``skip``: fields
+        known to have none, not checked."""
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
-        errs: list[FieldError] = crdschema.ratchet(crdschema.validate(obj, schema), obj, old) \
-            if schema is not None else []
+        schema_errs = crdschema.validate(obj, schema, skip=skip) if schema is not None else []
+        errs: list[FieldError] = list(crdschema.ratchet(schema_errs, obj, old))
         if not name:
             errs.append(FieldError("metadata.name", "FieldValueRequired", "Required value: name or generateName is required"))
         else:
@@ -1430,10 +1461,13 @@ class FakeApiServer:
                                        f'Invalid value: "{reg_ns}": does not match event.namespace'))
         if errs:
             raise invalid(rt.group, rt.kind, name, errs)
+        return schema_errs
 
-    def _prepare(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None, *, via_patch: bool) -> Obj:
+    def _prepare(self, rt: ResourceType, version: str, obj: Obj, old: Obj | None, *,
+                 via_patch: bool) -> tuple[Obj, _Clean | None]:
         """Decode-check, convert to storage form, default and validate an incoming object;
-        returns it without null map values (a fresh tree, ready for _commit)."""
+        returns it without null map values (a fresh tree but for fields of ``old`` taken as they
+        are, ready for _commit) and, for a custom resource, what is known of it (_Clean)."""
         derrs = self._decode_errors(rt, version, obj)
         if derrs:
             if via_patch:
@@ -1441,21 +1475,38 @@ class FakeApiServer:
             raise bad_request(f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: {derrs[0]}')
         self._tls.version = version
         schema = crdschema.schema_for(rt.group, rt.kind, version) if rt.crd else None
+        clean: _Clean | None = None
         if schema is not None and isinstance(obj.get("metadata"), dict):
             # the copy, pruned and defaulted in one walk (_defaults adds nothing to a custom
-            # resource that has metadata); nothing of ``obj`` is stored
-            internal, pruned = crdschema.normalize(obj, schema)
+            # resource that has metadata); nothing of ``obj`` is stored but the fields of ``old``
+            # it still holds that are known normalized and valid (a status write's spec)
+            reuse = self._reusable(rt, schema, obj, old)
+            internal, pruned = crdschema.normalize(obj, schema, reuse=reuse)
             self._prune_unknown(rt, internal, via_patch, pruned)
-            null_free = crdschema.null_free_defaults(schema)
-        else:
-            internal = _to_storage(rt, stripped_copy(obj))  # nothing of ``obj`` is stored
-            self._prune_unknown(rt, internal, via_patch)
-            self._defaults(rt, internal, old)
-            if schema is not None:
-                crdschema.apply_defaults(internal, schema)
-            null_free = False
+            errors = self._validate(rt, version, internal, old, schema, skip=reuse)
+            if crdschema.stable(schema):  # what the next write may take as it is
+                clean = (schema, frozenset(k for k in internal if type(k) is str and k not in _ROOT_FIELDS
+                                           and not any(_within(e.field, k) for e in errors)))
+            return (internal if crdschema.null_free_defaults(schema) else strip_nulls_in_place(internal)), clean
+        internal = _to_storage(rt, stripped_copy(obj))  # nothing of ``obj`` is stored
+        self._prune_unknown(rt, internal, via_patch)
+        self._defaults(rt, internal, old)
+        if schema is not None:
+            crdschema.apply_defaults(internal, schema)
         self._validate(rt, version, internal, old, schema)
-        return internal if null_free else strip_nulls_in_place(internal)
+        return strip_nulls_in_place(internal), clean
+
+    def _reusable(self, rt: ResourceType, schema: Obj, obj: Obj, old: Obj | None) -> frozenset[str]:
+        """The fields of ``obj`` that are those of ``old`` (the same objects: a status write's
+        spec, the status of a write to the main resource) and that _prepare found normalized
+        and valid under ``schema`` when ``old`` was written: taken as they are, not checked again."""
+        if old is None or not self._reuse_clean:
+            return frozenset()
+        meta = old["metadata"]
+        mark = self._store(rt).clean.get(f"{meta.get('namespace', '') if rt.namespaced else ''}/{meta['name']}")
+        if mark is None or mark[0] is not old or mark[1] is not schema:
+            return frozenset()
+        return frozenset(k for k in mark[2] if k in obj and obj[k] is old[k])
 
     def _prune_unknown(self, rt: ResourceType, obj: Obj, via_patch: bool = False,
                        pruned: list[str] | None = None) -> None:
@@ -1522,11 +1573,11 @@ class FakeApiServer:
                                       f"to create new content in namespace {ns} because it is being terminated")
             if rt.status_subresource:  # status is dropped on create, before validation
                 obj = {k: v for k, v in obj.items() if k != "status"}
-            internal = self._prepare(rt, version, obj, None, via_patch=False)
+            internal, clean = self._prepare(rt, version, obj, None, via_patch=False)
             if self._get(rt, ns, internal["metadata"]["name"]) is not None:
                 raise already_exists(rt.group, rt.plural, internal["metadata"]["name"])
             return self._commit(rt, internal, None, manager=manager, operation="Update",
-                                apiv=rt.api_version(version), dry_run=dry_run, stripped=True)
+                                apiv=rt.api_version(version), dry_run=dry_run, stripped=True, clean=clean)
 
     def _update(self, rt: ResourceType, version: str, ns: str, name: str, obj: Obj, manager: str,
                 sub: str | None, *, dry_run: bool = False, via_patch: bool = False,
@@ -1571,11 +1622,11 @@ class FakeApiServer:
                 obj = {k: v for k, v in obj.items() if k != "status"}
                 ext_status = self._external(rt, version, old).get("status")
                 if ext_status is not None:
-                    obj["status"] = copy.deepcopy(ext_status)
-            internal = self._prepare(rt, version, obj, old, via_patch=via_patch)
+                    obj["status"] = ext_status  # _prepare copies it (or takes it as it is)
+            internal, clean = self._prepare(rt, version, obj, old, via_patch=via_patch)
             return self._commit(rt, internal, old, manager=manager, operation=operation,
                                 apiv=rt.api_version(version), keep_status=(sub == "status"), subresource=sub,
-                                dry_run=dry_run, stripped=True)
+                                dry_run=dry_run, stripped=True, clean=clean)
 
     def _patch(self, rt: ResourceType, version: str, ns: str, name: str, ctype: str, body: bytes, manager: str,
                sub: str | None, query: dict[str, str], dry_run: bool) -> tuple[Obj, bool]:

@@ -3,6 +3,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from titanium_gateway.kube.clock import FakeClock
 from titanium_gateway.kube.ratelimit import ItemExponentialFailureRateLimiter
 from titanium_gateway.kube.workqueue import CoalescingTrigger, DelayingQueue, Queue, RateLimitingQueue
@@ -159,6 +161,29 @@ def test_trigger_coalesces_burst_and_spaces_runs() -> None:
     tr.done()
     assert tr.runs == 2
     assert tr.wait(0) is False
+
+
+def test_trigger_spaces_starts_by_min_interval_and_rests_min_idle_after_each_run() -> None:
+    clock = FakeClock()
+    tr = CoalescingTrigger(0.5, clock=clock, min_idle=0.1)
+    tr.trigger()
+    assert tr.wait(0)
+    clock.step(0.3)  # a reconcile of 0.3 s; changes arrive meanwhile
+    tr.trigger()
+    tr.done()
+    assert tr.next_run_at() == clock.now() + 0.2  # 0.5 s after the previous start
+    clock.step(0.2)
+    assert tr.wait(0) is True
+    clock.step(0.7)  # a long reconcile of 0.7 s
+    tr.trigger()
+    tr.done()
+    assert tr.next_run_at() == clock.now() + 0.1  # the rest after it, not back to back
+    clock.step(0.09)
+    assert tr.wait(0) is False
+    clock.step(0.01)
+    assert tr.wait(0) is True
+    with pytest.raises(ValueError):
+        CoalescingTrigger(0.5, min_idle=-1)
 
 
 def test_trigger_after_quiet_period_is_immediate() -> None:

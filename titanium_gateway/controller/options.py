@@ -135,7 +135,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "lease-namespace": ("str", "Lease namespace (the data-plane namespace)"),
     "identity": ("str", "leader-election identity ($POD_NAME, else the host name)"),
     "no-leader-election": ("bool", "run without leader election (a single replica)"),
-    "min-reconcile-ms": ("int", "smallest gap between reconciles in ms (500)"),
+    "min-reconcile-ms": ("int", "smallest time between the starts of two reconciles in ms (500)"),
     "health-port": ("int", "port of /healthz, /readyz, /metrics (8081; 0: an ephemeral port)"),
     "kube-api-qps": ("float", "client-side API rate (200)"),
     "kube-api-burst": ("int", "client-side API burst (1000)"),

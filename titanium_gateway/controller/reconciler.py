@@ -1,7 +1,9 @@
 """The controller: informers -> coalescing trigger -> ONE worker -> render -> writers -> prober.
 
 Every informer event only calls ``trigger()`` (one key: "the world changed"); the worker runs
-at most one reconcile per ``--min-reconcile-ms`` (at once after a quiet period). A reconcile
+at most one reconcile per ``--min-reconcile-ms``, start to start (at once after a quiet period),
+and rests ``RECONCILE_MIN_IDLE`` seconds after each (so a change that just missed a reconcile
+is served ``--min-reconcile-ms`` after that reconcile started, not after it ended). A reconcile
 snapshots every cache (O(1) each), renders, and, while this replica leads, writes in this
 order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp; hands the
 statuses to the status writer's own worker (which writes them meanwhile, latest wins per object,
@@ -74,6 +76,10 @@ StatusKey = tuple[str, str, str]
 #: kinds whose status the status writer writes (their echo does not trigger a reconcile)
 STATUS_KINDS = frozenset(STATUS_RESOURCES)
 RECONCILE_KEY = "reconcile"
+#: Seconds the worker rests after a reconcile before the next one may start (the next start is
+#: also at least ``--min-reconcile-ms`` after this one's: at most 2 reconciles a second by
+#: default, however long each takes, and never back to back).
+RECONCILE_MIN_IDLE = 0.1
 #: Re-freeze the collector once this many cached objects changed since the last freeze (or after
 #: any relist): the new objects leave the collector's scans too.
 FREEZE_AFTER_CHANGES = 2000
@@ -150,8 +156,10 @@ class Controller:
         reg = registry or REGISTRY
         self.registry = reg
         # one key, "reconcile": /metrics exports the client-go workqueue figures for it
-        self.trigger = CoalescingTrigger(opts.min_reconcile_ms / 1000.0, clock=clock, name=RECONCILE_KEY,
-                                         metrics=PrometheusWorkqueueMetrics(reg))
+        window = opts.min_reconcile_ms / 1000.0
+        self.trigger = CoalescingTrigger(window, clock=clock, name=RECONCILE_KEY,
+                                         metrics=PrometheusWorkqueueMetrics(reg),
+                                         min_idle=min(window, RECONCILE_MIN_IDLE))
         ns = opts.data_plane_namespace
         self.informers = InformerSet()
         kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}

@@ -261,9 +261,12 @@ class CoalescingTrigger:
             try: reconcile()
             finally: trigger.done()
 
-    ``wait()`` returns True when a reconcile is due: at once when the last reconcile started
-    (and finished, if ``done()`` was called) at least ``min_interval`` ago, else when that gap
-    has passed; every trigger that arrived in between is served by that one reconcile. It
+    ``wait()`` returns True when a reconcile is due: at once when the last reconcile started at
+    least ``min_interval`` ago and finished (if ``done()`` was called) at least ``min_idle`` ago,
+    else when both have passed; every trigger that arrived in between is served by that one
+    reconcile. ``min_idle`` (default: ``min_interval``) is the rest the worker gets after a
+    reconcile: with a smaller one, a change waits for at most ``min_interval`` after the start
+    of the reconcile that missed it, not that reconcile's duration plus ``min_interval``. It
     returns False after ``shut_down()``. ``trigger(after=s)`` asks for a reconcile no sooner
     than ``s`` seconds from now (e.g. a retry back-off or a 5 s Programmed poll); an earlier
     plain trigger still wins. ``defer(s)`` is a hard gate: no reconcile starts sooner than ``s``
@@ -272,10 +275,13 @@ class CoalescingTrigger:
     """
 
     def __init__(self, min_interval: float = 0.5, *, clock: Clock = REAL_CLOCK, name: str = "reconcile",
-                 metrics: WorkqueueMetricsProvider | None = None) -> None:
+                 metrics: WorkqueueMetricsProvider | None = None, min_idle: float | None = None) -> None:
         if min_interval < 0:
             raise ValueError("min_interval must be >= 0")
+        if min_idle is not None and min_idle < 0:
+            raise ValueError("min_idle must be >= 0")
         self.min_interval = min_interval
+        self.min_idle = min_interval if min_idle is None else min_idle
         self.name = name
         self._clock = clock
         # The trigger is a queue of one key ("the world changed"): it reports through the same
@@ -336,7 +342,7 @@ class CoalescingTrigger:
         if self._last_start is not None:
             t = max(t, self._last_start + self.min_interval)
         if self._last_end is not None:
-            t = max(t, self._last_end + self.min_interval)
+            t = max(t, self._last_end + self.min_idle)
         if self._not_before is not None:
             t = max(t, self._not_before)
         return t
@@ -372,7 +378,7 @@ class CoalescingTrigger:
             return False
 
     def done(self) -> None:
-        """The reconcile started by the last ``wait()`` finished (the gap counts from here)."""
+        """The reconcile started by the last ``wait()`` finished (``min_idle`` counts from here)."""
         with self._cond:
             if self._running:
                 self._running = False

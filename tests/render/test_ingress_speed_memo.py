@@ -48,7 +48,7 @@ class _Reference(ingress._Translator):
             self.event(ing, "InvalidAnnotation", ing.settings_error)
 
     def add_route(self, p: Any, route_id: str, body: dict[str, Any], ranks: Any, action: dict[str, Any],
-                  action_key: tuple[Any, ...], decorated: bool) -> None:
+                  action_key: tuple[Any, ...], decorated: bool, body_text: str | None = None) -> None:
         match = {"host": p.host, **body} if p.host is not None else dict(body)
         route: dict[str, Any] = {"id": route_id, "match": match, **copy.deepcopy(action)}
         if decorated:

@@ -35,7 +35,7 @@ from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo, precedence
 from titanium_gateway.render.backends import DEFAULT_SETTINGS, ClusterSettings, resolve_backend
 from titanium_gateway.render.certificates import convert_tls_secret
-from titanium_gateway.render.emit import route_tail
+from titanium_gateway.render.emit import match_body, route_tail
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
 from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
@@ -341,7 +341,7 @@ class _Translator:
         #: match host -> its precedence part
         self._host_ranks: dict[str | None, tuple[int, int]] = {}
         #: (path, kind) -> (match without host, its precedence part); never modified
-        self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any]] = {}
+        self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any, str | None]] = {}
         #: the text of one key of a route's tail ("" for none; None: the fast writer cannot)
         self._action_text: dict[tuple[Any, ...], str | None] = {}
         self._transform_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
@@ -749,23 +749,23 @@ class _Translator:
             reason, message = "InvalidAnnotation", "; ".join(e.message for e in ing.ann.errors)
         if not reason and ing.settings is None:
             reason, message = "InvalidAnnotation", ing.settings_error
-        body, ranks = self.match_body(p)
+        body, ranks, body_text = self.match_body(p)
         if reason or cluster is None:
             text = f"{reason or 'BackendNotFound'}: {message}"
             self.add_route(p, p.route_id, body, ranks, {"directResponse": {"status": 500, "body": text}},
-                           ("d", text), False)
+                           ("d", text), False, body_text)
             return
         cid = self.ctx.add_cluster(cluster)
         canary = p.canaries[0] if p.canaries else None
         if canary is None:
-            self.add_route(p, p.route_id, body, ranks, {"clusterId": cid}, ("c", cid), True)
+            self.add_route(p, p.route_id, body, ranks, {"clusterId": cid}, ("c", cid), True, body_text)
             return
         canary_cid = self.ctx.add_cluster(canary[1])
         weight = canary[0].ann.canary_weight
         self.add_route(
             p, p.route_id, body, ranks,
             {"clusters": [{"clusterId": cid, "weight": 100 - weight}, {"clusterId": canary_cid, "weight": weight}]},
-            ("w", cid, 100 - weight, canary_cid, weight), True,
+            ("w", cid, 100 - weight, canary_cid, weight), True, body_text,
         )
         header = canary[0].ann.canary_by_header
         if header:
@@ -773,14 +773,14 @@ class _Translator:
             self.add_route(p, canary[2], header_body, match_part(header_body), {"clusterId": canary_cid},
                            ("c", canary_cid), True)
 
-    def match_body(self, p: _Path) -> tuple[dict[str, Any], Any]:
+    def match_body(self, p: _Path) -> tuple[dict[str, Any], Any, str | None]:
         """The route's match without its host (shared by every path with the same path and
-        kind: never modified) and its precedence part."""
+        kind: never modified), its precedence part and its text (:func:`emit.match_body`)."""
         key = (p.path, p.kind) if p.path is not None and p.kind is not None else (None, None)
         hit = self._bodies.get(key)
         if hit is None:
             body = {"path": p.path, "pathKind": p.kind} if key[0] is not None else {}
-            hit = self._bodies[key] = (body, match_part(body))
+            hit = self._bodies[key] = (body, match_part(body), match_body(body))
         return hit
 
     def decorate(self, route: dict[str, Any], p: _Path) -> None:
@@ -862,10 +862,10 @@ class _Translator:
         return TIER_DEGRADED if p.error_reason == "InvalidPath" else TIER_NORMAL
 
     def add_route(self, p: _Path, route_id: str, body: dict[str, Any], ranks: Any, action: dict[str, Any],
-                  action_key: tuple[Any, ...], decorated: bool) -> None:
+                  action_key: tuple[Any, ...], decorated: bool, body_text: str | None = None) -> None:
         """Adds the route ``{"id", "match": {"host": p.host, **body}, **action}`` (with the
         primary's transforms and policies when ``decorated``) as text; the route dict only
-        when the fast writer cannot write it."""
+        when the fast writer cannot write it. ``body_text``: ``emit.match_body(body)``, if known."""
         ing = p.ing
         host = p.host
         host_rank = self._host_ranks.get(host)
@@ -884,7 +884,7 @@ class _Translator:
                 if joined is None:
                     joined = self._tails[parts] = "".join(parts)
                 tail = joined
-        if tail is not None and self.ctx.add_route_text(route_id, host, body, key, tail) is not None:
+        if tail is not None and self.ctx.add_route_text(route_id, host, body, key, tail, body_text) is not None:
             return
         route: dict[str, Any] = {"id": route_id, "match": {"host": host, **body} if host is not None else dict(body)}
         route.update(action)

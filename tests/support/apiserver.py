@@ -33,14 +33,13 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
 from tests.support import crdschema
-from tests.support.httpserver import TrackingHTTPServer
+from tests.support.httpserver import FastRequestMixin, TrackingHTTPServer
 from tests.support.k8sutil import (
     CONFIG_KEY,
     DNS1123_LABEL,
@@ -1928,7 +1927,7 @@ def _fault_error(inj: Injection) -> StatusError:
     return StatusError(code, reason, msg, details or None, retry_after=inj.retry_after)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(FastRequestMixin):
     api: FakeApiServer
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True

@@ -372,6 +372,9 @@ def _compiled(schema: Obj) -> Check:
     return entry[1]
 
 
+_ITEMS = object()  # the key of the items' check among a node's child checks
+
+
 def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _validate_reference
     int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
     stype = schema.get("type")
@@ -394,10 +397,12 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
     addl = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
     max_props = schema.get("maxProperties")
 
-    child_checks: dict[str, Check] = {}
+    child_checks: dict[Any, Check] = {}  # property name (or _ITEMS) -> its check
 
     def each(obj: list[Any], path: str, errs: list[FieldError]) -> None:
-        item_check = _compiled(items)  # type: ignore[arg-type]
+        item_check = child_checks.get(_ITEMS)
+        if item_check is None:
+            item_check = child_checks[_ITEMS] = _compiled(items)  # type: ignore[arg-type]
         for i, item in enumerate(obj):
             item_check(item, f"{path}[{i}]", _NO_KEYS, errs)
 
@@ -431,21 +436,8 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
         if items is not None:
             each(obj, path, errs)
 
-    def check(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
-        if int_or_string:
-            ok = isinstance(obj, (int, str)) and not isinstance(obj, bool)
-        elif type_check is None:
-            ok = True
-        elif obj is None:
-            ok = nullable
-        else:
-            ok = bool(type_check(obj))
-        if not ok:
-            errs.append(FieldError(path, "FieldValueTypeInvalid", f"Invalid value: {_short(obj)}: {path} in body must "
-                                   f"be of type {stype}: {_short(type(obj).__name__)}"))
-            return
-        if obj is None:
-            return
+    def values(obj: Any, path: str, errs: list[FieldError]) -> None:
+        """The enum, string and number checks of a value of the right type."""
         if has_enum and obj not in enum:  # type: ignore[operator]
             allowed = ", ".join(_short(e) for e in enum)  # type: ignore[union-attr]
             errs.append(FieldError(path, "FieldValueNotSupported",
@@ -474,6 +466,24 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
             if maximum is not None and obj > maximum:
                 errs.append(FieldError(path, "FieldValueInvalid", f"Invalid value: {obj}: {path} in body should be "
                                        f"less than or equal to {maximum}"))
+
+    def check(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
+        if int_or_string:
+            ok = isinstance(obj, (int, str)) and not isinstance(obj, bool)
+        elif type_check is None:
+            ok = True
+        elif obj is None:
+            ok = nullable
+        else:
+            ok = bool(type_check(obj))
+        if not ok:
+            errs.append(FieldError(path, "FieldValueTypeInvalid", f"Invalid value: {_short(obj)}: {path} in body must "
+                                   f"be of type {stype}: {_short(type(obj).__name__)}"))
+            return
+        if obj is None:
+            return
+        if has_enum or str_checks or num_checks:
+            values(obj, path, errs)
         if isinstance(obj, list):
             array(obj, path, errs)
         elif isinstance(obj, dict):
@@ -502,6 +512,16 @@ def _compile(schema: Obj) -> Check:  # noqa: C901 - one closure mirroring _valid
             else:
                 check(obj, path, skip, errs)
         return plain_array
+    # a scalar of exactly the node's type: only its value checks
+    exact = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}.get(stype or "")
+    if exact is not None:
+        def plain_value(obj: Any, path: str, skip: Collection[Any], errs: list[FieldError]) -> None:
+            if type(obj) in exact:  # type: ignore[operator]
+                if has_enum or str_checks or num_checks:
+                    values(obj, path, errs)
+            else:
+                check(obj, path, skip, errs)
+        return plain_value
     return check
 
 

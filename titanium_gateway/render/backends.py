@@ -42,8 +42,8 @@ def _s(value: Any) -> str:
 
 
 def _meta(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
+    meta = obj.get("metadata") if (type(obj) is dict or isinstance(obj, Mapping)) else None
+    return meta if (type(meta) is dict or isinstance(meta, Mapping)) else {}
 
 
 def _port_number(value: Any) -> int | None:
@@ -120,7 +120,7 @@ class BackendIndex:
         self.services: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.slices: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for svc in snapshot.services.values():
-            if not isinstance(svc, Mapping):
+            if not (type(svc) is dict or isinstance(svc, Mapping)):
                 continue
             meta = _meta(svc)
             name = _s(meta.get("name"))
@@ -128,11 +128,11 @@ class BackendIndex:
                 self.services[(_s(meta.get("namespace")) or "default", name)] = svc
         for key in sorted(snapshot.endpoint_slices):
             eps = snapshot.endpoint_slices[key]
-            if not isinstance(eps, Mapping):
+            if not (type(eps) is dict or isinstance(eps, Mapping)):
                 continue
             meta = _meta(eps)
             labels = meta.get("labels")
-            svc_name = _s(labels.get(SERVICE_NAME_LABEL)) if isinstance(labels, Mapping) else ""
+            svc_name = _s(labels.get(SERVICE_NAME_LABEL)) if (type(labels) is dict or isinstance(labels, Mapping)) else ""
             if svc_name:
                 ns = _s(meta.get("namespace")) or "default"
                 self.slices.setdefault((ns, svc_name), []).append(eps)
@@ -162,11 +162,11 @@ class BackendIndex:
         """The Service's ``spec.ports`` entry with this number (int) or name (str)."""
         svc = self.service(namespace, name)
         spec = svc.get("spec") if svc is not None else None
-        ports = spec.get("ports") if isinstance(spec, Mapping) else None
+        ports = spec.get("ports") if (type(spec) is dict or isinstance(spec, Mapping)) else None
         if not isinstance(ports, list):
             return None
         for entry in ports:
-            if not isinstance(entry, Mapping):
+            if not (type(entry) is dict or isinstance(entry, Mapping)):
                 continue
             if isinstance(port, int) and not isinstance(port, bool) and entry.get("port") == port:
                 return entry
@@ -187,7 +187,7 @@ def _destinations(index: BackendIndex, namespace: str, name: str, svc_port: Mapp
         ports = eps.get("ports")
         if isinstance(ports, list):
             for entry in ports:
-                if isinstance(entry, Mapping) and _s(entry.get("name")) == port_name:
+                if (type(entry) is dict or isinstance(entry, Mapping)) and _s(entry.get("name")) == port_name:
                     slice_port = _port_number(entry.get("port"))
                     break
         if slice_port is None:
@@ -198,10 +198,10 @@ def _destinations(index: BackendIndex, namespace: str, name: str, svc_port: Mapp
         if not isinstance(endpoints, list):
             continue
         for ep in endpoints:
-            if not isinstance(ep, Mapping):
+            if not (type(ep) is dict or isinstance(ep, Mapping)):
                 continue
             conds = ep.get("conditions")
-            ready = conds.get("ready") if isinstance(conds, Mapping) else None
+            ready = conds.get("ready") if (type(conds) is dict or isinstance(conds, Mapping)) else None
             if ready is False:
                 continue
             addresses = ep.get("addresses")
@@ -255,7 +255,7 @@ def resolve_backend(
     spec = svc.get("spec") if svc is not None else None
     if svc is None:
         result = BackendResolution(None, "BackendNotFound", f"Service {namespace}/{service} not found")
-    elif isinstance(spec, Mapping) and spec.get("type") == "ExternalName":
+    elif (type(spec) is dict or isinstance(spec, Mapping)) and spec.get("type") == "ExternalName":
         # never any EndpointSlices: the data plane could only answer 503, so say so instead
         result = BackendResolution(
             None, "UnsupportedValue",

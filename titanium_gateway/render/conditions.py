@@ -18,7 +18,7 @@ Condition = dict[str, Any]
 def generation(obj: Mapping[str, Any]) -> int:
     """``metadata.generation`` as a positive int; 1 when missing or malformed."""
     meta = obj.get("metadata")
-    value = meta.get("generation") if isinstance(meta, Mapping) else None
+    value = meta.get("generation") if (type(meta) is dict or isinstance(meta, Mapping)) else None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         return 1
     return value
@@ -26,12 +26,12 @@ def generation(obj: Mapping[str, Any]) -> int:
 
 def existing_conditions(container: Any) -> list[Mapping[str, Any]]:
     """The ``conditions`` list of a status-like mapping, tolerating garbage."""
-    if not isinstance(container, Mapping):
+    if not (type(container) is dict or isinstance(container, Mapping)):
         return []
     conds = container.get("conditions")
     if not isinstance(conds, list):
         return []
-    return [c for c in conds if isinstance(c, Mapping)]
+    return [c for c in conds if (type(c) is dict or isinstance(c, Mapping))]
 
 
 def make_condition(

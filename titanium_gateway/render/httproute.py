@@ -68,7 +68,7 @@ _EMPTY: Mapping[str, Any] = {}
 def _dict(value: Any) -> Mapping[str, Any]:
     if type(value) is dict:  # the common case, without the slower ABC check
         return value
-    return value if isinstance(value, Mapping) else _EMPTY
+    return value if (type(value) is dict or isinstance(value, Mapping)) else _EMPTY
 
 
 def _list(value: Any) -> list[Any]:
@@ -926,7 +926,7 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
     listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
     for key in sorted(routes):
         route = routes[key]
-        if not isinstance(route, Mapping):
+        if not (type(route) is dict or isinstance(route, Mapping)):
             continue
         version = resource_version(route) if memo is not None else None
         if version is not None:
@@ -962,7 +962,7 @@ def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dic
     spec = _dict(route.get("spec"))
     status = _dict(route.get("status"))
     old_parents = [p for p in _list(status.get("parents"))
-                   if isinstance(p, Mapping) and p.get("controllerName") == controller]
+                   if (type(p) is dict or isinstance(p, Mapping)) and p.get("controllerName") == controller]
     route_hosts: list[str] = []
     bad_hosts: list[str] = []
     for index, h in enumerate(_list(spec.get("hostnames"))):
@@ -972,7 +972,7 @@ def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dic
             bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
     parents: list[_Parent] = []
     for ref in _list(spec.get("parentRefs")):
-        if not isinstance(ref, Mapping):
+        if not (type(ref) is dict or isinstance(ref, Mapping)):
             continue
         ident = _ref_identity(ref, ns)
         if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
@@ -1023,7 +1023,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
     host_ranks: dict[str | None, tuple[int, int]] = {}
     last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
     for ri, rule in enumerate(_list(spec.get("rules"))):
-        if not isinstance(rule, Mapping):
+        if not (type(rule) is dict or isinstance(rule, Mapping)):
             rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
         out = _rule(ctx, rule, ns, one_port)
         refs.extend(out.refs)

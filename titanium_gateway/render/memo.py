@@ -105,8 +105,8 @@ _NO_IDS: frozenset[str] = frozenset()
 
 def resource_version(obj: Any) -> tuple[str, str] | None:
     """``(uid, resourceVersion)`` of an object, None when it has no resourceVersion."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    if not isinstance(meta, Mapping):
+    meta = obj.get("metadata") if (type(obj) is dict or isinstance(obj, Mapping)) else None
+    if not (type(meta) is dict or isinstance(meta, Mapping)):
         return None
     rv = meta.get("resourceVersion")
     if not isinstance(rv, str) or not rv:

@@ -39,8 +39,8 @@ PrecedenceKey = tuple[Any, ...]
 
 def creation_timestamp(obj: Any) -> str:
     """``metadata.creationTimestamp`` as a sortable string (missing sorts last)."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    value = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
+    meta = obj.get("metadata") if (type(obj) is dict or isinstance(obj, Mapping)) else None
+    value = meta.get("creationTimestamp") if (type(meta) is dict or isinstance(meta, Mapping)) else None
     return value if isinstance(value, str) and value else _MISSING_TIME
 
 

@@ -65,3 +65,14 @@ def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str
         httproute._match_key = original
     assert with_memo.config == without.config and with_memo.parts == without.parts
     assert [(s.key, dict(s.status)) for s in with_memo.statuses] == [(s.key, dict(s.status)) for s in without.statuses]
+
+
+def test_route_ids_of_any_names_read_back_as_written() -> None:
+    """Ids of routes whose names are plain are written without the quoting check; any other
+    name (possible in an offline render) is still quoted as needed."""
+    from tests.render.core_fixtures import config
+
+    names = ["shop", "a.b-c_d", "x: y", "true", "1e3", "#c", "null", "é", "a b", "-x", "[x]"]
+    objs = [*base_objects(), *(route(n) for n in names)]
+    got = {r["id"] for r in config(run(objs))["routes"]}
+    assert {f"httproute/apps/{n}/r0m0" for n in names} <= got

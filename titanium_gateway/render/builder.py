@@ -229,14 +229,14 @@ class RenderContext:
         return True
 
     def add_route_text(self, rid: str, host: str | None, match: Mapping[str, Any], key: PrecedenceKey,
-                       tail: str, body: str | None = None) -> bool | None:
+                       tail: str, body: str | None = None, plain_id: bool = False) -> bool | None:
         """:meth:`add_route` of ``{"id": rid, "match": {"host": host, **match}, <the keys tail was
         written from>}`` (no host when ``host`` is empty) without building that dict; None when
         the id and match lines cannot be written by the fast writer (then call
         :meth:`add_route` with the whole route)."""
         if rid in self._routes:
             return False
-        lines = route_head_of_host(rid, host, match, body)
+        lines = route_head_of_host(rid, host, match, body, plain_id)
         if lines is None:
             return None
         self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared

@@ -546,14 +546,15 @@ def match_body(match: Mapping[str, Any]) -> str | None:
 
 
 def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any],
-                       body: str | None = None) -> tuple[str, str] | None:
+                       body: str | None = None, plain_id: bool = False) -> tuple[str, str] | None:
     """:func:`route_head` of ``route_id`` and ``{"host": host, **match}`` (no host when
     ``host`` is empty) for a ``match`` without a host of its own, whose text is shared by
     every route with the same match. ``body``: :func:`match_body` of ``match``, when the
-    caller has it."""
+    caller has it; ``plain_id``: the caller checked that ``_SURE_PLAIN`` matches ``route_id``
+    and that it is not all letters (it is written as it is)."""
     try:
         if type(route_id) is str and type(match) is dict and "host" not in match and (not host or type(host) is str):
-            id_line = f"- id: {_str(route_id)}\n"
+            id_line = f"- id: {route_id if plain_id else _str(route_id)}\n"
             if body is None:
                 body = _match_body(match)
             if not host:

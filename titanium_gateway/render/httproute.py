@@ -1056,6 +1056,8 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         # the routes of this rule that are the shared tail after their id and match lines
         fast = emit and shared_tail is not None and "redirect" not in out.action
         multi = len(hosts) > 1
+        # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
+        plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None
         for mi, m in enumerate(out.matches):
             tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
             ranks = m.ranks or match_part(m.match)
@@ -1063,7 +1065,8 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
                 key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
                                      ranks, created, ns, name, ri, mi, rid)
-                if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail, m.body) is not None:  # type: ignore[arg-type]
+                if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail, m.body,  # type: ignore[arg-type]
+                                               plain_ids) is not None:
                     continue
                 match = {"host": host, **m.match} if host else dict(m.match)
                 body: dict[str, Any] = {"id": rid, "match": match}
@@ -1097,6 +1100,8 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                     ctx.add_route(body, key, None if "redirect" in body else shared_tail)
         unsupported.extend(rule_unsupported)
 
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
 
 #: Route keys whose values the translator builds from strings and validated ints only (never a
 #: bool or float, which compare equal to an int): equal values are written the same.

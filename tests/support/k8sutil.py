@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,7 +101,15 @@ TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 
 
 def rfc3339(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_rfc3339
+    second = math.floor(dt.timestamp())
+    last = _last_rfc3339
+    if last[0] != second:  # formatted once a second (every write stamps managedFields)
+        last = _last_rfc3339 = (second, dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return last[1]
+
+
+_last_rfc3339: tuple[int | None, str] = (None, "")
 
 
 def rfc3339_micro(dt: datetime) -> str:

@@ -255,3 +255,18 @@ def test_merge_patch_copies_the_patch_values_unless_told_not_to() -> None:
     assert copied["a"]["b"] is not patch["a"]["b"] and copied["f"]["g"] is not patch["f"]["g"]
     assert shared["a"]["b"] is patch["a"]["b"] and shared["f"]["g"] is patch["f"]["g"]
     assert shared["f"] is not patch["f"]  # dicts of the patch are merged into new ones
+
+
+def test_rfc3339_formats_each_second_as_strftime_does() -> None:
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    from tests.support.k8sutil import rfc3339
+
+    rng = random.Random(7)
+    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    zones = [timezone.utc, timezone(timedelta(hours=2)), timezone(timedelta(hours=-7, minutes=-30))]
+    for _ in range(2000):
+        dt = (base + timedelta(seconds=rng.randint(-5, 5), microseconds=rng.randint(0, 999999))).astimezone(
+            rng.choice(zones))
+        assert rfc3339(dt) == dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

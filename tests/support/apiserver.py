@@ -447,6 +447,19 @@ _SYSTEM_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp", "
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
 
+def _copy_of(o: Obj) -> Obj:
+    """A deep copy of a stored object. What is stored holds JSON values (and what put_object's
+    caller put there) without null map values, dict or list subclasses or parts shared inside
+    it, so ``stripped_copy`` copies it exactly as ``copy.deepcopy`` does, in a fraction of the time."""
+    return stripped_copy(o)  # type: ignore[no-any-return]
+
+
+def _no_metadata_defaults(schema: Obj) -> bool:
+    """Whether a CRD schema leaves ``metadata`` alone when it applies its defaults."""
+    node = (schema.get("properties") or {}).get("metadata") or {}
+    return not node.get("properties") and not isinstance(node.get("additionalProperties"), dict)
+
+
 def _within(field_path: str, key: str) -> bool:
     """Whether a field path (of a FieldError) is ``key`` or inside it."""
     return field_path.startswith(key) and (len(field_path) == len(key) or field_path[len(key)] in ".[")
@@ -735,7 +748,12 @@ class FakeApiServer:
         are applied (as every object read from a real cluster has them) unless ``defaults=False``.
         Returns the stored object."""
         rt = self.resolve(obj)
-        body = stripped_copy(obj)
+        schema = crdschema.schema_for(rt.group, rt.kind, str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]) \
+            if rt.crd and defaults else None
+        # the copy and the defaults in one walk when the order does not matter (the metadata
+        # below is edited first, but the schema has no defaults in metadata)
+        fused = schema is not None and isinstance(obj.get("metadata"), dict) and _no_metadata_defaults(schema)
+        body = crdschema.normalize(obj, schema, prune_unknown=False)[0] if fused else stripped_copy(obj)
         meta = body.setdefault("metadata", {})
         if rt.namespaced:
             meta.setdefault("namespace", "default")
@@ -747,13 +765,12 @@ class FakeApiServer:
             internal = _to_storage(rt, body)
             old = self._get(rt, meta.get("namespace", ""), meta["name"])
             self._defaults(rt, internal, old)
-            schema = crdschema.schema_for(rt.group, rt.kind, str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]) \
-                if rt.crd else None
-            if schema is not None and defaults:
+            if schema is not None and not fused:
                 crdschema.apply_defaults(internal, schema)
             stored = self._commit(rt, internal, old, manager="fake-apiserver", operation="Update",
-                                  apiv=rt.api_version(), keep_status=True)
-            return copy.deepcopy(_from_storage(rt, stored))
+                                  apiv=rt.api_version(), keep_status=True,
+                                  stripped=fused and crdschema.null_free_defaults(schema))  # type: ignore[arg-type]
+            return _copy_of(_from_storage(rt, stored))
 
     def update_object(self, what: Any, namespace: str | None, name: str, mutate: Callable[[Obj], Any]) -> Obj:
         """Atomically read-modify-write one object (``mutate`` edits a copy in place; status
@@ -763,25 +780,25 @@ class FakeApiServer:
             old = self._get(rt, namespace or "", name)
             if old is None:
                 raise KeyError(f"{rt.qualified} {namespace}/{name} not found")
-            ext = copy.deepcopy(self._external(rt, rt.preferred_version, old))
+            ext = _copy_of(self._external(rt, rt.preferred_version, old))
             mutate(ext)
             internal = _to_storage(rt, strip_nulls(ext))
             self._defaults(rt, internal, old)
             stored = self._commit(rt, internal, old, manager="fake-apiserver", operation="Update",
                                   apiv=rt.api_version(), keep_status=True)
-            return copy.deepcopy(self._external(rt, rt.preferred_version, stored))
+            return _copy_of(self._external(rt, rt.preferred_version, stored))
 
     def get_object(self, what: Any, namespace: str | None, name: str) -> Obj | None:
         rt = self.resolve(what)
         with self._lock:
             o = self._get(rt, namespace or "", name)
-        return None if o is None else copy.deepcopy(self._external(rt, rt.preferred_version, o))
+        return None if o is None else _copy_of(self._external(rt, rt.preferred_version, o))
 
     def list_objects(self, what: Any, namespace: str | None = None) -> list[Obj]:
         rt = self.resolve(what)
         with self._lock:
             objs = self._select(rt, namespace or "", [], [], rt.field_getters())
-        return [copy.deepcopy(self._external(rt, rt.preferred_version, o)) for o in objs]
+        return [_copy_of(self._external(rt, rt.preferred_version, o)) for o in objs]
 
     def delete_object(self, what: Any, namespace: str | None, name: str) -> bool:
         """Delete now (finalizers ignored); emits DELETED. False when absent."""
@@ -846,7 +863,7 @@ class FakeApiServer:
             self._deliver(w, ev)
         for res, fn in list(self._reactors):
             if res in ("*", rt.plural, rt.kind):
-                fn(etype, copy.deepcopy(self._external(rt, rt.preferred_version, obj)))
+                fn(etype, _copy_of(self._external(rt, rt.preferred_version, obj)))
 
     @staticmethod
     def _deliver(w: _Watcher, ev: _HistEvent) -> None:

@@ -205,3 +205,39 @@ def test_the_same_writes_give_the_same_results_with_and_without_reuse(seed: int)
             results[-1].append([(e.type, _masked(e.obj)) for e in s._history])
     assert results[0] == results[1]
     assert sum(1 for r in results[0][:-2] if isinstance(r, tuple) and r[0] == 200) > 10
+
+
+def test_put_object_stores_a_copy_with_the_schema_defaults_and_nothing_pruned(server: FakeApiServer) -> None:
+    """put_object copies and defaults in one walk: the same object as copying (nulls dropped),
+    filling in the metadata, then applying the defaults (unknown fields are kept)."""
+    import copy
+    from collections import OrderedDict
+
+    from tests.support import crdschema
+    from tests.support.k8sutil import strip_nulls, stripped_copy
+
+    objs = [
+        _route(unknownField={"x": None, "y": 1}, hostnames=None),
+        {"apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": OrderedDict(name="o", labels={"a": "b"}),
+         "spec": OrderedDict(parentRefs=[OrderedDict(name="gw", port=None)], rules=[{}])},
+        {"apiVersion": f"{GW}/v1beta1", "kind": "HTTPRoute", "metadata": {"name": "beta", "namespace": None},
+         "spec": {"rules": [{"matches": [{"path": {}}]}]}, "status": _status()},
+        {"apiVersion": f"{GW}/v1", "kind": "Gateway", "metadata": {"name": "g"},
+         "spec": {"gatewayClassName": "c", "listeners": [{"name": "l", "port": 80, "protocol": "HTTP"}]}},
+    ]
+    for obj in objs:
+        for defaults in (True, False):
+            frozen = copy.deepcopy(obj)
+            got = server.put_object(obj, defaults=defaults)
+            assert obj == frozen
+            want = stripped_copy(obj)
+            want["metadata"].setdefault("namespace", "default")
+            if defaults:
+                crdschema.apply_defaults(want, crdschema.schema_for(GW, obj["kind"], obj["apiVersion"].split("/")[1]))
+            want = strip_nulls(want)
+            kept = {k: v for k, v in got.items() if k not in ("metadata", "apiVersion")}
+            assert json.dumps(kept) == json.dumps({k: v for k, v in want.items() if k not in ("metadata", "apiVersion")})
+            assert got["apiVersion"] == f"{GW}/v1"  # stored in the preferred version
+            assert {k: v for k, v in got["metadata"].items() if k in want["metadata"]} == want["metadata"]
+            stored = server._get(server.resolve(obj["kind"]), "default", obj["metadata"]["name"])
+            assert got == stored and got is not stored and got["spec"] is not stored["spec"]

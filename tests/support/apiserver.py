@@ -85,6 +85,7 @@ MAX_ANNOTATION_BYTES = 256 * 1024
 MAX_REQUEST_BYTES = 3 * 1024 * 1024  # the API server's request body limit
 GZIP_MIN_BYTES = 128 * 1024  # answers above this are gzipped when the client accepts gzip
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(o, separators=(",", ":"))
 _ENCODINGS_KEPT = 1024  # stored objects whose JSON is kept for the answers and watch events still to send
 
 
@@ -842,7 +843,7 @@ class FakeApiServer:
         hit = self._encodings.get(key)
         if hit is not None and hit[0] is o:
             return hit[1]
-        data = json.dumps(self._external(rt, version, o), separators=(",", ":")).encode()
+        data = _compact_json(self._external(rt, version, o)).encode()
         self._encodings[key] = (o, data)  # holding ``o`` keeps its id from being reused
         if len(self._encodings) > _ENCODINGS_KEPT:
             with contextlib.suppress(KeyError):
@@ -1168,6 +1169,8 @@ class FakeApiServer:
                                "metadata": {"resourceVersion": str(self._rv)}, "items": items})
 
     def _admit(self, verb: str, rt: ResourceType, resource: str, ns: str, name: str) -> None:
+        if not self._rules and self._allow_rules is None:
+            return  # no RBAC set up (read without the lock: a rule added meanwhile is just later)
         with self._lock:
             denied = any(r.denies(verb, resource, ns, name) for r in self._rules)
             if not denied and self._allow_rules is not None:
@@ -1887,6 +1890,8 @@ class FakeApiServer:
                 ws.remove(w)
 
     def _faults(self, rec: RequestRecord) -> None:
+        if not self._injections:
+            return  # nothing injected (read without the lock, as in _admit)
         found: Injection | None = None
         with self._lock:
             for inj in self._injections:
@@ -2018,16 +2023,14 @@ class _Handler(FastRequestMixin):
         except Exception as e:  # a bug in the fake: answer like the real server would on a panic
             result = _Response(500, status_object(500, "InternalError", f"Internal error occurred: {e!r}"))
         rec.status = result.code if isinstance(result, _Response) else 200
-        with api._lock:
-            api._log.append(rec)
+        api._log.append(rec)  # no lock: appending to (and copying) a deque is one step for other threads
         if isinstance(result, _WatchPlan):
             self._stream(result)
             return
         if result.shows is not None:
             data = api._encoded(*result.shows)
         else:
-            data = result.body.encode() if isinstance(result.body, str) else json.dumps(
-                result.body, separators=(",", ":")).encode()
+            data = (result.body if isinstance(result.body, str) else _compact_json(result.body)).encode()
         gzipped = len(data) > GZIP_MIN_BYTES and "gzip" in (self.headers.get("Accept-Encoding") or "")
         if gzipped:  # APIResponseCompression: large answers are gzipped for clients that accept it
             import gzip
@@ -2121,7 +2124,7 @@ class _Handler(FastRequestMixin):
                                                     "metadata": meta}})
 
     def _chunk(self, event: Obj) -> None:
-        self._send_line(json.dumps(event, separators=(",", ":")).encode())
+        self._send_line(_compact_json(event).encode())
 
     def _send_line(self, line: bytes) -> None:
         """One watch event: a JSON line in its own chunk."""

@@ -505,6 +505,7 @@ class FakeApiServer:
         self._history: deque[_HistEvent] = deque()
         self._stores: dict[str, _Store] = {}
         self._watchers: dict[str, list[_Watcher]] = {}
+        self._controls = threading.Lock()  # the injections and RBAC rules (never held long)
         self._injections: list[Injection] = []
         self._rules: list[_Rule] = []
         self._allow_rules: list[_Allow] | None = None  # None: everything is allowed
@@ -655,12 +656,12 @@ class FakeApiServer:
         if status == 429 and retry_after is None:
             retry_after = 1  # API Priority and Fairness always sends Retry-After with its 429s
         inj = Injection(verb, resource, status, retry_after, times, latency, namespace, name, drop, message)
-        with self._lock:
+        with self._controls:
             self._injections.append(inj)
         return inj
 
     def clear_injections(self) -> None:
-        with self._lock:
+        with self._controls:
             self._injections.clear()
 
     def forbid(self, verbs: str | Iterable[str], resource: str, *, namespace: str | None = None,
@@ -669,13 +670,13 @@ class FakeApiServer:
         vs = (verbs,) if isinstance(verbs, str) else tuple(verbs)
         rule = _Rule(vs, resource, namespace, tuple(names) if names is not None else None,
                      tuple(except_names) if except_names is not None else None)
-        with self._lock:
+        with self._controls:
             self._rules.append(rule)
         return rule
 
     def allow_all(self) -> None:
         """Drop every ``forbid`` rule and leave RBAC allow-list mode."""
-        with self._lock:
+        with self._controls:
             self._rules.clear()
             self._allow_rules = None
 
@@ -1170,8 +1171,8 @@ class FakeApiServer:
 
     def _admit(self, verb: str, rt: ResourceType, resource: str, ns: str, name: str) -> None:
         if not self._rules and self._allow_rules is None:
-            return  # no RBAC set up (read without the lock: a rule added meanwhile is just later)
-        with self._lock:
+            return  # no RBAC set up (read without the lock: a rule added meanwhile comes later)
+        with self._controls:
             denied = any(r.denies(verb, resource, ns, name) for r in self._rules)
             if not denied and self._allow_rules is not None:
                 denied = not any(a.allows(verb, rt.group, resource, ns, name) for a in self._allow_rules)
@@ -1194,7 +1195,7 @@ class FakeApiServer:
         def tup(v: str | Iterable[str]) -> tuple[str, ...]:
             return (v,) if isinstance(v, str) else tuple(v)
 
-        with self._lock:
+        with self._controls:
             if self._allow_rules is None:
                 self._allow_rules = []
             self._allow_rules.append(_Allow(tup(verbs), tup(resources), tup(groups), namespace,
@@ -1228,7 +1229,7 @@ class FakeApiServer:
                 self.allow(rule.get("verbs") or [], rule.get("resources") or [], groups=rule.get("apiGroups") or [""],
                            namespace=scope, names=rule.get("resourceNames") or None)
                 n += 1
-        with self._lock:
+        with self._controls:
             if self._allow_rules is None:
                 self._allow_rules = []
         return n
@@ -1893,7 +1894,7 @@ class FakeApiServer:
         if not self._injections:
             return  # nothing injected (read without the lock, as in _admit)
         found: Injection | None = None
-        with self._lock:
+        with self._controls:
             for inj in self._injections:
                 if inj.matches(rec.verb, rec.resource, rec.namespace, rec.name):
                     inj.hits += 1

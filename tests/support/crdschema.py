@@ -277,7 +277,7 @@ def _compile_normalizer(schema: Obj, prune_unknown: bool, root: bool) -> Norm:  
                     else:
                         out[k] = stripped_copy(x)
                         continue
-                out[k] = sub_norm(x, (path, k), pruned)
+                out[k] = x if type(x) in _SCALARS else sub_norm(x, (path, k), pruned)  # a scalar is itself
             for k, value, sub in defaults:
                 if k not in out:
                     out[k] = default_value(value, sub)
@@ -288,7 +288,7 @@ def _compile_normalizer(schema: Obj, prune_unknown: bool, root: bool) -> Norm:  
             if not item_norm:
                 item_norm.append(_normalizer(items, prune_unknown))
             each = item_norm[0]
-            return [each(x, (path, i), pruned) for i, x in enumerate(obj)]
+            return [x if type(x) in _SCALARS else each(x, (path, i), pruned) for i, x in enumerate(obj)]
         if t in _SCALARS:
             return obj
         # anything else (a dict or list subclass, a tuple, ...) the long way

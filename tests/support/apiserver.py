@@ -755,7 +755,7 @@ class FakeApiServer:
         # the copy and the defaults in one walk when the order does not matter (the metadata
         # below is edited first, but the schema has no defaults in metadata)
         fused = schema is not None and isinstance(obj.get("metadata"), dict) and _no_metadata_defaults(schema)
-        body = crdschema.normalize(obj, schema, prune_unknown=False)[0] if fused else stripped_copy(obj)
+        body = crdschema.normalize(obj, schema, prune_unknown=False)[0] if fused and schema else stripped_copy(obj)
         meta = body.setdefault("metadata", {})
         if rt.namespaced:
             meta.setdefault("namespace", "default")
@@ -771,7 +771,7 @@ class FakeApiServer:
                 crdschema.apply_defaults(internal, schema)
             stored = self._commit(rt, internal, old, manager="fake-apiserver", operation="Update",
                                   apiv=rt.api_version(), keep_status=True,
-                                  stripped=fused and crdschema.null_free_defaults(schema))  # type: ignore[arg-type]
+                                  stripped=bool(fused and schema and crdschema.null_free_defaults(schema)))
             return _copy_of(_from_storage(rt, stored))
 
     def update_object(self, what: Any, namespace: str | None, name: str, mutate: Callable[[Obj], Any]) -> Obj:

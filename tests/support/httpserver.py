@@ -46,6 +46,8 @@ class FastRequestMixin(BaseHTTPRequestHandler):
     attributes, same 431 answers) but with its headers read by :func:`parse_header_lines`;
     any other request line goes to the stdlib's."""
 
+    raw_requestline: bytes  # read by handle_one_request
+
     def parse_request(self) -> bool:
         requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
         words = requestline.split()

@@ -36,6 +36,12 @@ def _patch_status(server: FakeApiServer, body: dict[str, Any], version: str = "v
                           headers=MERGE, params=params, timeout=5)
 
 
+def _stored(server: FakeApiServer) -> dict[str, Any]:
+    o = server._get(server.resolve("httproutes"), "default", "r")
+    assert o is not None
+    return o
+
+
 def _marked(server: FakeApiServer) -> frozenset[str]:
     st = server._store(server.resolve("httproutes"))
     mark = st.clean.get("default/r")
@@ -45,17 +51,17 @@ def _marked(server: FakeApiServer) -> frozenset[str]:
 def test_a_status_write_takes_the_checked_spec_as_it_is(server: FakeApiServer) -> None:
     assert requests.post(f"{server.url}{ROUTES}", json=_route(), timeout=5).status_code == 201
     assert _marked(server) == {"spec"}
-    before = server._get(server.resolve("httproutes"), "default", "r")
+    before = _stored(server)
     r = _patch_status(server, {"status": _status()})
     assert r.status_code == 200 and "Warning" not in r.headers
-    after = server._get(server.resolve("httproutes"), "default", "r")
+    after = _stored(server)
     assert after["spec"] is before["spec"] and after["metadata"]["generation"] == 1
     assert _marked(server) == {"spec", "status"}
     # the main resource: the status (ignored) is the stored one, the changed spec checked again
     r = requests.patch(f"{server.url}{ROUTES}/r", json={"spec": {"hostnames": ["a.example.com"]}, "status": None},
                        headers=MERGE, timeout=5)
     assert r.status_code == 200 and r.json()["metadata"]["generation"] == 2
-    latest = server._get(server.resolve("httproutes"), "default", "r")
+    latest = _stored(server)
     assert latest["status"] is after["status"] and latest["spec"] is not after["spec"]
     assert _marked(server) == {"spec", "status"}
 
@@ -76,7 +82,7 @@ def test_a_status_write_after_a_spec_change_behind_the_apis_back_still_prunes_an
             del o["spec"]["rules"][0]["backendRefs"][0]["weight"]  # a default, gone
         server.update_object("HTTPRoute", "default", "r", mutate)
     assert _marked(server) == frozenset()
-    gen = server.get_object("HTTPRoute", "default", "r")["metadata"]["generation"]
+    gen = _stored(server)["metadata"]["generation"]
     r = _patch_status(server, {"status": _status("2")})
     assert r.status_code == 200
     assert r.headers.get("Warning") == '299 - "unknown field \\"spec.unknownField\\""'
@@ -92,12 +98,14 @@ def test_a_status_write_after_a_spec_change_behind_the_apis_back_still_prunes_an
 
 def test_another_api_version_checks_everything_again(server: FakeApiServer) -> None:
     assert requests.post(f"{server.url}{ROUTES}", json=_route(), timeout=5).status_code == 201
-    rt = server.resolve("httproutes")
-    spec = server._get(rt, "default", "r")["spec"]
+    spec = _stored(server)["spec"]
     assert _patch_status(server, {"status": _status()}, version="v1beta1").status_code == 200
-    assert server._get(rt, "default", "r")["spec"] is not spec  # v1beta1's schema: copied, checked
+    beta_spec = _stored(server)["spec"]
+    assert beta_spec is not spec and beta_spec == spec  # v1beta1's schema: copied, checked
     assert _patch_status(server, {"status": _status("x")}, version="v1beta1").status_code == 200
-    assert server._get(rt, "default", "r")["spec"] is server._get(rt, "default", "r")["spec"]
+    assert _stored(server)["spec"] is beta_spec  # checked under v1beta1's schema now: taken
+    assert _patch_status(server, {"status": _status("y")}).status_code == 200
+    assert _stored(server)["spec"] is not beta_spec  # and v1's again
 
 
 def test_an_invalid_status_stored_behind_the_apis_back_is_validated_on_main_resource_writes(
@@ -232,8 +240,10 @@ def test_put_object_stores_a_copy_with_the_schema_defaults_and_nothing_pruned(se
             assert obj == frozen
             want = stripped_copy(obj)
             want["metadata"].setdefault("namespace", "default")
+            schema = crdschema.schema_for(GW, obj["kind"], obj["apiVersion"].split("/")[1])
+            assert schema is not None
             if defaults:
-                crdschema.apply_defaults(want, crdschema.schema_for(GW, obj["kind"], obj["apiVersion"].split("/")[1]))
+                crdschema.apply_defaults(want, schema)
             want = strip_nulls(want)
             kept = {k: v for k, v in got.items() if k not in ("metadata", "apiVersion")}
             assert json.dumps(kept) == json.dumps({k: v for k, v in want.items() if k not in ("metadata", "apiVersion")})

@@ -277,13 +277,14 @@ def test_answers_and_watch_events_are_the_object_in_each_watchers_version(server
             "core": f"{server.url}/api/v1/events", "events": f"{server.url}/apis/events.k8s.io/v1/events"}
     streams = {k: requests.get(u, params={"watch": "1", "resourceVersion": str(rv), "timeoutSeconds": "2"},
                                stream=True, timeout=5) for k, u in urls.items()}
-    route = {"apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "r"},
+    route: dict[str, Any] = {"apiVersion": f"{GW}/v1", "kind": "HTTPRoute", "metadata": {"name": "r"},
              "spec": {"parentRefs": [{"name": "gw"}]}}
     created = requests.post(f"{base}/v1/namespaces/default/httproutes", json=route, timeout=5)
-    status = {"parents": [{"parentRef": {"name": "gw"}, "controllerName": "x.io/c", "conditions": [condition("Accepted")]}]}
+    status: dict[str, Any] = {"parents": [{"parentRef": {"name": "gw"}, "controllerName": "x.io/c",
+                                           "conditions": [condition("Accepted")]}]}
     patched = requests.patch(f"{base}/v1beta1/namespaces/default/httproutes/r/status", json={"status": status},
                              headers={"Content-Type": "application/merge-patch+json"}, timeout=5)
-    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+    event: dict[str, Any] = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
              "reason": "Started", "message": "hello", "type": "Normal"}
     posted = requests.post(f"{server.url}/api/v1/namespaces/default/events", json=event, timeout=5)
     assert (created.status_code, patched.status_code, posted.status_code) == (201, 200, 201)

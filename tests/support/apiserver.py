@@ -1936,6 +1936,11 @@ _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotF
             503: "ServiceUnavailable", 504: "Timeout"}
 
 
+def _event_chunk(line: bytes) -> bytes:
+    """One watch event: a JSON line in its own chunk (of the chunked answer)."""
+    return b"%x\r\n%s\n\r\n" % (len(line) + 1, line)
+
+
 def _fault_error(inj: Injection) -> StatusError:
     code = inj.status or 500
     reason = _REASONS.get(code, "Unknown")
@@ -2073,12 +2078,14 @@ class _Handler(FastRequestMixin):
         self.close_connection = True
         next_bookmark = time.monotonic() + api.bookmark_interval
         abrupt = False
+        # events still to write: those already queued behind one go out with it, in one send
+        pending: list[bytes] = []
         try:
             while True:
                 now = time.monotonic()
                 if now >= plan.deadline:
                     if w.bookmarks:
-                        self._send_bookmark(w, api.resource_version, None)
+                        pending.append(self._bookmark_chunk(w, api.resource_version, None))
                     break
                 wait = min(plan.deadline, next_bookmark if w.bookmarks else plan.deadline, now + 0.25) - now
                 try:
@@ -2100,11 +2107,15 @@ class _Handler(FastRequestMixin):
                 if api.event_delay and kind != "BOOKMARK":
                     time.sleep(api.event_delay)
                 if kind == "BOOKMARK":
-                    self._send_bookmark(w, item[1], item[2])
+                    pending.append(self._bookmark_chunk(w, item[1], item[2]))
                 elif kind == "ERROR":
-                    self._chunk({"type": "ERROR", "object": item[1]})
+                    pending.append(_event_chunk(_compact_json({"type": "ERROR", "object": item[1]}).encode()))
                 else:  # json.dumps({"type": kind, "object": ...}) with the object's JSON shared
-                    self._send_line(b'{"type":"%s","object":%s}' % (kind.encode(), api._encoded(w.rt, w.version, item[1])))
+                    pending.append(_event_chunk(b'{"type":"%s","object":%s}' % (
+                        kind.encode(), api._encoded(w.rt, w.version, item[1]))))
+                if api.event_delay or len(pending) >= 64 or w.q.empty():
+                    self._write_chunks(pending)
+            self._write_chunks(pending)
         except OSError:
             return
         finally:
@@ -2117,20 +2128,19 @@ class _Handler(FastRequestMixin):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
-    def _send_bookmark(self, w: _Watcher, rv: int, annotations: dict[str, str] | None) -> None:
+    @staticmethod
+    def _bookmark_chunk(w: _Watcher, rv: int, annotations: dict[str, str] | None) -> bytes:
         meta: Obj = {"resourceVersion": str(rv)}
         if annotations:
             meta["annotations"] = annotations
-        self._chunk({"type": "BOOKMARK", "object": {"kind": w.rt.kind, "apiVersion": w.rt.api_version(w.version),
-                                                    "metadata": meta}})
+        return _event_chunk(_compact_json({"type": "BOOKMARK", "object": {
+            "kind": w.rt.kind, "apiVersion": w.rt.api_version(w.version), "metadata": meta}}).encode())
 
-    def _chunk(self, event: Obj) -> None:
-        self._send_line(_compact_json(event).encode())
-
-    def _send_line(self, line: bytes) -> None:
-        """One watch event: a JSON line in its own chunk."""
-        self.wfile.write(b"%x\r\n%s\n\r\n" % (len(line) + 1, line))
-        self.wfile.flush()
+    def _write_chunks(self, chunks: list[bytes]) -> None:
+        if chunks:
+            self.wfile.write(b"".join(chunks))
+            self.wfile.flush()
+            chunks.clear()
 
     def _peer_closed(self) -> bool:
         try:

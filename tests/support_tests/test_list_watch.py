@@ -307,3 +307,41 @@ def test_answers_and_watch_events_are_the_object_in_each_watchers_version(server
     assert core_ev == posted.json() and core_ev["involvedObject"]["name"] == "p" and "regarding" not in core_ev
     assert new_ev["regarding"] == core_ev["involvedObject"] and new_ev["note"] == "hello" and "involvedObject" not in new_ev
     assert new_ev["apiVersion"] == "events.k8s.io/v1"
+
+
+def test_each_watch_event_is_one_chunk_however_fast_they_come(server: FakeApiServer) -> None:
+    """Events queued behind each other go out together, still one JSON line per chunk, in order."""
+    import json
+    import socket
+
+    rv = server.resource_version
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    sock.sendall(f"GET /api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=2 "
+                 f"HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    deadline = time.monotonic() + 5
+    while server.watch_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for i in range(300):
+        server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i:03d}"}})
+    raw = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            break
+        raw += data
+    sock.close()
+    head, body = raw.split(b"\r\n\r\n", 1)
+    assert b"Transfer-Encoding: chunked" in head
+    events = []
+    while True:
+        size_line, body = body.split(b"\r\n", 1)
+        size = int(size_line, 16)
+        if size == 0:
+            assert body == b"\r\n"
+            break
+        chunk, body = body[:size], body[size:]
+        assert body.startswith(b"\r\n") and chunk.endswith(b"\n") and chunk.count(b"\n") == 1
+        body = body[2:]
+        events.append(json.loads(chunk))
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", f"cm-{i:03d}") for i in range(300)]

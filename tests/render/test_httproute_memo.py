@@ -29,7 +29,7 @@ def _made(raw: Any) -> tuple[Any, ...]:
     return m.match, m.degraded, out.unsupported
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(a=_MATCHES, b=_MATCHES)
 def test_matches_with_equal_keys_make_the_same_match(a: dict[str, Any], b: dict[str, Any]) -> None:
     ka, kb = _match_key(a), _match_key(b)
@@ -44,6 +44,8 @@ def test_match_keys_tell_types_apart() -> None:
     a, b = {"path": {"value": "/"}}, {"path": {"value": "/", "type": None}}  # read alike: one key
     assert _match_key(a) == _match_key(b) and _made(a) == _made(b)
     assert _match_key({"path": {}}) != _match_key({})  # an empty path matches nothing, no path matches /
+    assert _match_key({"path": {}}) != _match_key({"path": {"type": None}})  # the latter is PathPrefix /
+    assert _made({"path": {}}) != _made({"path": {"type": None}})
     assert _match_key({"path": {"type": "Exact"}}) != _match_key({"path": {"type": "Exact", "value": None}})
     assert _match_key({"headers": "x"}) is None and _match_key({"path": None}) is None
     assert _match_key([]) is None and _match_key({"other": 1}) is None

@@ -372,7 +372,7 @@ def _match_key(raw: Any) -> tuple[Any, ...] | None:
         ptype, value = path.get("type"), path.get("value")
         if (ptype is not None and type(ptype) is not str) or (value is not None and type(value) is not str):
             return None
-        pkey = (ptype, value, "value" in path)
+        pkey = (ptype, value, "value" in path, len(path) > 0)  # {} matches nothing, {"type": None} is "/"
     else:
         return None
     method = raw.get("method")

@@ -123,7 +123,7 @@ def _one_size(render: Callable[..., Any], options: Any, dump: Callable[[Any], An
     clear_pfx_cache()
     gc.collect()
     cold, result = timed(lambda: render(snap, options))
-    warm = min(repeat(lambda: render(snap, options), repeats if n < 10_000 else min(repeats, 2)))
+    warm = min(repeat(lambda: render(snap, options), repeats))
     docs = parse_config(result)
     floor_repeats = 1 if n >= 10_000 else repeats
     floor = min(repeat(lambda: [dump(d) for d in docs], floor_repeats))

@@ -33,7 +33,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     for fig in FIGURES:
         p.add_argument(f"--{fig}", action="store_true", help=f"run the {fig} figure (combinable)")
     p.add_argument("--sizes", default="", help="route counts for render/size (default 1000,5000,10000,20000)")
-    p.add_argument("--repeats", type=int, default=0, help="warm renders per size (median reported)")
+    p.add_argument("--repeats", type=int, default=0, help="warm renders per size (the best is reported)")
     p.add_argument("--memory-n", type=int, default=0, help="routes for the memory figure (default 10000)")
     p.add_argument("--startup-n", type=int, default=0, help="routes for the start-up figure (default 10000)")
     p.add_argument("--churn-n", type=int, default=0, help="routes for the churn figure (default 5000)")

@@ -68,7 +68,7 @@ _EMPTY: Mapping[str, Any] = {}
 def _dict(value: Any) -> Mapping[str, Any]:
     if type(value) is dict:  # the common case, without the slower ABC check
         return value
-    return value if (type(value) is dict or isinstance(value, Mapping)) else _EMPTY
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def _list(value: Any) -> list[Any]:

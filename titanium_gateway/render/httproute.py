@@ -1021,6 +1021,9 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 *, emit: bool) -> None:
     created = creation_timestamp(route)
     host_ranks: dict[str | None, tuple[int, int]] = {}
+    multi = len(hosts) > 1
+    # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
+    plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None
     last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
     for ri, rule in enumerate(_list(spec.get("rules"))):
         if not (type(rule) is dict or isinstance(rule, Mapping)):
@@ -1055,9 +1058,6 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                         last_rest = (rest, shared_tail)
         # the routes of this rule that are the shared tail after their id and match lines
         fast = emit and shared_tail is not None and "redirect" not in out.action
-        multi = len(hosts) > 1
-        # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
-        plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None
         for mi, m in enumerate(out.matches):
             tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
             ranks = m.ranks or match_part(m.match)

@@ -98,6 +98,9 @@ class RenderContext:
         #: content of a common-shape HTTPRoute match -> (what it makes, its problems), see
         #: httproute._match_key
         self.rule_matches: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}
+        #: (id of a Gateway, sectionName, port, route namespace) -> (that Gateway, whether any
+        #: listener is selected, the listeners counted, those admitted), see httproute._attach
+        self.parent_listeners: dict[tuple[Any, ...], tuple[Any, bool, list[Any], list[Any]]] = {}
         self._ns_labels: dict[str, dict[str, str]] = {}
         for key, ns in snapshot.namespaces.items():
             meta = ns.get("metadata") if isinstance(ns, Mapping) else None

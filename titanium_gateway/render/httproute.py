@@ -876,14 +876,21 @@ def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_n
             ) -> tuple[bool, str, str, list[ListenerInfo], list[ListenerInfo]]:
     section = _s(ref.get("sectionName"))
     port = ref.get("port") if isinstance(ref.get("port"), int) and not isinstance(ref.get("port"), bool) else None
-    selected = [li for li in gw.listeners if (not section or li.name == section) and (port is None or li.port == port)]
-    if not selected:
+    # the listeners a (Gateway, sectionName, port, namespace) selects, counts and admits: once per
+    # render (every route of a namespace usually names its Gateway the same way)
+    key = (id(gw), section, port, route_ns)
+    hit = ctx.parent_listeners.get(key)
+    if hit is None or hit[0] is not gw:
+        selected = [li for li in gw.listeners
+                    if (not section or li.name == section) and (port is None or li.port == port)]
+        counted = [li for li in selected if li.serves_httproute and li.allows_namespace(ctx, route_ns)]
+        hit = ctx.parent_listeners[key] = (gw, bool(selected), counted, [li for li in counted if li.attachable])
+    _, any_selected, counted, allowed = hit
+    if not any_selected:
         what = f"sectionName {brief(section)}" if section else ""
         what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
         return (False, "NoMatchingParent",
                 f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [], [])
-    counted = [li for li in selected if li.serves_httproute and li.allows_namespace(ctx, route_ns)]
-    allowed = [li for li in counted if li.attachable]
     if not allowed:
         if not gw.accepted:
             return False, "NotAllowedByListeners", "the Gateway is not accepted", [], counted

@@ -535,7 +535,7 @@ def _header_filters(ctx: RenderContext, filters: list[Any]) -> tuple[list[dict[s
     values once: the rules of a route, or many routes, often share their filters)."""
     key = tuple(map(id, filters))
     hit = ctx.rule_filters.get(key)
-    if hit is not None and len(hit[0]) == len(filters) and all(map(operator.is_, hit[0], filters)):
+    if hit is not None and all(map(operator.is_, hit[0], filters)):  # (equal keys: equal lengths)
         return hit[1]
     got: tuple[list[dict[str, Any]], list[str]] | None = None
     if all(type(f) is dict and type(f.get("type")) is str and f["type"] in _HEADER_FILTERS for f in filters):
@@ -714,24 +714,10 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     return out
 
 
-class _Backends:
-    """What a rule's ``backendRefs`` make: its action (weighted clusters, or a 500), the clusters
-    to add, and the problems found. Read-only once made: a list shared by several rules (the
-    informer caches store equal values once) is worked out once per render."""
-
-    __slots__ = ("unsupported", "refs", "first_ref", "clusters", "action")
-
-    def __init__(self) -> None:
-        self.unsupported: list[str] = []
-        self.refs: list[tuple[str, str]] = []
-        self.first_ref = ""
-        self.clusters: list[dict[str, Any]] = []
-        self.action: dict[str, Any] = {}
-
-
-def _backends_of(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> _Backends:
+def _backends_of(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> RuleOut:
     """:func:`_backends` once per render for each ``refs`` list object (kept alive by the
-    snapshot; the memo holds it too and checks it is the very same object)."""
+    snapshot; the memo holds it too and checks it is the very same object). The result is
+    read-only: a list shared by several rules (the informer caches store equal values once)."""
     key = (id(refs), route_ns, None if settings is be.DEFAULT_SETTINGS else settings)
     hit = ctx.rule_backends.get(key)
     if hit is not None and hit[0] is refs:
@@ -741,8 +727,11 @@ def _backends_of(ctx: RenderContext, refs: list[Any], route_ns: str, settings: b
     return got
 
 
-def _backends(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> _Backends:
-    out = _Backends()
+def _backends(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> RuleOut:
+    """What a rule's ``backendRefs`` make, in a RuleOut of its own: the action (weighted
+    clusters, or a 500), the clusters to add, the problems (``unsupported``, ``refs``,
+    ``first_ref``)."""
+    out = RuleOut()
     shares: list[tuple[str, int]] = []
     invalid_weight = 0
     first_error = ("", "")

@@ -117,9 +117,10 @@ def _nlogn(n: int) -> float:
 
 def _one_size(render: Callable[..., Any], options: Any, dump: Callable[[Any], Any], n: int, repeats: int,
               ingresses: bool) -> tuple[float, float, float, float, Any, Any]:
-    """``(cold, warm best-of, floor, PyYAML whole-document dump, workload, result)``."""
+    """``(cold, warm best-of, floor, PyYAML whole-document dump, workload, result)``: the render
+    of the objects as the controller's informer caches hold them (:func:`workload.informer_objects`)."""
     wl = workload.build(n, ingresses=ingresses)
-    snap = workload.snapshot(wl.objects)
+    snap = workload.snapshot(workload.informer_objects(wl.objects, options.data_plane_service)[0])
     clear_pfx_cache()
     gc.collect()
     cold, result = timed(lambda: render(snap, options))
@@ -256,6 +257,7 @@ def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_
         rows.append(Row("render", f"growth N={lo}->{hi}", f"x{got:.1f} (n log n allows x{allowed:.1f})",
                         "<= n log n", got <= allowed))
     rows.append(Row("render", "floor", f"{how}, of the parsed twp.yaml + parts", "", None))
+    rows.append(Row("render", "input", workload.informer_objects([], options.data_plane_service)[1], "", None))
     return rows
 
 

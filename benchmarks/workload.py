@@ -428,3 +428,26 @@ def snapshot(objects: list[Obj], **kwargs: Any) -> Any:
     from titanium_gateway.render.snapshot import Snapshot
 
     return Snapshot.from_objects(objects, **kwargs)
+
+
+def informer_objects(objects: list[Obj], data_plane_service: tuple[str, str]) -> tuple[list[Obj], str]:
+    """``objects`` as the controller's informer caches hold them: each decoded from its own JSON
+    text (as a watch event is: nothing shared between objects, or within one) and passed through
+    the informer's transform of its kind (``controller/transform.py``: unread fields dropped,
+    keys and short strings interned, equal values stored once). Returns ``(objects, how)``;
+    without that module (an older tree), the decoded objects as they are."""
+    import json
+
+    decoded = (json.loads(json.dumps(o)) for o in objects)
+    try:
+        from titanium_gateway.controller.transform import transform_for
+    except ImportError:
+        return list(decoded), "decoded JSON objects"
+    transforms: dict[str, Any] = {}
+    out = []
+    for o in decoded:
+        fn = transforms.get(o["kind"])
+        if fn is None:
+            fn = transforms[o["kind"]] = transform_for(o["kind"], data_plane_service)
+        out.append(fn(o))
+    return out, "objects as the informer caches hold them (controller/transform.py)"

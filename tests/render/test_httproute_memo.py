@@ -1,5 +1,6 @@
-"""The per-render memos of the HTTPRoute translator (matches by content, backendRefs and filters
-by object) give exactly what building every match, backend list and filter list anew gives."""
+"""The per-render memos of the HTTPRoute translator (matches by content, lists of matches,
+backendRefs and filters by object) give exactly what building every match, backend list and
+filter list anew gives."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def test_match_keys_tell_types_apart() -> None:
 @settings(max_examples=60, deadline=None)
 @given(rules=st.lists(st.fixed_dictionaries({"matches": st.lists(_MATCHES, max_size=3)}), min_size=1, max_size=3))
 def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str, Any]]) -> None:
+    # routes one and three hold the very same lists (as the compacted informer caches do), two copies
     for r in rules:
         r["backendRefs"] = [{"name": "api", "port": 8080}]
     objs = [*base_objects(), route("one", rules=rules), route("two", rules=copy.deepcopy(rules)),

@@ -98,6 +98,9 @@ class RenderContext:
         #: content of a common-shape HTTPRoute match -> (what it makes, its problems), see
         #: httproute._match_key
         self.rule_matches: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}
+        #: id of a rule's ``matches`` list of common-shape matches only -> (that list, the
+        #: matches it makes, their problems), see httproute._rule_matches
+        self.match_lists: dict[int, tuple[Any, tuple[Any, ...], tuple[str, ...]]] = {}
         #: (id of a Gateway, sectionName, port, route namespace) -> (that Gateway, whether any
         #: listener is selected, the listeners counted, those admitted), see httproute._attach
         self.parent_listeners: dict[tuple[Any, ...], tuple[Any, bool, list[Any], list[Any]]] = {}

@@ -605,25 +605,12 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     elif not isinstance(raw_matches, list):
         out.unsupported.append("matches is malformed")
         raw_matches = [None]
-    memo = ctx.rule_matches
-    for raw in raw_matches:
-        key = _match_key(raw)
-        if key is not None:  # a common shape: built once per render for all the rules that have it
-            hit = memo.get(key)
-            if hit is None:
-                problems = RuleOut()
-                made = _build_match(raw, problems)
-                made.ranks = match_part(made.match)
-                made.body = match_body(made.match)
-                hit = memo[key] = (made, problems.unsupported)
-            out.matches.append(hit[0])
-            out.unsupported += hit[1]
-        elif type(raw) is dict or isinstance(raw, Mapping):
-            out.matches.append(_build_match(raw, out))
-        else:
-            # nothing of the match is known: answer 500 only where nothing else matches
-            out.unsupported.append("a match is malformed")
-            out.matches.append(MatchOut({}, degraded=True))
+    listed = ctx.match_lists.get(id(raw_matches))
+    if listed is not None and listed[0] is raw_matches:  # the very list object: the same matches
+        out.matches += listed[1]
+        out.unsupported += listed[2]
+    else:
+        _rule_matches(ctx, raw_matches, out)
     # timeouts
     timeouts = _dict(rule.get("timeouts")) if "timeouts" in rule else _EMPTY
     backend_ms: int | None = None
@@ -712,6 +699,39 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     out.clusters += got.clusters  # after a mirror's
     out.action = got.action
     return out
+
+
+def _rule_matches(ctx: RenderContext, raw_matches: list[Any], out: RuleOut) -> None:
+    """A rule's matches into ``out``. A common-shape match (:func:`_match_key`) is built once per
+    render for every rule that has it; a list of such matches only is remembered by identity
+    (kept alive by the snapshot; the compacted informer caches store equal lists once, so the
+    rules of many routes hold the very same list)."""
+    memo = ctx.rule_matches
+    common = True
+    start, problems = len(out.matches), len(out.unsupported)
+    for raw in raw_matches:
+        key = _match_key(raw)
+        if key is not None:  # a common shape: built once per render for all the rules that have it
+            hit = memo.get(key)
+            if hit is None:
+                made_problems = RuleOut()
+                made = _build_match(raw, made_problems)
+                made.ranks = match_part(made.match)
+                made.body = match_body(made.match)
+                hit = memo[key] = (made, made_problems.unsupported)
+            out.matches.append(hit[0])
+            out.unsupported += hit[1]
+        elif type(raw) is dict or isinstance(raw, Mapping):
+            common = False
+            out.matches.append(_build_match(raw, out))
+        else:
+            # nothing of the match is known: answer 500 only where nothing else matches
+            common = False
+            out.unsupported.append("a match is malformed")
+            out.matches.append(MatchOut({}, degraded=True))
+    if common and type(raw_matches) is list:
+        ctx.match_lists[id(raw_matches)] = (raw_matches, tuple(out.matches[start:]),
+                                            tuple(out.unsupported[problems:]))
 
 
 def _backends_of(ctx: RenderContext, refs: list[Any], route_ns: str, settings: be.ClusterSettings) -> RuleOut:

@@ -67,7 +67,7 @@ class _Reference(ingress._Translator):
             match=p.index,
             route_id=route_id,
             tier=self.tier(p),
-        )
+        ).removesuffix(route_id)  # the render's keys leave the id out: the entry's id breaks ties
         self.ctx.add_route(route, key)
 
 

@@ -24,7 +24,7 @@ def k(**kw):  # type: ignore[no-untyped-def]
 def test_exact_host_beats_wildcard_beats_none() -> None:
     keys = [k(hostname=None, route_id="1"), k(hostname="*.example.com", route_id="2"),
             k(hostname="a.example.com", route_id="3")]
-    assert [key[-1] for key in sorted(keys)] == ["3", "2", "1"]
+    assert [key[-1] for key in sorted(keys)] == ["3", "2", "1"]  # (keys end with the route id)
 
 
 def test_longer_exact_host_and_longer_wildcard_win() -> None:
@@ -72,7 +72,9 @@ def test_key_from_match_maps_data_plane_fields() -> None:
                         "headers": {"a": "1"}, "query": {"q": "1"}, "queryRegex": {"r": "x"}}, **common)
     assert a == route_key(hostname="a.com", path_type="Exact", path="/x", method=True, headers=1, query=2,
                           created="t", namespace="n", name="r", rule=0, match=0, route_id="i")
-    assert key_from_match({"path": "/a", "pathKind": "Regex"}, **common)[3] == 1
+    regex = key_from_match({"path": "/a", "pathKind": "Regex"}, **common)
+    assert key_from_match({"path": "/a", "pathKind": "Exact"}, **common) < regex
+    assert regex < key_from_match({"path": "/a", "pathKind": "Prefix"}, **common)
 
 
 _match_values = st.fixed_dictionaries({}, optional={
@@ -96,3 +98,40 @@ def test_key_from_match_is_route_key_of_its_fields(match: dict[str, Any], tier: 
                          query=len(match.get("query") or {}) + len(match.get("queryRegex") or {}),
                          rule=1, match=2, tier=tier, **common)
     assert key_from_match(match, rule=1, match_index=2, tier=tier, **common) == expected
+
+
+def _tuple_key(kw: dict[str, Any]) -> tuple[Any, ...]:
+    """The precedence order written as a plain tuple (what the string keys must sort like)."""
+    host = kw["hostname"] or ""
+    if kw["path_type"] is None or kw["path"] is None:
+        rank, plen = 2, 1
+    else:
+        rank, plen = {"Exact": 0, "RegularExpression": 1}.get(kw["path_type"], 2), len(kw["path"])
+    return (kw["tier"], -(len(host) if host and not host.startswith("*") else 0), -len(host), rank, -plen,
+            0 if kw["method"] else 1, -kw["headers"], -kw["query"], kw["created"], kw["namespace"], kw["name"],
+            kw["rule"], kw["match"], kw["route_id"])
+
+
+_key_fields = st.fixed_dictionaries({
+    "hostname": st.sampled_from([None, "", "a.io", "b.io", "*.a.io", "*.io", "*", "x" * 300, "y" * 253]),
+    "path_type": st.sampled_from([None, "Exact", "RegularExpression", "PathPrefix"]),
+    "path": st.sampled_from([None, "/", "/a", "/ab", "/" + "p" * 5000]),
+    "method": st.booleans(),
+    "headers": st.integers(0, 20),
+    "query": st.integers(0, 20),
+    "created": st.sampled_from(["2024-01-01T00:00:00Z", "2024-01-01T00:00:01Z", "2023-12-31T23:59:59Z", "~"]),
+    "namespace": st.sampled_from(["a", "ab", "b", "a-b", "a.b"]),
+    "name": st.sampled_from(["r", "r1", "r-1", "s", "route-00001"]),
+    "rule": st.integers(0, 300),
+    "match": st.integers(0, 70),
+    "route_id": st.sampled_from(["x", "y", "httproute/a/r/r0m0", "httproute/a/r/r0m0/a.io"]),
+    "tier": st.integers(0, 2),
+})
+
+
+@given(st.lists(_key_fields, min_size=2, max_size=12))
+def test_string_keys_sort_as_the_tuple_of_their_fields(fields: list[dict[str, Any]]) -> None:
+    keyed = [(route_key(**kw), _tuple_key(kw)) for kw in fields]
+    by_string = sorted(keyed, key=lambda x: x[0])
+    by_tuple = sorted(keyed, key=lambda x: x[1])
+    assert [t for _, t in by_string] == [t for _, t in by_tuple]

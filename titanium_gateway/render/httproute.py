@@ -335,7 +335,7 @@ class MatchOut:
     def __init__(self, match: dict[str, Any], degraded: bool = False) -> None:
         self.match = match
         self.degraded = degraded
-        self.ranks: tuple[int, int, int, int, int] | None = None
+        self.ranks: str | None = None
         self.body: str | None = None
 
 
@@ -1036,7 +1036,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 unsupported: list[str], refs: list[tuple[str, str]], firsts: list[str], ref_firsts: list[str],
                 *, emit: bool) -> None:
     created = creation_timestamp(route)
-    host_ranks: dict[str | None, tuple[int, int]] = {}
+    host_ranks: dict[str | None, str] = {}
     multi = len(hosts) > 1
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
     plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None
@@ -1080,7 +1080,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
             for host in hosts:
                 rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
                 key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
-                                     ranks, created, ns, name, ri, mi, rid)
+                                     ranks, created, ns, name, ri, mi)
                 if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail, m.body,  # type: ignore[arg-type]
                                                plain_ids) is not None:
                     continue

@@ -339,7 +339,7 @@ class _Translator:
         #: backend (by exact-typed content) -> (settings kept alive, (cluster, reason, message))
         self._resolved: dict[tuple[Any, ...], tuple[Any, tuple[dict[str, Any] | None, str, str]]] = {}
         #: match host -> its precedence part
-        self._host_ranks: dict[str | None, tuple[int, int]] = {}
+        self._host_ranks: dict[str | None, str] = {}
         #: (path, kind) -> (match without host, its precedence part); never modified
         self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any, str | None]] = {}
         #: the text of one key of a route's tail ("" for none; None: the fast writer cannot)
@@ -872,7 +872,7 @@ class _Translator:
         if host_rank is None:
             host_rank = self._host_ranks[host] = host_part(host)
         key = key_from_parts(self.tier(p), host_rank, ranks, ing.created, ing.namespace, ing.name, max(p.rule, 0),
-                             p.index, route_id)
+                             p.index)
         tail = self.action_text(action_key, action)
         if decorated and tail is not None:
             transforms, policies = self.transform_text(p), self.policies_text(ing)

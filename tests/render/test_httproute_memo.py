@@ -80,3 +80,30 @@ def test_route_ids_of_any_names_read_back_as_written() -> None:
     objs = [*base_objects(), *(route(n) for n in names)]
     got = {r["id"] for r in config(run(objs))["routes"]}
     assert {f"httproute/apps/{n}/r0m0" for n in names} <= got
+
+
+def test_rule_tails_written_by_parts_are_the_routes_written_whole(monkeypatch: Any) -> None:
+    """A rule's backends and transforms are written once per render each and joined; without
+    that (every route written whole from its dict) the bytes are the same."""
+    from tests.render.core_fixtures import endpoints, service
+
+    refs = [{"name": "api", "port": 8080, "weight": 3}, {"name": "other", "port": 8080, "weight": 1}]
+    filters = [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
+        "set": [{"name": "x-a", "value": "1"}], "add": [{"name": "x-b", "value": "two words"}], "remove": ["x-c"]}},
+        {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"set": [{"name": "x-r", "value": "#1"}]}}]
+    match = {"path": {"type": "PathPrefix", "value": "/p"}}
+    rules = [{"matches": [match, {"method": "GET"}], "filters": filters, "backendRefs": refs},
+             {"matches": [match], "filters": filters, "backendRefs": refs},
+             {"matches": [match], "filters": filters, "backendRefs": [{"name": "api", "port": 8080}]},
+             {"matches": [match], "backendRefs": refs},
+             {"matches": [match], "filters": filters, "backendRefs": [{"name": "missing", "port": 8080}]},
+             {"matches": [match], "filters": [{"type": "URLRewrite", "urlRewrite": {"hostname": "h.example"}}],
+              "backendRefs": refs},
+             {"matches": [match], "filters": filters, "backendRefs": refs, "timeouts": {"request": "5s"}}]
+    objs = [*base_objects(), service("other"), endpoints("other", addresses=("10.0.0.7",)),
+            route("one", rules=rules), route("two", rules=rules), route("three", rules=copy.deepcopy(rules))]
+    by_parts = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
+    monkeypatch.setattr(httproute, "_block_text", lambda *a: None)
+    whole = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
+    assert by_parts.config == whole.config and by_parts.parts == whole.parts
+    assert b'x-b, value: "two words"' in by_parts.config and b"clusterId: svc-apps.other.8080, weight: 1" in by_parts.config

@@ -101,6 +101,9 @@ class RenderContext:
         #: id of a rule's ``matches`` list of common-shape matches only -> (that list, the
         #: matches it makes, their problems), see httproute._rule_matches
         self.match_lists: dict[int, tuple[Any, tuple[Any, ...], tuple[str, ...]]] = {}
+        #: id of a rule's action (backends) or transforms list -> (it, its route lines), see
+        #: httproute._block_text
+        self.tail_texts: dict[int, tuple[Any, str | None]] = {}
         #: (id of a Gateway, sectionName, port, route namespace) -> (that Gateway, whether any
         #: listener is selected, the listeners counted, those admitted), see httproute._attach
         self.parent_listeners: dict[tuple[Any, ...], tuple[Any, bool, list[Any], list[Any]]] = {}

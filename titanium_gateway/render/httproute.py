@@ -636,7 +636,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
     raw_filters = rule.get("filters")
     headers_only = _header_filters(ctx, raw_filters) if type(raw_filters) is list and raw_filters else None
     if headers_only is not None:  # only header modifiers: worked out once per list
-        transforms = list(headers_only[0])
+        transforms = headers_only[0]  # shared, read-only: nothing is added to it below
         out.unsupported += headers_only[1]
         raw_filters = None
     for f in _list(raw_filters):
@@ -1041,6 +1041,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
     plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None
     last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
+    last_parts: tuple[tuple[int, int] | None, str | None] = (None, None)
     for ri, rule in enumerate(_list(spec.get("rules"))):
         if not (type(rule) is dict or isinstance(rule, Mapping)):
             rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
@@ -1058,7 +1059,22 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         # every route of the rule that differs only in id and match shares its other lines
         shared_tail: str | None = None
         if emit:
-            if rule_unsupported:
+            action, extras = out.action, out.extras
+            if (not rule_unsupported and out.redirect is None and ("clusterId" in action or "clusters" in action)
+                    and (not extras or extras.keys() == _TRANSFORMS_ONLY) and not out.prefix_rewrite):
+                # the common shape: the text of the backends and of the filters, each written
+                # once per render for the very objects the memos share between rules and routes
+                transforms = extras.get("transforms")
+                parts = (id(action), id(transforms))
+                if parts == last_parts[0]:
+                    shared_tail = last_parts[1]
+                else:
+                    head = _block_text(ctx, action)
+                    shared_tail = head if transforms is None or head is None else (
+                        None if (more := _block_text(ctx, {"transforms": transforms}, transforms)) is None
+                        else head + more)
+                    last_parts = (parts, shared_tail)
+            elif rule_unsupported:
                 shared_tail = route_tail({"directResponse": {"status": 500, "body": "UnsupportedValue: " + rule_message}})
             elif out.redirect is None:
                 rest = dict(out.action)
@@ -1118,6 +1134,22 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
+#: The extras of a rule that has transforms and no mirror or limits.
+_TRANSFORMS_ONLY = frozenset({"transforms"})
+
+
+def _block_text(ctx: RenderContext, value: dict[str, Any], owner: Any = None) -> str | None:
+    """``route_tail(value)`` once per render for each ``owner`` object (``value`` itself by
+    default; kept alive by the memo, which checks it is the very same object): the lines of a
+    rule's backends (the action of a backendRefs list) or of its transforms (the header filters
+    of a filter list). Owners are read-only once made, so their text never changes."""
+    owner = value if owner is None else owner
+    hit = ctx.tail_texts.get(id(owner))
+    if hit is not None and hit[0] is owner:
+        return hit[1]
+    text = route_tail(value)
+    ctx.tail_texts[id(owner)] = (owner, text)
+    return text
 
 #: Route keys whose values the translator builds from strings and validated ints only (never a
 #: bool or float, which compare equal to an int): equal values are written the same.

@@ -107,3 +107,60 @@ def test_rule_tails_written_by_parts_are_the_routes_written_whole(monkeypatch: A
     whole = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
     assert by_parts.config == whole.config and by_parts.parts == whole.parts
     assert b'x-b, value: "two words"' in by_parts.config and b"clusterId: svc-apps.other.8080, weight: 1" in by_parts.config
+
+
+class _Forgetful(dict):  # type: ignore[type-arg]
+    """A memo that never remembers."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def test_route_conditions_made_once_are_the_conditions_made_each_time(monkeypatch: Any) -> None:
+    """Routes with the same generation, previous conditions (one shared list, or equal copies,
+    or other ones) and outcome get the conditions made once per render; without that memo every
+    status is the same, and so is what the RenderCache may replay."""
+    from titanium_gateway.render import RenderCache, render
+    from titanium_gateway.render.builder import RenderContext
+    from titanium_gateway.render.options import RenderOptions
+    from titanium_gateway.render.snapshot import Snapshot
+
+    controller = RenderOptions().controller_name
+    ref = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "web"}
+    old = [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "observedGeneration": 2,
+            "lastTransitionTime": "2025-01-01T00:00:00Z"},
+           {"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs", "message": "",
+            "observedGeneration": 2, "lastTransitionTime": "2025-01-01T00:00:01Z"}]
+    stale = [dict(old[0], status="False", reason="NotAllowedByListeners")]
+
+    def status(conds: Any) -> dict[str, Any]:
+        return {"parents": [{"parentRef": ref, "controllerName": controller, "conditions": conds}]}
+
+    objs = [*base_objects()]
+    for i, conds in enumerate([old, old, copy.deepcopy(old), stale, stale, None, None, "garbage"]):
+        meta = {"resourceVersion": str(10 + i), "uid": f"u{i}"}
+        obj = route(f"r{i}", status=status(conds) if conds is not None else None)
+        obj["metadata"].update(meta)
+        objs.append(obj)
+    objs.append(route("bad", rules=[{"backendRefs": [{"name": "missing", "port": 1}]}]))
+
+    def statuses(result: Any) -> list[Any]:
+        return [(s.key, copy.deepcopy(dict(s.status))) for s in result.statuses]
+
+    now = "2026-01-01T00:00:00Z"
+    cache = RenderCache()
+    with_memo = [render(Snapshot.from_objects(objs, now=now), RenderOptions(), cache) for _ in range(2)]
+    original = RenderContext.__init__
+
+    def init(self: Any, *a: Any, **kw: Any) -> None:
+        original(self, *a, **kw)
+        self.route_conditions = _Forgetful()
+
+    monkeypatch.setattr(RenderContext, "__init__", init)
+    cache = RenderCache()
+    without = [render(Snapshot.from_objects(objs, now=now), RenderOptions(), cache) for _ in range(2)]
+    assert [statuses(r) for r in with_memo] == [statuses(r) for r in without]
+    assert [r.config for r in with_memo] == [r.config for r in without]
+    conds = {s.name: s.status["parents"][0]["conditions"] for s in with_memo[0].statuses if s.kind == "HTTPRoute"}
+    assert conds["r0"][0]["lastTransitionTime"] == "2025-01-01T00:00:00Z" and conds["r3"][0]["lastTransitionTime"] == now
+    assert conds["bad"][1]["status"] == "False"

@@ -104,6 +104,11 @@ class RenderContext:
         #: id of a rule's action (backends) or transforms list -> (it, its route lines), see
         #: httproute._block_text
         self.tail_texts: dict[int, tuple[Any, str | None]] = {}
+        #: (generation, id of the previous conditions list, Accepted, ResolvedRefs) -> (that
+        #: list, its ConditionList, the conditions), see httproute._status
+        self.route_conditions: dict[tuple[Any, ...], tuple[Any, Any, list[Any]]] = {}
+        #: id of a parentRef -> (it, its echo), see httproute._status
+        self.parent_echoes: dict[int, tuple[Any, dict[str, Any]]] = {}
         #: (id of a Gateway, sectionName, port, route namespace) -> (that Gateway, whether any
         #: listener is selected, the listeners counted, those admitted), see httproute._attach
         self.parent_listeners: dict[tuple[Any, ...], tuple[Any, bool, list[Any], list[Any]]] = {}

@@ -24,7 +24,7 @@ from typing import Any
 
 from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import existing_conditions
+from titanium_gateway.render.conditions import existing_conditions, generation
 from titanium_gateway.render.emit import match_body, route_tail
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
@@ -1166,31 +1166,51 @@ def _expand_transforms(transforms: list[dict[str, Any]], match: Mapping[str, Any
     return out
 
 
+_ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
+
+
 def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, parents: list[_Parent],
             old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[str], ref_reason: str,
             n_firsts: int, n_ref_firsts: int) -> None:
-    """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed)."""
+    """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed).
+
+    The conditions are made once per render for each (generation, previous conditions list,
+    Accepted, ResolvedRefs): thousands of routes of one Gateway have the same ones (the informer
+    caches store equal previous conditions once). Like the parentRef echoes, they are shared
+    read-only between the routes' statuses."""
     entries: list[dict[str, Any]] = []
+    gen = generation(route)
+    memo = ctx.route_conditions
     for p in parents:
         previous: list[Mapping[str, Any]] = []
+        held: Any = None  # the previous conditions list object (what ``previous`` is read from)
         for old in old_parents:
             if isinstance(old.get("parentRef"), Mapping) and _ref_identity(old["parentRef"], ns) == p.identity:
                 previous = existing_conditions(old)
+                held = old.get("conditions") if previous else None
                 break
-        conds = ctx.conditions(route, previous)
         if not p.accepted:
-            conds.set("Accepted", False, p.reason, p.message)
+            accepted = (False, p.reason, p.message)
         elif unsupported:
-            conds.set("Accepted", False, "UnsupportedValue", summarize(unsupported, _listed(n_firsts)))
+            accepted = (False, "UnsupportedValue", summarize(unsupported, _listed(n_firsts)))
         else:
-            conds.set("Accepted", True, "Accepted", p.message)
-        if refs:
-            conds.set("ResolvedRefs", False, ref_reason, summarize(refs, _listed(n_ref_firsts)))
-        else:
-            conds.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
+            accepted = (True, "Accepted", p.message)
+        resolved = (False, ref_reason, summarize(refs, _listed(n_ref_firsts))) if refs else _ALL_RESOLVED
+        key = (gen, id(held), accepted, resolved)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not held:
+            conds = ctx.conditions(route, previous)
+            conds.set("Accepted", *accepted)
+            conds.set("ResolvedRefs", *resolved)
+            hit = memo[key] = (held, conds, conds.as_list())
+        elif ctx.recording is not None:
+            ctx.recording.conditions.append(hit[1])  # the same stamping as when it was made
+        echo = ctx.parent_echoes.get(id(p.ref))
+        if echo is None or echo[0] is not p.ref:
+            echo = ctx.parent_echoes[id(p.ref)] = (p.ref, parent_ref_echo(p.ref))
         entries.append({
-            "parentRef": parent_ref_echo(p.ref),
+            "parentRef": echo[1],
             "controllerName": ctx.options.controller_name,
-            "conditions": conds.as_list(),
+            "conditions": hit[2],
         })
     ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": entries}))

@@ -93,6 +93,27 @@ def test_split_into_parts_under_limit_in_order() -> None:
     assert all_routes == routes and all_clusters == clusters
 
 
+@settings(max_examples=40, deadline=None)
+@given(n_routes=st.integers(0, 60), n_clusters=st.integers(0, 30), limit=st.sampled_from([600, 2_000, 5_000, 1 << 20]),
+       big=st.integers(-1, 59))
+def test_pieces_are_emitted_as_the_fragments_they_hold(n_routes: int, n_clusters: int, limit: int, big: int) -> None:
+    """The render hands its routes over as Pieces (one flat list of strings); the bytes, parts
+    and errors are those of the same routes given one fragment at a time."""
+    routes = _routes(n_routes)
+    if 0 <= big < n_routes:
+        routes[big]["directResponse"] = {"status": 500, "body": "x" * 700}  # past the smallest limit
+        del routes[big]["clusterId"]
+    fragments = [route_fragment(r) for r in routes]
+    cut = [(f[:7], f[7:20], f[20:]) if i % 3 else f for i, f in enumerate(fragments)]  # tuples and strings
+    pieces = emit_module.Pieces.of(cut, route_fragment)
+    assert list(pieces) == [c if type(c) is tuple else (c,) for c in cut]
+    clusters = _clusters(n_clusters)
+    by_pieces = emit(LISTENERS, [], pieces, clusters, part_limit=limit, max_parts=100)
+    by_fragments = emit(LISTENERS, [], cut, clusters, part_limit=limit, max_parts=100)
+    by_dicts = emit(LISTENERS, [], routes, clusters, part_limit=limit, max_parts=100)
+    assert by_pieces == by_fragments == by_dicts
+
+
 def test_too_many_parts_is_a_delivery_error() -> None:
     out = emit(LISTENERS, [], _routes(400), _clusters(400), part_limit=20_000, max_parts=2)
     assert "mount only 2" in out.delivery_error

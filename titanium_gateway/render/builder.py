@@ -46,7 +46,7 @@ A route that cannot be honoured is ``{"id", "match", "directResponse": {"status"
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ from titanium_gateway.render.backends import BackendIndex, resolve_backend
 from titanium_gateway.render.certificates import CertificateConversion, convert_tls_secret, pfx_file_name
 from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.emit import (
+    Pieces,
     cluster_fragment,
     route_fragment,
     route_fragment_split,
@@ -376,12 +377,12 @@ class RenderContext:
         import yaml
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        text = "".join("".join(f) for f in self._ordered_fragments(sorted(self._routes.values())))
+        text = "".join(self._ordered_pieces(sorted(self._routes.values())).texts)
         return list(yaml.load(text, Loader=loader) or [])
 
-    def take_ordered_routes(self) -> Iterator[str | tuple[str, ...]]:
-        """The routes' fragments in precedence order (key, then id: ids are unique, so the
-        sort never compares further), each with its ``order`` line. Drops the context's
+    def take_ordered_routes(self) -> Pieces:
+        """The routes' text in precedence order (key, then id: ids are unique, so the sort
+        never compares further), each with its ``order`` line. Drops the context's
         references as it goes."""
         routes = self._routes
         hint = self.order_hint
@@ -400,22 +401,40 @@ class RenderContext:
             self.sorted_entries = items
         self._route_count = len(items)
         routes.clear()
-        return self._ordered_fragments(items)
+        return self._ordered_pieces(items)
 
-    def _ordered_fragments(self, items: list[Any]) -> Iterator[str | tuple[str, ...]]:
-        """Each route's fragment: ``(head, order line, tail)`` (emit joins them into its part),
-        or the text of a route the fast writer could not cut."""
+    def _ordered_pieces(self, items: list[Any]) -> Pieces:
+        """Each route's pieces: its id line, ``order`` line, match line and tail (the text
+        after the match line, shared by the routes of a rule), or the text of a route the fast
+        writer could not cut; in one flat list (see :class:`~titanium_gateway.render.emit.Pieces`)."""
         release = not self.keep_order
+        texts: list[str] = []
+        ends: list[int] = []
+        sizes: list[int] = []
+        append, end, size = texts.append, ends.append, sizes.append
         for n in range(len(items)):
             _, _, head, tail = items[n]
             if release:
                 items[n] = None  # the text is only needed once it is written
-            if tail is None:
-                yield route_fragment({"id": head["id"], "order": n + 1, **head})
-            elif type(tail) is tuple:  # (match line, the rule's shared tail)
-                yield (head, f"  order: {n + 1}\n", *tail)
+            order = f"  order: {n + 1}\n"
+            if type(tail) is tuple and len(tail) == 2:  # (match line, the rule's shared tail)
+                match, rest = tail
+                append(head)
+                append(order)
+                append(match)
+                append(rest)
+                # the fast writer's text is ASCII (non-ASCII is escaped): len is the size
+                size(len(head) + len(order) + len(match) + len(rest))
+            elif tail is None:
+                text = route_fragment({"id": head["id"], "order": n + 1, **head})
+                append(text)
+                size(len(text) if text.isascii() else len(text.encode()))
             else:
-                yield (head, f"  order: {n + 1}\n", tail)
+                pieces = (head, order, *tail) if type(tail) is tuple else (head, order, tail)
+                texts += pieces
+                size(sum(map(len, pieces)))
+            end(len(texts))
+        return Pieces(texts, ends, sizes)
 
     def route_count(self) -> int:
         return len(self._routes) or self._route_count

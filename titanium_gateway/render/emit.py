@@ -15,9 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import yaml
@@ -607,26 +606,62 @@ def _head(schema_version: str, listeners: Sequence[Mapping[str, Any]], certifica
 Fragment = str | tuple[str, ...]
 
 
-def _list_block(key: str, fragments: Sequence[Fragment]) -> str:
-    if not fragments:
+class Pieces:
+    """Items (routes or clusters) already written, as one flat list of strings: item ``i`` is
+    ``texts[ends[i - 1]:ends[i]]`` (from 0 for the first), ``sizes[i]`` its UTF-8 size in
+    bytes. The render hands its routes over this way (``RenderContext.take_ordered_routes``):
+    a part is one ``join`` of a slice, with no tuple per route. Iterating gives each item's
+    pieces as a tuple (a :data:`Fragment`)."""
+
+    __slots__ = ("texts", "ends", "sizes")
+
+    def __init__(self, texts: list[str], ends: list[int], sizes: list[int]) -> None:
+        self.texts, self.ends, self.sizes = texts, ends, sizes
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        texts, start = self.texts, 0
+        for end in self.ends:
+            yield tuple(texts[start:end])
+            start = end
+
+    def start(self, i: int) -> int:
+        """Index in ``texts`` of item ``i``'s first piece."""
+        return self.ends[i - 1] if i else 0
+
+    @classmethod
+    def of(cls, items: Iterable[Mapping[str, Any] | Fragment], write: Callable[[Any], str]) -> Pieces:
+        """Items given one by one: their text, their pieces, or a dict written with ``write``.
+        Sizes: ``len`` of ASCII text; the pieces of a tuple are the fast writer's, which writes
+        ASCII only (non-ASCII is escaped; only the PyYAML fallback writes UTF-8, and never into
+        a tuple), so their ``len`` is their size."""
+        texts: list[str] = []
+        ends: list[int] = []
+        sizes: list[int] = []
+        for item in items:
+            if type(item) is tuple:
+                texts += item
+                sizes.append(sum(map(len, item)))
+            else:
+                text = item if type(item) is str else write(item)
+                texts.append(text)  # type: ignore[arg-type]
+                sizes.append(len(text) if text.isascii() else len(text.encode()))  # type: ignore[union-attr]
+            ends.append(len(texts))
+        return cls(texts, ends, sizes)
+
+
+def _list_block(key: str, items: Pieces, first: int, stop: int) -> str:
+    """``key:`` and items ``first`` to ``stop - 1`` (``key: []`` for none)."""
+    if first >= stop:
         return f"{key}: []\n"
-    if type(fragments[0]) is str:
-        if all(type(f) is str for f in fragments):
-            return f"{key}:\n" + "".join(fragments)  # type: ignore[arg-type]
-        return f"{key}:\n" + "".join([p for f in fragments for p in ((f,) if type(f) is str else f)])
-    # route pieces: a str among them (a route the fast writer could not cut) is joined
-    # character by character, which gives the same text
-    return f"{key}:\n" + "".join(chain.from_iterable(fragments))
+    return f"{key}:\n" + "".join(items.texts[items.start(first):items.ends[stop - 1]])
 
 
-def _size(text: Fragment) -> int:
-    """UTF-8 size: ``len`` for ASCII text (``isascii`` is O(1)). The pieces of a tuple are the
-    fast writer's (``route_head*``, ``route_tail``, ``route_fragment_split``), which writes
-    ASCII only (non-ASCII is escaped; only the PyYAML fallback writes UTF-8, and never into a
-    tuple): their ``len`` is their size."""
-    if type(text) is tuple:
-        return sum(map(len, text))
-    return len(text) if text.isascii() else len(text.encode())  # type: ignore[union-attr]
+def _size(text: str) -> int:
+    """UTF-8 size: ``len`` for ASCII text (``isascii`` is O(1))."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 @dataclass(frozen=True)
@@ -649,58 +684,57 @@ def emit(
     """Assemble the root document (and parts past ``part_limit`` bytes).
 
     ``routes`` are route dicts (with ``order``) or their fragments already written, as one
-    string or as the tuple of strings it is made of (joined only into the part that holds it:
-    the render's routes are ``(head, order line, tail)`` of text its cache keeps anyway); so
-    are ``clusters``.
-    Memory: ``routes``/``clusters`` may be iterators that drop each item once it is text
-    (``RenderContext.take_ordered_routes``); fragments are measured with ``len`` (ASCII), only
-    the output returned is built, and each part's fragments are released once the part is
-    encoded, so the peak holds about one copy of the document plus the output.
+    string or as the tuple of strings it is made of (joined only into the part that holds it),
+    or :class:`Pieces` (the render's: ``id line, order line, match line, tail`` of each route,
+    text its cache keeps anyway); ``clusters`` are dicts or fragments.
+    Memory: fragments are measured with ``len`` (ASCII), only the output returned is built, and
+    each part's pieces are released once the part is encoded, so the peak holds about one copy
+    of the document plus the output.
     """
-    route_frags: list[Fragment] = [r if type(r) is str or type(r) is tuple else route_fragment(r)  # type: ignore[misc]
-                                   for r in routes]
-    cluster_frags = [c if type(c) is str else cluster_fragment(c) for c in clusters]
+    route_items = routes if type(routes) is Pieces else Pieces.of(routes, route_fragment)
+    cluster_items = Pieces.of(clusters, cluster_fragment)
     head = _head(SCHEMA_VERSION, listeners, certificates)
-    sizes = [sum(map(len, f)) if type(f) is tuple else _size(f) for f in route_frags]  # (see _size)
-    route_size = sum(sizes)
-    sizes += map(_size, cluster_frags)
-    cluster_size = sum(sizes) - route_size
-    whole_size = (_size(head) + route_size + cluster_size + (len("routes:\n") if route_frags else len("routes: []\n"))
-                  + (len("clusters:\n") if cluster_frags else len("clusters: []\n")))
+    n_routes, n_clusters = len(route_items), len(cluster_items)
+    route_size, cluster_size = sum(route_items.sizes), sum(cluster_items.sizes)
+    whole_size = (_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
+                  + (len("clusters:\n") if n_clusters else len("clusters: []\n")))
     if whole_size <= part_limit:
-        text = head + _list_block("routes", route_frags) + _list_block("clusters", cluster_frags)
-        del route_frags, cluster_frags
+        text = (head + _list_block("routes", route_items, 0, n_routes)
+                + _list_block("clusters", cluster_items, 0, n_clusters))
+        del route_items, cluster_items
         data = text.encode()
         del text
         return Emitted(data, hashlib.sha256(data).hexdigest())
     # split: routes then clusters, in order, greedily into parts of at most part_limit bytes
-    n_routes = len(route_frags)
-    frags = route_frags
-    frags += cluster_frags
-    del route_frags, cluster_frags
-    bounds: list[int] = [0]  # part n holds frags[bounds[n]:bounds[n + 1]]
+    sizes = route_items.sizes + cluster_items.sizes
+    total = len(sizes)
+    bounds: list[int] = [0]  # part n holds items bounds[n] to bounds[n + 1] - 1 (routes, then clusters)
     error = ""
     size = _PART_OVERHEAD
     for i, n in enumerate(sizes):
         if n + _PART_OVERHEAD > part_limit:
             kind = "route" if i < n_routes else "cluster"
             error = f"one {kind} is {n} bytes, more than the part limit of {part_limit} bytes"
-            del frags[i:]
+            total = i
             break
         if size + n > part_limit:
             bounds.append(i)
             size = _PART_OVERHEAD
         size += n
-    if bounds[-1] < len(frags):
-        bounds.append(len(frags))
+    if bounds[-1] < total:
+        bounds.append(total)
     part_files: list[tuple[str, bytes]] = []
     for start, end in zip(bounds, bounds[1:], strict=False):
-        text = (_list_block("routes", frags[start:min(end, n_routes)])
-                + _list_block("clusters", frags[max(start, n_routes):end]))
-        frags[start:end] = [""] * (end - start)  # release this part's fragments
+        r_first, r_stop = min(start, n_routes), min(end, n_routes)
+        c_first, c_stop = max(start, n_routes) - n_routes, max(end, n_routes) - n_routes
+        text = _list_block("routes", route_items, r_first, r_stop) + _list_block("clusters", cluster_items, c_first, c_stop)
+        for items, first, stop in ((route_items, r_first, r_stop), (cluster_items, c_first, c_stop)):
+            if first < stop:  # release this part's pieces (the peak: about one document plus the output)
+                a, b = items.start(first), items.ends[stop - 1]
+                items.texts[a:b] = [""] * (b - a)
         part_files.append((f"twp.part-{len(part_files) + 1}.yaml", text.encode()))
         del text
-    del frags
+    del route_items, cluster_items
     include = [{"file": name, "sha256": hashlib.sha256(body).hexdigest()} for name, body in part_files]
     root = _head(SCHEMA_VERSION, listeners, certificates, include).encode()
     if not error and len(part_files) > max_parts:

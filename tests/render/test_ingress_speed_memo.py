@@ -168,7 +168,7 @@ def _corpus(seed: int, n: int = 120) -> list[Any]:
                 item["pathType"] = ptype
             paths.append(item)
         obj = ing(
-            f"i{i}",
+            rnd.choice(["", "", "", "", "a b", "é", "x: ", "#"]) + f"i{i}",  # (ids quoted as needed)
             created=f"2024-01-01T00:00:{rnd.randrange(20):02d}Z",
             host=rnd.choice(_HOSTS),
             annotations=annotations,

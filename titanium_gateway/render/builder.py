@@ -60,6 +60,7 @@ from titanium_gateway.render.emit import (
     route_fragment_split,
     route_head,
     route_head_of_host,
+    str_text,
 )
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
@@ -105,6 +106,9 @@ class RenderContext:
         #: id of a rule's action (backends) or transforms list -> (it, its route lines), see
         #: httproute._block_text
         self.tail_texts: dict[int, tuple[Any, str | None]] = {}
+        #: match host -> its text, and its precedence part (precedence.host_part)
+        self._host_texts: dict[str, str] = {}
+        self.host_parts: dict[str | None, str] = {}
         #: (generation, id of the previous conditions list, Accepted, ResolvedRefs) -> (that
         #: list, its ConditionList, the conditions), see httproute._status
         self.route_conditions: dict[tuple[Any, ...], tuple[Any, Any, list[Any]]] = {}
@@ -251,7 +255,12 @@ class RenderContext:
         :meth:`add_route` with the whole route)."""
         if rid in self._routes:
             return False
-        lines = route_head_of_host(rid, host, match, body, plain_id)
+        host_text = None
+        if host and type(host) is str:
+            host_text = self._host_texts.get(host)
+            if host_text is None:
+                host_text = self._host_texts[host] = str_text(host)
+        lines = route_head_of_host(rid, host, match, body, plain_id, host_text)
         if lines is None:
             return None
         self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared

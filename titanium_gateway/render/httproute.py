@@ -1036,7 +1036,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 unsupported: list[str], refs: list[tuple[str, str]], firsts: list[str], ref_firsts: list[str],
                 *, emit: bool) -> None:
     created = creation_timestamp(route)
-    host_ranks: dict[str | None, str] = {}
+    host_ranks = ctx.host_parts
     multi = len(hosts) > 1
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
     plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None

@@ -257,6 +257,10 @@ def timespan(seconds: int) -> str:
 
 
 # -- per-Ingress state ----------------------------------------------------------------------
+#: Names whose route ids need no quoting check (the id starts with "ingress/", holds a "/").
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
+
+
 @dataclass
 class _Ingress:
     obj: Mapping[str, Any]
@@ -269,6 +273,9 @@ class _Ingress:
     settings: ClusterSettings | None = None  # None: upstream TLS Secret unusable
     settings_error: str = ""
     id_suffix: str = ""
+    #: its route ids ("ingress/<ns>/<name>/...") are written as they are (see
+    #: emit.route_head_of_host): the namespace and name hold plain characters only
+    plain_ids: bool = False
 
     @property
     def ref(self) -> str:
@@ -339,7 +346,7 @@ class _Translator:
         #: backend (by exact-typed content) -> (settings kept alive, (cluster, reason, message))
         self._resolved: dict[tuple[Any, ...], tuple[Any, tuple[dict[str, Any] | None, str, str]]] = {}
         #: match host -> its precedence part
-        self._host_ranks: dict[str | None, str] = {}
+        self._host_ranks = ctx.host_parts  # (shared with the HTTPRoutes: one render)
         #: (path, kind) -> (match without host, its precedence part); never modified
         self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any, str | None]] = {}
         #: the text of one key of a route's tail ("" for none; None: the fast writer cannot)
@@ -425,6 +432,7 @@ class _Translator:
             created=created,
             ann=ann,
             is_canary=ann.canary,
+            plain_ids=_PLAIN_NAME(namespace) is not None and _PLAIN_NAME(name) is not None,
         )
         for name in ann.unknown:
             self.event(ing, "UnknownAnnotation", f"{name} is not a known annotation; it is ignored")
@@ -884,7 +892,8 @@ class _Translator:
                 if joined is None:
                     joined = self._tails[parts] = "".join(parts)
                 tail = joined
-        if tail is not None and self.ctx.add_route_text(route_id, host, body, key, tail, body_text) is not None:
+        plain_id = ing.plain_ids and route_id is p.route_id  # (a canary's route has its Ingress's id)
+        if tail is not None and self.ctx.add_route_text(route_id, host, body, key, tail, body_text, plain_id) is not None:
             return
         route: dict[str, Any] = {"id": route_id, "match": {"host": host, **body} if host is not None else dict(body)}
         route.update(action)

@@ -413,7 +413,7 @@ class RenderContext:
         return self._ordered_pieces(items)
 
     def _ordered_pieces(self, items: list[Any]) -> Pieces:
-        """Each route's pieces: its id line, ``order`` line, match line and tail (the text
+        """Each route's pieces: its id and ``order`` lines, match line and tail (the text
         after the match line, shared by the routes of a rule), or the text of a route the fast
         writer could not cut; in one flat list (see :class:`~titanium_gateway.render.emit.Pieces`)."""
         release = not self.keep_order
@@ -425,16 +425,18 @@ class RenderContext:
             _, _, head, tail = items[n]
             if release:
                 items[n] = None  # the text is only needed once it is written
-            order = f"  order: {n + 1}\n"
             if type(tail) is tuple and len(tail) == 2:  # (match line, the rule's shared tail)
                 match, rest = tail
+                head = f"{head}  order: {n + 1}\n"  # (id and order lines: one piece)
                 append(head)
-                append(order)
                 append(match)
                 append(rest)
                 # the fast writer's text is ASCII (non-ASCII is escaped): len is the size
-                size(len(head) + len(order) + len(match) + len(rest))
-            elif tail is None:
+                size(len(head) + len(match) + len(rest))
+                end(len(texts))
+                continue
+            order = f"  order: {n + 1}\n"
+            if tail is None:
                 text = route_fragment({"id": head["id"], "order": n + 1, **head})
                 append(text)
                 size(len(text) if text.isascii() else len(text.encode()))

@@ -398,7 +398,12 @@ def _dest_entry(x: Any) -> str:
                                              x.get("useHttps"))
         if (type(did) is str and type(address) is str and type(port) is int and type(weight) is int
                 and type(https) is bool):
-            return (f"{{id: {_str(did)}, address: {_str(address)}, port: {port}, weight: {weight}, "
+            # _str inlined for the common case: an IPv4 address and "address:port" are plain
+            if _sure_plain(did) is None or did.isalpha():
+                did = _str(did)
+            if _sure_plain(address) is None or address.isalpha():
+                address = _str(address)
+            return (f"{{id: {did}, address: {address}, port: {port}, weight: {weight}, "
                     f"useHttps: {'true' if https else 'false'}}}")
     return _flow_keyed(x, DEST_KEYS)
 
@@ -693,7 +698,7 @@ def emit(
 
     ``routes`` are route dicts (with ``order``) or their fragments already written, as one
     string or as the tuple of strings it is made of (joined only into the part that holds it),
-    or :class:`Pieces` (the render's: ``id line, order line, match line, tail`` of each route,
+    or :class:`Pieces` (the render's: ``id and order lines, match line, tail`` of each route,
     text its cache keeps anyway); ``clusters`` are dicts or fragments.
     Memory: fragments are measured with ``len`` (ASCII), only the output returned is built, and
     each part's pieces are released once the part is encoded, so the peak holds about one copy

@@ -55,7 +55,14 @@ def creation_timestamp(obj: Any) -> str:
 
 def _longer_first(n: int) -> str:
     """"Longer first" (and "more first"): ``n`` in a fixed width, larger ``n`` sorting first."""
+    if 0 <= n < _SHORT:
+        return _LONGER_FIRST[n]
     return f"{_TOP - n:08x}" if 0 <= n <= _TOP else ("00000000" if n > _TOP else "ffffffff")
+
+
+#: :func:`_longer_first` of the lengths most hostnames and paths have (a lookup, not a format).
+_SHORT = 512
+_LONGER_FIRST = tuple(f"{_TOP - n:08x}" for n in range(_SHORT))
 
 
 def route_key(

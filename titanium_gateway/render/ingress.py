@@ -341,6 +341,8 @@ class _Translator:
         self._upstream: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
         # Per-render memos of the route writing (see emit): every value is a pure function
         # of its key and of this render's snapshot and options.
+        #: (id of an Ingress's annotations, its namespace) -> (them, what they parse to)
+        self._annotations: dict[tuple[int, str], tuple[Any, IngressAnnotations]] = {}
         #: id of an annotation set -> (it, cluster settings or None, why not, cluster id suffix)
         self._settings: dict[int, tuple[IngressAnnotations, ClusterSettings | None, str, str]] = {}
         #: backend (by exact-typed content) -> (settings kept alive, (cluster, reason, message))
@@ -423,7 +425,15 @@ class _Translator:
     def prepare(self, obj: Mapping[str, Any], created: str, namespace: str, name: str) -> _Ingress:
         """``created``, ``namespace``, ``name``: the Ingress's :func:`_age_key`."""
         meta = _meta(obj)
-        ann = parse_annotations(_map(meta.get("annotations")), namespace)
+        raw = _map(meta.get("annotations"))
+        # the compacted informer caches store equal annotation sets once: parsed once per render
+        # for each set object (kept alive in the value) and namespace
+        hit = self._annotations.get((id(raw), namespace))
+        if hit is not None and hit[0] is raw:
+            ann = hit[1]
+        else:
+            ann = parse_annotations(raw, namespace)
+            self._annotations[(id(raw), namespace)] = (raw, ann)
         ing = _Ingress(
             obj=obj,
             namespace=namespace,

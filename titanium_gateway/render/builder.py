@@ -263,7 +263,10 @@ class RenderContext:
         lines = route_head_of_host(rid, host, match, body, plain_id, host_text)
         if lines is None:
             return None
-        self._add_entry(rid, (key, rid, lines[0], (lines[1], tail)))  # tail kept shared
+        entry = (key, rid, lines[0], (lines[1], tail))  # tail kept shared
+        self._routes[rid] = entry  # (_add_entry, inline: once per data-plane route)
+        if self.recording is not None:
+            self.recording.routes.append(entry)
         return True
 
     def _add_entry(self, rid: str, entry: tuple[Any, ...]) -> None:

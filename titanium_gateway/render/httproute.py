@@ -982,8 +982,8 @@ def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dic
     route_hosts: list[str] = []
     bad_hosts: list[str] = []
     for index, h in enumerate(_list(spec.get("hostnames"))):
-        if isinstance(h, str) and valid_hostname(h.lower()):
-            route_hosts.append(h.lower())
+        if isinstance(h, str) and valid_hostname(low := h.lower()):
+            route_hosts.append(low)
         else:
             bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
     parents: list[_Parent] = []

@@ -346,6 +346,8 @@ class _Translator:
         #: id of an annotation set -> (it, cluster settings or None, why not, cluster id suffix)
         self._settings: dict[int, tuple[IngressAnnotations, ClusterSettings | None, str, str]] = {}
         #: backend (by exact-typed content) -> (settings kept alive, (cluster, reason, message))
+        #: and (id of a backend object, namespace, id of settings, suffix) -> (them, the same)
+        self._backend_objects: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         self._resolved: dict[tuple[Any, ...], tuple[Any, tuple[dict[str, Any] | None, str, str]]] = {}
         #: match host -> its precedence part
         self._host_ranks = ctx.host_parts  # (shared with the HTTPRoutes: one render)
@@ -624,6 +626,11 @@ class _Translator:
         a Service is usually the backend of many paths. The key is the backend's content with
         exact types (``True``, ``1.0`` and ``"1"`` are not the port ``1``); any other shape is
         resolved every time."""
+        # the compacted informer caches store equal backends once: first by object
+        by_object = (id(backend), ing.namespace, id(settings), id_suffix)
+        seen = self._backend_objects.get(by_object)
+        if seen is not None and seen[0] is backend and seen[1] is settings:
+            return seen[2]
         key: tuple[Any, ...] | None = None
         if type(backend) is dict and "resource" not in backend:
             service = backend.get("service")
@@ -640,6 +647,7 @@ class _Translator:
         hit = self._resolved.get(key)
         if hit is None or hit[0] is not settings:
             hit = self._resolved[key] = (settings, self._backend_cluster(ing, backend, settings, id_suffix))
+        self._backend_objects[by_object] = (backend, settings, hit[1])  # (both kept alive)
         return hit[1]
 
     def _backend_cluster(

@@ -35,6 +35,7 @@ from titanium_gateway.render.precedence import (
     host_part,
     key_from_parts,
     match_part,
+    owner_part,
 )
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import ObjectStatus
@@ -1035,7 +1036,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 hosts: list[str | None], one_port: tuple[int, str] | None,
                 unsupported: list[str], refs: list[tuple[str, str]], firsts: list[str], ref_firsts: list[str],
                 *, emit: bool) -> None:
-    created = creation_timestamp(route)
+    owner = owner_part(creation_timestamp(route), ns, name)
     host_ranks = ctx.host_parts
     multi = len(hosts) > 1
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
@@ -1096,7 +1097,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
             for host in hosts:
                 rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
                 key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
-                                     ranks, created, ns, name, ri, mi)
+                                     ranks, owner, ri, mi)
                 if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail, m.body,  # type: ignore[arg-type]
                                                plain_ids) is not None:
                     continue

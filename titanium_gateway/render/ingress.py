@@ -44,6 +44,7 @@ from titanium_gateway.render.precedence import (
     host_part,
     key_from_parts,
     match_part,
+    owner_part,
 )
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 
@@ -276,6 +277,8 @@ class _Ingress:
     #: its route ids ("ingress/<ns>/<name>/...") are written as they are (see
     #: emit.route_head_of_host): the namespace and name hold plain characters only
     plain_ids: bool = False
+    #: precedence.owner_part of the Ingress ("" until a route needs it)
+    owner_key: str = ""
 
     @property
     def ref(self) -> str:
@@ -897,8 +900,10 @@ class _Translator:
         host_rank = self._host_ranks.get(host)
         if host_rank is None:
             host_rank = self._host_ranks[host] = host_part(host)
-        key = key_from_parts(self.tier(p), host_rank, ranks, ing.created, ing.namespace, ing.name, max(p.rule, 0),
-                             p.index)
+        owner = ing.owner_key
+        if not owner:
+            owner = ing.owner_key = owner_part(ing.created, ing.namespace, ing.name)
+        key = key_from_parts(self.tier(p), host_rank, ranks, owner, max(p.rule, 0), p.index)
         tail = self.action_text(action_key, action)
         if decorated and tail is not None:
             transforms, policies = self.transform_text(p), self.policies_text(ing)

@@ -93,7 +93,7 @@ def route_key(
     else:
         rank, plen = PATH_TYPE_RANK.get(path_type, 2), len(path)
     ranks = f"{rank}{_longer_first(plen)}{0 if method else 1}{_longer_first(headers)}{_longer_first(query)}"
-    return key_from_parts(tier, host_part(hostname), ranks, created, namespace, name, rule, match) + route_id
+    return key_from_parts(tier, host_part(hostname), ranks, owner_part(created, namespace, name), rule, match) + route_id
 
 
 _PATH_KIND_TYPE = {"Exact": "Exact", "Regex": "RegularExpression", "Prefix": "PathPrefix"}
@@ -127,12 +127,16 @@ def match_part(match: Mapping[str, Any]) -> str:
 _INDEX = tuple(f"{i:08x}" for i in range(256))
 
 
-def key_from_parts(tier: int, host: str, match: str, created: str, namespace: str, name: str, rule: int,
-                   match_index: int) -> PrecedenceKey:
-    """:func:`route_key` without the route id, from :func:`host_part` and :func:`match_part`
-    (computed once per host and once per match by a caller that emits every host x match).
-    ``rule`` and ``match_index`` are list indexes (0 or more)."""
-    return (f"{tier}{host}{match}{created}\0{namespace}\0{name}\0"
+def owner_part(created: str, namespace: str, name: str) -> str:
+    """Items 9-11 of :func:`route_key`: the route object's (computed once per object)."""
+    return f"{created}\0{namespace}\0{name}\0"
+
+
+def key_from_parts(tier: int, host: str, match: str, owner: str, rule: int, match_index: int) -> PrecedenceKey:
+    """:func:`route_key` without the route id, from :func:`host_part`, :func:`match_part` and
+    :func:`owner_part` (computed once per host, per match and per object by a caller that
+    emits every host x match). ``rule`` and ``match_index`` are list indexes (0 or more)."""
+    return (f"{tier}{host}{match}{owner}"
             f"{_INDEX[rule] if 0 <= rule < 256 else f'{rule:08x}'}"
             f"{_INDEX[match_index] if 0 <= match_index < 256 else f'{match_index:08x}'}")
 
@@ -149,5 +153,5 @@ def key_from_match(
     tier: int = TIER_NORMAL,
 ) -> PrecedenceKey:
     """:func:`route_key` computed from a data-plane ``match`` dict (host/path/pathKind/...)."""
-    return key_from_parts(tier, host_part(match.get("host")), match_part(match), created, namespace, name, rule,
-                          match_index) + route_id
+    return key_from_parts(tier, host_part(match.get("host")), match_part(match), owner_part(created, namespace, name),
+                          rule, match_index) + route_id

@@ -389,3 +389,12 @@ def test_the_pieces_emit_measures_with_len_are_ascii(rid: str, host: str, path: 
     for texts in pieces:
         for text in texts or ():
             assert text is None or text.isascii()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"kind": st.sampled_from(["RequestHeaderSet", "ResponseHeaderRemove", "x y"]),
+                                       "parameters": st.dictionaries(st.sampled_from(["name", "value", "k" * 1100]),
+                                                                     st.text(max_size=5), max_size=2)}),
+                max_size=3))
+def test_transforms_block_is_the_route_tail_of_the_transforms(transforms: list[dict[str, Any]]) -> None:
+    assert emit_module.transforms_block(transforms) == emit_module.route_tail({"transforms": transforms})

@@ -510,6 +510,18 @@ def route_tail(rest: Mapping[str, Any]) -> str | None:
     return None
 
 
+def transforms_block(transforms: Sequence[Any]) -> str | None:
+    """``route_tail({"transforms": transforms})`` for a non-empty list, without the scan of a
+    route's keys (a rule's header transforms are written once per filter list: often once per
+    route)."""
+    try:
+        if type(transforms) is list and transforms:
+            return "  transforms:\n" + "".join([f"  - {_kind_entry(x)}\n" for x in transforms])
+    except (_LongKey, _Fallback):
+        return None
+    return route_tail({"transforms": transforms})
+
+
 def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(id line, match line)`` exactly as :func:`route_fragment_split` writes them; None when
     the fast writer cannot."""

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions, generation
-from titanium_gateway.render.emit import match_body, route_tail
+from titanium_gateway.render.emit import match_body, route_tail, transforms_block
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import (
@@ -1072,7 +1072,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 else:
                     head = _block_text(ctx, action)
                     shared_tail = head if transforms is None or head is None else (
-                        None if (more := _block_text(ctx, {"transforms": transforms}, transforms)) is None
+                        None if (more := _block_text(ctx, transforms, transforms_block)) is None
                         else head + more)
                     last_parts = (parts, shared_tail)
             elif rule_unsupported:
@@ -1139,18 +1139,19 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
 _TRANSFORMS_ONLY = frozenset({"transforms"})
 
 
-def _block_text(ctx: RenderContext, value: dict[str, Any], owner: Any = None) -> str | None:
-    """``route_tail(value)`` once per render for each ``owner`` object (``value`` itself by
-    default; kept alive by the memo, which checks it is the very same object): the lines of a
-    rule's backends (the action of a backendRefs list) or of its transforms (the header filters
-    of a filter list). Owners are read-only once made, so their text never changes."""
-    owner = value if owner is None else owner
-    hit = ctx.tail_texts.get(id(owner))
-    if hit is not None and hit[0] is owner:
+def _block_text(ctx: RenderContext, value: Any, write: Callable[[Any], str | None] = route_tail) -> str | None:
+    """``write(value)`` once per render for each ``value`` object (kept alive by the memo, which
+    checks it is the very same object): the lines of a rule's backends (the action of a
+    backendRefs list, ``route_tail``) or of its transforms (the header filters of a filter
+    list, ``transforms_block``). The values are read-only once made, so their text never
+    changes."""
+    hit = ctx.tail_texts.get(id(value))
+    if hit is not None and hit[0] is value:
         return hit[1]
-    text = route_tail(value)
-    ctx.tail_texts[id(owner)] = (owner, text)
+    text = write(value)
+    ctx.tail_texts[id(value)] = (value, text)
     return text
+
 
 #: Route keys whose values the translator builds from strings and validated ints only (never a
 #: bool or float, which compare equal to an int): equal values are written the same.

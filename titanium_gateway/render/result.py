@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
 
@@ -28,9 +28,9 @@ class CertificateEntry:
     default: bool = False
 
 
-class ObjectStatus(NamedTuple):
-    """The status this controller wants on one object it owns (immutable; a named tuple: a
-    render makes one per route and Ingress, ~3x faster than a frozen dataclass).
+@dataclass(frozen=True)
+class ObjectStatus:
+    """The status this controller wants on one object it owns.
 
     For HTTPRoute, ``status`` is ``{"parents": [...]}`` holding ONLY the entries whose
     controllerName is ours; the writer keeps other controllers' entries and drops ours that

@@ -344,6 +344,8 @@ class _Translator:
         self._upstream: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
         # Per-render memos of the route writing (see emit): every value is a pure function
         # of its key and of this render's snapshot and options.
+        #: (path, pathType) of exact types (str or None) -> normalize_path of them
+        self._paths: dict[tuple[Any, Any], tuple[str | None, str | None, str]] = {}
         #: (id of an Ingress's annotations, its namespace) -> (them, what they parse to)
         self._annotations: dict[tuple[int, str], tuple[Any, IngressAnnotations]] = {}
         #: id of an annotation set -> (it, cluster settings or None, why not, cluster id suffix)
@@ -555,7 +557,14 @@ class _Translator:
                     continue
                 item = _map(item)
                 raw_path, raw_type = item.get("path"), item.get("pathType")
-                path, kind, error = normalize_path(raw_path, raw_type)
+                if (raw_path is None or type(raw_path) is str) and (raw_type is None or type(raw_type) is str):
+                    # a few paths recur across thousands of Ingresses: normalized once per render
+                    normalized = self._paths.get((raw_path, raw_type))
+                    if normalized is None:
+                        normalized = self._paths[(raw_path, raw_type)] = normalize_path(raw_path, raw_type)
+                    path, kind, error = normalized
+                else:
+                    path, kind, error = normalize_path(raw_path, raw_type)
                 if error:
                     # Never dropped: the path answers 500 for its own match (spec audit F10).
                     self.event(ing, "InvalidPath", f"rule {r} path {p}: {error}")

@@ -61,6 +61,7 @@ from titanium_gateway.render.emit import (
     route_head,
     route_head_of_host,
     str_text,
+    utf8_size,
 )
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
@@ -442,7 +443,7 @@ class RenderContext:
             if tail is None:
                 text = route_fragment({"id": head["id"], "order": n + 1, **head})
                 append(text)
-                size(len(text) if text.isascii() else len(text.encode()))
+                size(utf8_size(text))
             else:
                 pieces = (head, order, *tail) if type(tail) is tuple else (head, order, tail)
                 texts += pieces

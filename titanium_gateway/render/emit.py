@@ -136,6 +136,10 @@ def _quote(value: str) -> str:
 #: endpoint addresses skip the resolver and the cache.
 _SURE_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9/_.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?")
 _sure_plain = _SURE_PLAIN.fullmatch
+#: A name whose characters keep a route id plain: an id that starts with a letter, holds a "/"
+#: and is made of such names matches ``_SURE_PLAIN`` and is not all letters, so it is written as
+#: it is (``plain_id`` of :func:`route_head_of_host`).
+plain_name = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
 
 
 def _scalar(value: Any) -> str:
@@ -672,7 +676,7 @@ class Pieces:
             else:
                 text = item if type(item) is str else write(item)
                 texts.append(text)  # type: ignore[arg-type]
-                sizes.append(len(text) if text.isascii() else len(text.encode()))  # type: ignore[union-attr]
+                sizes.append(utf8_size(text))  # type: ignore[arg-type]
             ends.append(len(texts))
         return cls(texts, ends, sizes)
 
@@ -684,7 +688,7 @@ def _list_block(key: str, items: Pieces, first: int, stop: int) -> str:
     return f"{key}:\n" + "".join(items.texts[items.start(first):items.ends[stop - 1]])
 
 
-def _size(text: str) -> int:
+def utf8_size(text: str) -> int:
     """UTF-8 size: ``len`` for ASCII text (``isascii`` is O(1))."""
     return len(text) if text.isascii() else len(text.encode())
 
@@ -721,7 +725,7 @@ def emit(
     head = _head(SCHEMA_VERSION, listeners, certificates)
     n_routes, n_clusters = len(route_items), len(cluster_items)
     route_size, cluster_size = sum(route_items.sizes), sum(cluster_items.sizes)
-    whole_size = (_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
+    whole_size = (utf8_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
                   + (len("clusters:\n") if n_clusters else len("clusters: []\n")))
     if whole_size <= part_limit:
         text = (head + _list_block("routes", route_items, 0, n_routes)

@@ -25,7 +25,7 @@ from typing import Any
 from titanium_gateway.render import backends as be
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions, generation
-from titanium_gateway.render.emit import match_body, route_tail, transforms_block
+from titanium_gateway.render.emit import match_body, plain_name, route_tail, transforms_block
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname, valid_hostname
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import (
@@ -1040,7 +1040,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
     host_ranks = ctx.host_parts
     multi = len(hosts) > 1
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
-    plain_ids = not multi and _PLAIN_NAME(ns) is not None and _PLAIN_NAME(name) is not None
+    plain_ids = not multi and plain_name(ns) is not None and plain_name(name) is not None
     last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
     last_parts: tuple[tuple[int, int] | None, str | None] = (None, None)
     for ri, rule in enumerate(_list(spec.get("rules"))):
@@ -1134,7 +1134,6 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         unsupported.extend(rule_unsupported)
 
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
 #: The extras of a rule that has transforms and no mirror or limits.
 _TRANSFORMS_ONLY = frozenset({"transforms"})
 

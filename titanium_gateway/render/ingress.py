@@ -35,7 +35,7 @@ from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo, precedence
 from titanium_gateway.render.backends import DEFAULT_SETTINGS, ClusterSettings, resolve_backend
 from titanium_gateway.render.certificates import convert_tls_secret
-from titanium_gateway.render.emit import match_body, route_tail
+from titanium_gateway.render.emit import match_body, plain_name, route_tail
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
 from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
@@ -258,10 +258,6 @@ def timespan(seconds: int) -> str:
 
 
 # -- per-Ingress state ----------------------------------------------------------------------
-#: Names whose route ids need no quoting check (the id starts with "ingress/", holds a "/").
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
-
-
 @dataclass
 class _Ingress:
     obj: Mapping[str, Any]
@@ -271,14 +267,14 @@ class _Ingress:
     created: str
     ann: IngressAnnotations
     is_canary: bool
+    #: precedence.owner_part of the Ingress (its part of its routes' precedence keys)
+    owner_key: str
     settings: ClusterSettings | None = None  # None: upstream TLS Secret unusable
     settings_error: str = ""
     id_suffix: str = ""
     #: its route ids ("ingress/<ns>/<name>/...") are written as they are (see
     #: emit.route_head_of_host): the namespace and name hold plain characters only
     plain_ids: bool = False
-    #: precedence.owner_part of the Ingress ("" until a route needs it)
-    owner_key: str = ""
 
     @property
     def ref(self) -> str:
@@ -449,7 +445,8 @@ class _Translator:
             created=created,
             ann=ann,
             is_canary=ann.canary,
-            plain_ids=_PLAIN_NAME(namespace) is not None and _PLAIN_NAME(name) is not None,
+            plain_ids=plain_name(namespace) is not None and plain_name(name) is not None,
+            owner_key=owner_part(created, namespace, name),
         )
         for name in ann.unknown:
             self.event(ing, "UnknownAnnotation", f"{name} is not a known annotation; it is ignored")
@@ -909,10 +906,7 @@ class _Translator:
         host_rank = self._host_ranks.get(host)
         if host_rank is None:
             host_rank = self._host_ranks[host] = host_part(host)
-        owner = ing.owner_key
-        if not owner:
-            owner = ing.owner_key = owner_part(ing.created, ing.namespace, ing.name)
-        key = key_from_parts(self.tier(p), host_rank, ranks, owner, max(p.rule, 0), p.index)
+        key = key_from_parts(self.tier(p), host_rank, ranks, ing.owner_key, max(p.rule, 0), p.index)
         tail = self.action_text(action_key, action)
         if decorated and tail is not None:
             transforms, policies = self.transform_text(p), self.policies_text(ing)

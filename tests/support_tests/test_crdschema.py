@@ -198,6 +198,15 @@ def test_the_golden_objects_normalize_the_same() -> None:
         _same_normalization(obj, schema)
 
 
+def _draw_place(data: st.DataObject, obj: Any) -> tuple[tuple[Any, ...], Any]:
+    """A random field path of ``obj`` (below the top) and the container holding its last key."""
+    path = data.draw(st.sampled_from(_paths(obj)[1:] or [("spec",)]))
+    target = obj
+    for key in path[:-1]:
+        target = target[key]
+    return path, target
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_objects_normalize_the_same(data: st.DataObject) -> None:
@@ -205,10 +214,7 @@ def test_mutated_objects_normalize_the_same(data: st.DataObject) -> None:
     obj, schema = data.draw(st.sampled_from(OBJECTS))
     obj = copy.deepcopy(obj)
     for _ in range(data.draw(st.integers(1, 5))):
-        path = data.draw(st.sampled_from(_paths(obj)[1:] or [("spec",)]))
-        target = obj
-        for key in path[:-1]:
-            target = target[key]
+        path, target = _draw_place(data, obj)
         how = data.draw(st.sampled_from(["delete", "random", "unknown", "null"]))
         if how == "delete" and isinstance(target, dict):
             target.pop(path[-1], None)
@@ -282,10 +288,7 @@ def test_normalized_objects_are_stable_and_reusable(data: st.DataObject) -> None
     obj, schema = data.draw(st.sampled_from(OBJECTS))
     obj = copy.deepcopy(obj)
     for _ in range(data.draw(st.integers(0, 4))):
-        path = data.draw(st.sampled_from(_paths(obj)[1:] or [("spec",)]))
-        target = obj
-        for key in path[:-1]:
-            target = target[key]
+        path, target = _draw_place(data, obj)
         if isinstance(target, dict) and data.draw(st.booleans()):
             target.pop(path[-1], None)
         else:

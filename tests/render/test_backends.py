@@ -87,3 +87,18 @@ def test_external_name_service_is_rejected() -> None:
            "spec": {"type": "ExternalName", "externalName": "example.org", "ports": [{"port": 8080}]}}
     res = resolve_backend(index(ext), "apps", "ext", 8080)
     assert not res.ok and res.reason == "UnsupportedValue" and "ExternalName" in res.message
+
+
+def test_clusters_of_one_service_port_share_their_destinations() -> None:
+    """The clusters of one Service port with other settings share one destinations list (read
+    only), unless the settings change the destinations (useHttps)."""
+    idx = index(service(), endpoints(addresses=("10.0.0.2", "10.0.0.1")))
+    plain = resolve_backend(idx, "apps", "api", 8080).cluster
+    timed = resolve_backend(idx, "apps", "api", 8080, ClusterSettings(request_timeout="00:00:05")).cluster
+    https = resolve_backend(idx, "apps", "api", 8080, ClusterSettings(use_https=True)).cluster
+    assert plain is not None and timed is not None and https is not None
+    assert plain["id"] != timed["id"]
+    assert timed["destinations"] is plain["destinations"]
+    assert https["destinations"] is not plain["destinations"]
+    assert [d["useHttps"] for d in https["destinations"]] == [True, True]
+    assert [d["id"] for d in plain["destinations"]] == ["10.0.0.1:9000", "10.0.0.2:9000"]

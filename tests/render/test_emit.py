@@ -398,3 +398,18 @@ def test_the_pieces_emit_measures_with_len_are_ascii(rid: str, host: str, path: 
                 max_size=3))
 def test_transforms_block_is_the_route_tail_of_the_transforms(transforms: list[dict[str, Any]]) -> None:
     assert emit_module.transforms_block(transforms) == emit_module.route_tail({"transforms": transforms})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["id", "algorithm", "destinations", "sessionAffinity", "httpClient"]),
+                                _route_values, min_size=1, max_size=5), min_size=1, max_size=4),
+       st.lists(st.integers(0, 3), max_size=4))
+def test_cluster_fragment_list_memo_writes_what_it_writes_alone(clusters: list[dict[str, Any]],
+                                                               sharing: list[int]) -> None:
+    """Clusters that share one destinations list object (the settings variants of a Service
+    port) are written as each is alone, with the memo of one emit."""
+    for i, j in enumerate(sharing):
+        if i < len(clusters) and j < len(clusters) and "destinations" in clusters[j]:
+            clusters[i]["destinations"] = clusters[j]["destinations"]
+    lists: dict[int, tuple[Any, str]] = {}
+    assert [cluster_fragment(c, lists) for c in clusters] == [cluster_fragment(c) for c in clusters]

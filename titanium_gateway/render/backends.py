@@ -137,6 +137,9 @@ class BackendIndex:
                 ns = _s(meta.get("namespace")) or "default"
                 self.slices.setdefault((ns, svc_name), []).append(eps)
         self._cache: dict[tuple[Any, ...], BackendResolution] = {}
+        #: (namespace, Service, id of its port entry, useHttps) -> (the entry kept alive, the
+        #: destinations): one list for the clusters of a Service port with different settings
+        self._destinations: dict[tuple[Any, ...], tuple[Any, list[dict[str, Any]]]] = {}
         #: cluster id -> (namespace, service, port, settings) it was resolved from (render/memo.py)
         self.recipes: dict[str, tuple[str, str, Any, ClusterSettings]] = {}
 
@@ -268,7 +271,13 @@ def resolve_backend(
                 None, "BackendNotFound", f"Service {namespace}/{service} has no port {port}"
             )
         else:
-            dests = _destinations(index, namespace, service, svc_port, settings.use_https)
+            # shared, read-only: the clusters of this Service port with other settings have it too
+            dkey = (namespace, service, id(svc_port), settings.use_https)
+            made = index._destinations.get(dkey)
+            if made is None or made[0] is not svc_port:
+                made = index._destinations[dkey] = (
+                    svc_port, _destinations(index, namespace, service, svc_port, settings.use_https))
+            dests = made[1]
             cid = cluster_id(namespace, service, port, settings)
             result = BackendResolution(build_cluster(cid, dests, settings))
             index.recipes.setdefault(cid, (namespace, service, port, settings))

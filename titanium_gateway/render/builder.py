@@ -463,6 +463,7 @@ class RenderContext:
         out: list[str] = []
         table: dict[str, tuple[Any, dict[str, Any], str]] = {}
         known = self.known_clusters
+        lists: dict[int, tuple[Any, str]] = {}  # (self.clusters keeps the lists alive meanwhile)
         for cid in sorted(self.clusters):
             cluster = self.clusters[cid]
             recipe = self.recipes.get(cid)
@@ -471,7 +472,7 @@ class RenderContext:
             if hit is not None and hit[0] == ver and hit[1] == cluster:
                 text = hit[2]
             else:
-                text = cluster_fragment(cluster)
+                text = cluster_fragment(cluster, lists)
             if ver is not None:
                 table[cid] = (ver, cluster, text)
             out.append(text)

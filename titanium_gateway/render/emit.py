@@ -445,10 +445,13 @@ _CLUSTER_MAP_SHAPES = {"sessionAffinity": _keyed(("policy", "name")), "httpClien
 
 
 def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Callable[[Any], str]],  # noqa: C901
-            map_shapes: Mapping[str, Callable[[Any], str]], lead: str = "- ") -> str:
+            map_shapes: Mapping[str, Callable[[Any], str]], lead: str = "- ",
+            lists: dict[int, tuple[Any, str]] | None = None) -> str:
     """An item whose keys are all in ``keys``, written in that order without copying it, with
     the contract's key order inside the fixed-shape parts (``*_shapes``: key -> writer). ``lead`` prefixes
-    the first line (``"  "``: the continuation of an item begun elsewhere)."""
+    the first line (``"  "``: the continuation of an item begun elsewhere). ``lists``: the
+    lines of each fixed-shape list by identity (the caller keeps the lists alive and
+    unchanged while it is used), for lists that several items share."""
     out: list[str] = []
     for k in keys:
         if k not in item:
@@ -462,7 +465,13 @@ def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[s
         elif (kind is list or isinstance(v, list)) and v:
             out.append(f"{lead}{k}:\n")
             write = list_shapes.get(k, _flow)
-            out.extend([f"  - {write(x)}\n" for x in v])
+            if lists is None or write is _flow:
+                out.extend([f"  - {write(x)}\n" for x in v])
+            else:
+                hit = lists.get(id(v))
+                if hit is None or hit[0] is not v:
+                    hit = lists[id(v)] = (v, "".join([f"  - {write(x)}\n" for x in v]))
+                out.append(hit[1])
         else:
             write = map_shapes.get(k, _flow)
             if k == "httpClient" and isinstance(v, Mapping) and isinstance(v.get("tls"), Mapping):
@@ -595,11 +604,14 @@ def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any]
     return None
 
 
-def cluster_fragment(cluster: Mapping[str, Any]) -> str:
-    """``_fragment(canonical_cluster(cluster))`` without the copies."""
+def cluster_fragment(cluster: Mapping[str, Any], lists: dict[int, tuple[Any, str]] | None = None) -> str:
+    """``_fragment(canonical_cluster(cluster))`` without the copies. ``lists``: a memo for the
+    clusters written in one go, which keeps their ``destinations`` lists alive and unchanged:
+    the clusters of one Service port with different settings share one list (backends.py),
+    whose lines are then written once."""
     try:
         if isinstance(cluster, Mapping) and cluster.keys() <= _CLUSTER_KEY_SET:
-            return _shaped(cluster, CLUSTER_KEYS, _CLUSTER_LIST_SHAPES, _CLUSTER_MAP_SHAPES)
+            return _shaped(cluster, CLUSTER_KEYS, _CLUSTER_LIST_SHAPES, _CLUSTER_MAP_SHAPES, lists=lists)
     except (_LongKey, _Fallback):
         pass
     return _fragment(canonical_cluster(cluster))
@@ -681,11 +693,14 @@ class Pieces:
         return cls(texts, ends, sizes)
 
 
-def _list_block(key: str, items: Pieces, first: int, stop: int) -> str:
-    """``key:`` and items ``first`` to ``stop - 1`` (``key: []`` for none)."""
+def _list_block(key: str, items: Pieces, first: int, stop: int) -> list[str]:
+    """The pieces of ``key:`` and items ``first`` to ``stop - 1`` (``key: []`` for none), to be
+    joined with the rest of their document: one copy of the text, not one per block."""
     if first >= stop:
-        return f"{key}: []\n"
-    return f"{key}:\n" + "".join(items.texts[items.start(first):items.ends[stop - 1]])
+        return [f"{key}: []\n"]
+    block = items.texts[items.start(first):items.ends[stop - 1]]
+    block.insert(0, f"{key}:\n")
+    return block
 
 
 def utf8_size(text: str) -> int:
@@ -721,15 +736,19 @@ def emit(
     of the document plus the output.
     """
     route_items = routes if type(routes) is Pieces else Pieces.of(routes, route_fragment)
-    cluster_items = Pieces.of(clusters, cluster_fragment)
+    lists: dict[int, tuple[Any, str]] = {}  # (the clusters keep their lists alive meanwhile)
+    cluster_items = Pieces.of(clusters, lambda cluster: cluster_fragment(cluster, lists))
     head = _head(SCHEMA_VERSION, listeners, certificates)
     n_routes, n_clusters = len(route_items), len(cluster_items)
     route_size, cluster_size = sum(route_items.sizes), sum(cluster_items.sizes)
     whole_size = (utf8_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
                   + (len("clusters:\n") if n_clusters else len("clusters: []\n")))
     if whole_size <= part_limit:
-        text = (head + _list_block("routes", route_items, 0, n_routes)
-                + _list_block("clusters", cluster_items, 0, n_clusters))
+        pieces = _list_block("routes", route_items, 0, n_routes)
+        pieces.insert(0, head)
+        pieces += _list_block("clusters", cluster_items, 0, n_clusters)
+        text = "".join(pieces)
+        del pieces
         del route_items, cluster_items
         data = text.encode()
         del text
@@ -756,7 +775,10 @@ def emit(
     for start, end in zip(bounds, bounds[1:], strict=False):
         r_first, r_stop = min(start, n_routes), min(end, n_routes)
         c_first, c_stop = max(start, n_routes) - n_routes, max(end, n_routes) - n_routes
-        text = _list_block("routes", route_items, r_first, r_stop) + _list_block("clusters", cluster_items, c_first, c_stop)
+        pieces = _list_block("routes", route_items, r_first, r_stop)
+        pieces += _list_block("clusters", cluster_items, c_first, c_stop)
+        text = "".join(pieces)
+        del pieces
         for items, first, stop in ((route_items, r_first, r_stop), (cluster_items, c_first, c_stop)):
             if first < stop:  # release this part's pieces (the peak: about one document plus the output)
                 a, b = items.start(first), items.ends[stop - 1]

@@ -1214,4 +1214,4 @@ def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, pa
             "controllerName": ctx.options.controller_name,
             "conditions": hit[2],
         })
-    ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": entries}))
+    ctx.add_status(ObjectStatus.of(API_VERSION, "HTTPRoute", ns, name, {"parents": entries}))

@@ -457,15 +457,7 @@ class _Translator:
         return ing
 
     def status(self, ing: _Ingress) -> None:
-        self.ctx.add_status(
-            ObjectStatus(
-                api_version=INGRESS_API_VERSION,
-                kind="Ingress",
-                namespace=ing.namespace,
-                name=ing.name,
-                status=self.lb_status,
-            )
-        )
+        self.ctx.add_status(ObjectStatus.of(INGRESS_API_VERSION, "Ingress", ing.namespace, ing.name, self.lb_status))
 
     # -- cluster settings -----------------------------------------------------------------
     def cluster_settings(self, ing: _Ingress) -> None:

@@ -164,3 +164,19 @@ def test_route_conditions_made_once_are_the_conditions_made_each_time(monkeypatc
     conds = {s.name: s.status["parents"][0]["conditions"] for s in with_memo[0].statuses if s.kind == "HTTPRoute"}
     assert conds["r0"][0]["lastTransitionTime"] == "2025-01-01T00:00:00Z" and conds["r3"][0]["lastTransitionTime"] == now
     assert conds["bad"][1]["status"] == "False"
+
+
+def test_a_parent_ref_shared_by_routes_of_two_namespaces_is_read_in_each() -> None:
+    """One parentRef object without a namespace (the compacted informer caches share equal
+    ones) names the Gateway of each route's own namespace: the render with the shared object is
+    the render with copies."""
+    shared = [{"name": "web"}, {"name": "web", "namespace": "apps", "sectionName": "http"}]
+    objs = [*base_objects(), route("one", parents=shared), route("two", ns="other", parents=shared),
+            route("three", parents=shared)]
+    same = run(objs, now="2026-01-01T00:00:00Z")
+    copies = run([copy.deepcopy(o) for o in objs], now="2026-01-01T00:00:00Z")  # (one by one: nothing shared)
+    assert same.config == copies.config
+    assert [(s.key, s.status) for s in same.statuses] == [(s.key, s.status) for s in copies.statuses]
+    # route two's first parentRef names other/web, which is not a Gateway of ours: not reported
+    two = next(s for s in same.statuses if s.key == ("HTTPRoute", "other", "two"))
+    assert [p["parentRef"].get("namespace") for p in two.status["parents"]] == ["apps"]

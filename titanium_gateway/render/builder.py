@@ -56,11 +56,11 @@ from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.emit import (
     Pieces,
     cluster_fragment,
+    match_lead,
     route_fragment,
     route_fragment_split,
     route_head,
     route_head_of_host,
-    str_text,
     utf8_size,
 )
 from titanium_gateway.render.memo import Recording
@@ -107,12 +107,18 @@ class RenderContext:
         #: id of a rule's action (backends) or transforms list -> (it, its route lines), see
         #: httproute._block_text
         self.tail_texts: dict[int, tuple[Any, str | None]] = {}
-        #: match host -> its text, and its precedence part (precedence.host_part)
-        self._host_texts: dict[str, str] = {}
+        #: match host -> the start of its routes' match line (emit.match_lead), and its
+        #: precedence part (precedence.host_part)
+        self._match_leads: dict[str, str] = {}
         self.host_parts: dict[str | None, str] = {}
         #: (generation, id of the previous conditions list, Accepted, ResolvedRefs) -> (that
         #: list, its ConditionList, the conditions), see httproute._status
         self.route_conditions: dict[tuple[Any, ...], tuple[Any, Any, list[Any]]] = {}
+        #: id of a Secret -> (it, its certificate conversion), see convert
+        self._conversions: dict[int, tuple[Any, CertificateConversion]] = {}
+        #: (id of a parentRef, the route's namespace) -> (it, its identity), see
+        #: httproute._translate_route
+        self.parent_identities: dict[tuple[int, str], tuple[Any, tuple[Any, ...]]] = {}
         #: id of a parentRef -> (it, its echo), see httproute._status
         self.parent_echoes: dict[int, tuple[Any, dict[str, Any]]] = {}
         #: (id of a Gateway, sectionName, port, route namespace) -> (that Gateway, whether any
@@ -256,15 +262,18 @@ class RenderContext:
         :meth:`add_route` with the whole route)."""
         if rid in self._routes:
             return False
-        host_text = None
-        if host and type(host) is str:
-            host_text = self._host_texts.get(host)
-            if host_text is None:
-                host_text = self._host_texts[host] = str_text(host)
-        lines = route_head_of_host(rid, host, match, body, plain_id, host_text)
-        if lines is None:
-            return None
-        entry = (key, rid, lines[0], (lines[1], tail))  # tail kept shared
+        if plain_id and body is not None and host and type(host) is str and body != "{}":
+            # route_head_of_host's common case, inline (once per data-plane route; a test
+            # checks the two agree): an id written as it is, a host and a match body
+            lead = self._match_leads.get(host)
+            if lead is None:
+                lead = self._match_leads[host] = match_lead(host)
+            entry = (key, rid, f"- id: {rid}\n", (f"{lead}{body[1:]}\n", tail))  # tail kept shared
+        else:
+            lines = route_head_of_host(rid, host, match, body, plain_id)
+            if lines is None:
+                return None
+            entry = (key, rid, lines[0], (lines[1], tail))
         self._routes[rid] = entry  # (_add_entry, inline: once per data-plane route)
         if self.recording is not None:
             self.recording.routes.append(entry)
@@ -285,7 +294,7 @@ class RenderContext:
         secret = self.snapshot.secrets.get(f"{namespace}/{name}")
         if secret is None:
             return CertificateConversion(None, f"Secret {namespace}/{name} not found")
-        conv = convert_tls_secret(secret)
+        conv = self.convert(secret)
         if not conv.ok:
             return CertificateConversion(None, f"Secret {namespace}/{name}: {conv.error}")
         if self.recording is not None:
@@ -392,6 +401,15 @@ class RenderContext:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         text = "".join(self._ordered_pieces(sorted(self._routes.values())).texts)
         return list(yaml.load(text, Loader=loader) or [])
+
+    def convert(self, secret: Any) -> CertificateConversion:
+        """``convert_tls_secret(secret)`` once per render for each Secret object (kept alive in
+        the value): a Secret is often bound by many Ingresses and listeners, and each call
+        decodes and hashes its PEM text to find the conversion."""
+        hit = self._conversions.get(id(secret))
+        if hit is None or hit[0] is not secret:
+            hit = self._conversions[id(secret)] = (secret, convert_tls_secret(secret))
+        return hit[1]
 
     def take_ordered_routes(self) -> Pieces:
         """The routes' text in precedence order (key, then id: ids are unique, so the sort

@@ -190,10 +190,6 @@ def _str(value: str) -> str:
     return text if text is not None else _scalar(value)
 
 
-#: A string value as the writer writes it (plain when that reads back as the same string).
-str_text = _str
-
-
 def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
     """The block-style writer (every level in block style): used for an item whose flow text
     would have a mapping key too long for a YAML implicit key (see :func:`_fragment`)."""
@@ -578,15 +574,21 @@ def match_body(match: Mapping[str, Any]) -> str | None:
     return None
 
 
+def match_lead(host: str) -> str:
+    """The start of the match line of a route with this (non-empty) host: for a match body
+    (:func:`match_body`) other than ``{}`` and an id the caller knows is plain,
+    :func:`route_head_of_host` is ``("- id: <id>\\n", match_lead(host) + body[1:] + "\\n")``
+    (a test checks it), which the render writes once per data-plane route."""
+    return f"  match: {{host: {_str(host)}, "
+
+
 def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any],
-                       body: str | None = None, plain_id: bool = False,
-                       host_text: str | None = None) -> tuple[str, str] | None:
+                       body: str | None = None, plain_id: bool = False) -> tuple[str, str] | None:
     """:func:`route_head` of ``route_id`` and ``{"host": host, **match}`` (no host when
     ``host`` is empty) for a ``match`` without a host of its own, whose text is shared by
     every route with the same match. ``body``: :func:`match_body` of ``match``, when the
     caller has it; ``plain_id``: the caller checked that ``_SURE_PLAIN`` matches ``route_id``
-    and that it is not all letters (it is written as it is); ``host_text``: :func:`str_text`
-    of ``host``, when the caller has it."""
+    and that it is not all letters (it is written as it is)."""
     try:
         if type(route_id) is str and type(match) is dict and "host" not in match and (not host or type(host) is str):
             id_line = f"- id: {route_id if plain_id else _str(route_id)}\n"
@@ -594,11 +596,9 @@ def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any]
                 body = _match_body(match)
             if not host:
                 return id_line, f"  match: {body}\n"
-            if host_text is None:
-                host_text = _str(host)  # type: ignore[arg-type]
             if body == "{}":
-                return id_line, f"  match: {{host: {host_text}}}\n"
-            return id_line, f"  match: {{host: {host_text}, {body[1:]}\n"
+                return id_line, f"  match: {{host: {_str(host)}}}\n"  # type: ignore[arg-type]
+            return id_line, f"{match_lead(host)}{body[1:]}\n"  # type: ignore[arg-type]
     except (_LongKey, _Fallback):
         pass
     return None

@@ -988,10 +988,18 @@ def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dic
         else:
             bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
     parents: list[_Parent] = []
+    identities = ctx.parent_identities
     for ref in _list(spec.get("parentRefs")):
         if not (type(ref) is dict or isinstance(ref, Mapping)):
             continue
-        ident = _ref_identity(ref, ns)
+        # the compacted informer caches store equal parentRefs once: each is read once per
+        # render and namespace (the object kept alive in the value)
+        known = identities.get((id(ref), ns))
+        if known is not None and known[0] is ref:
+            ident = known[1]
+        else:
+            ident = _ref_identity(ref, ns)
+            identities[(id(ref), ns)] = (ref, ident)
         if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
             continue
         gw = gateways.get((ident[2], ident[3]))

@@ -34,7 +34,6 @@ from cryptography import x509
 from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo, precedence
 from titanium_gateway.render.backends import DEFAULT_SETTINGS, ClusterSettings, resolve_backend
-from titanium_gateway.render.certificates import convert_tls_secret
 from titanium_gateway.render.emit import match_body, plain_name, route_tail
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
 from titanium_gateway.render.precedence import (
@@ -507,7 +506,7 @@ class _Translator:
         secret = self.ctx.snapshot.secrets.get(f"{ref.namespace}/{ref.name}")
         if not isinstance(secret, Mapping):
             return (), f"{label} not found"
-        conversion = convert_tls_secret(secret)
+        conversion = self.ctx.convert(secret)
         if not conversion.ok:
             return (), f"{label}: {conversion.error}"
         crt = _secret_bytes(secret, "tls.crt")
@@ -615,7 +614,7 @@ class _Translator:
         secret = self.ctx.snapshot.secrets.get(f"{namespace}/{name}")
         if secret is None:
             return f"Secret {namespace}/{name} not found"
-        conversion = convert_tls_secret(secret)
+        conversion = self.ctx.convert(secret)
         return "" if conversion.ok else f"Secret {namespace}/{name}: {conversion.error}"
 
     # -- backends -------------------------------------------------------------------------

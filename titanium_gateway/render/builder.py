@@ -260,8 +260,7 @@ class RenderContext:
         written from>}`` (no host when ``host`` is empty) without building that dict; None when
         the id and match lines cannot be written by the fast writer (then call
         :meth:`add_route` with the whole route)."""
-        if rid in self._routes:
-            return False
+        routes = self._routes
         if plain_id and body is not None and host and type(host) is str and body != "{}":
             # route_head_of_host's common case, inline (once per data-plane route; a test
             # checks the two agree): an id written as it is, a host and a match body
@@ -270,11 +269,14 @@ class RenderContext:
                 lead = self._match_leads[host] = match_lead(host)
             entry = (key, rid, f"- id: {rid}\n", (f"{lead}{body[1:]}\n", tail))  # tail kept shared
         else:
+            if rid in routes:
+                return False
             lines = route_head_of_host(rid, host, match, body, plain_id)
             if lines is None:
                 return None
             entry = (key, rid, lines[0], (lines[1], tail))
-        self._routes[rid] = entry  # (_add_entry, inline: once per data-plane route)
+        if routes.setdefault(rid, entry) is not entry:  # (_add_entry, inline: once per data-plane route)
+            return False  # the id is taken: the first route keeps it
         if self.recording is not None:
             self.recording.routes.append(entry)
         return True
@@ -517,4 +519,4 @@ class RenderContext:
         return tuple(self._events[k] for k in sorted(self._events))
 
     def sorted_statuses(self) -> tuple[ObjectStatus, ...]:
-        return tuple(self.statuses[k] for k in sorted(self.statuses))
+        return tuple(map(self.statuses.__getitem__, sorted(self.statuses)))

@@ -905,8 +905,8 @@ def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_n
         if not gw.accepted:
             return False, "NotAllowedByListeners", "the Gateway is not accepted", [], counted
         return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", [], counted
-    matched = [li for li in allowed
-               if not route_hosts or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
+    matched = [li for li in allowed  # (a listener without a hostname accepts every route hostname)
+               if not route_hosts or li.hostname is None or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
     if not matched:
         return (False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames",
                 [], counted)
@@ -914,12 +914,16 @@ def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_n
 
 
 def _effective_hosts(listeners: list[ListenerInfo], route_hosts: list[str]) -> list[str | None]:
+    """The match hosts of a route's data-plane routes. ``route_hosts``: its valid hostnames,
+    lowercased."""
     hosts: set[str] = set()
     for li in listeners:
         if not route_hosts:
             if li.hostname is None:
                 return [None]
             hosts.add(li.hostname.lower())
+        elif li.hostname is None:
+            hosts.update(route_hosts)  # (intersect_hostname(None, h) is h)
         else:
             for h in route_hosts:
                 got = intersect_hostname(li.hostname, h)

@@ -95,9 +95,9 @@ class RenderContext:
         #: (id of a rule's backendRefs list, namespace, settings) -> (that list, what it makes), see
         #: httproute._backends_of
         self.rule_backends: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-        #: ids of a rule's filters -> (those filters, their header transforms and problems, or
+        #: id of a rule's filters list -> (that list, its header transforms and problems, or
         #: None when there are other filters), see httproute._header_filters
-        self.rule_filters: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        self.rule_filters: dict[int, tuple[Any, Any]] = {}
         #: content of a common-shape HTTPRoute match -> (what it makes, its problems), see
         #: httproute._match_key
         self.rule_matches: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}

@@ -16,9 +16,8 @@ tier, after every normal route, so it never shadows another rule.
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -504,9 +503,15 @@ def _build_match(raw: Mapping[str, Any], out: RuleOut) -> MatchOut:
     return MatchOut(match, degraded)
 
 
+#: (prefix, verb) -> the transform kind of a header modifier's entries (one string each)
+_HEADER_KINDS = {(prefix, verb): f"{prefix}Header{kind}" for prefix in ("Request", "Response")
+                 for verb, kind in (("set", "Set"), ("add", "Append"), ("remove", "Remove"))}
+
+
 def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> list[dict[str, Any]]:
     result: list[dict[str, Any]] = []
-    for verb, kind in (("set", "Set"), ("add", "Append")):
+    for verb in ("set", "add"):
+        kind = _HEADER_KINDS[(prefix, verb)]
         for item in _list(spec.get(verb)):
             item = _dict(item)
             name, value = _s(item.get("name")), item.get("value")
@@ -517,12 +522,13 @@ def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> li
                 out.unsupported.append(f"{prefix}HeaderModifier.{verb} header {brief(name)} has a control character "
                                        "(CR, LF, NUL...)")
                 continue
-            result.append({"kind": f"{prefix}Header{kind}", "parameters": {"name": name, "value": value}})
+            result.append({"kind": kind, "parameters": {"name": name, "value": value}})
+    remove = _HEADER_KINDS[(prefix, "remove")]
     for name in _list(spec.get("remove")):
         if not isinstance(name, str) or not name or has_control(name):
             out.unsupported.append(f"{prefix}HeaderModifier.remove entry is malformed")
             continue
-        result.append({"kind": f"{prefix}HeaderRemove", "parameters": {"name": name}})
+        result.append({"kind": remove, "parameters": {"name": name}})
     return result
 
 
@@ -530,23 +536,23 @@ _HEADER_FILTERS = {"RequestHeaderModifier": ("Request", "requestHeaderModifier")
                    "ResponseHeaderModifier": ("Response", "responseHeaderModifier")}
 
 
-def _header_filters(ctx: RenderContext, filters: list[Any]) -> tuple[list[dict[str, Any]], list[str]] | None:
+def _header_filters(ctx: RenderContext, filters: list[Any]) -> tuple[list[dict[str, Any]], Sequence[str]] | None:
     """``(transforms, problems)`` of a rule's filters when they are header modifiers only (else
-    None), once per render for each sequence of filter objects (the informer caches store equal
-    values once: the rules of a route, or many routes, often share their filters)."""
-    key = tuple(map(id, filters))
-    hit = ctx.rule_filters.get(key)
-    if hit is not None and all(map(operator.is_, hit[0], filters)):  # (equal keys: equal lengths)
+    None), once per render for each filters list object (kept alive in the value): the
+    informer caches store equal values once, so the rules of a route, or many routes, often
+    hold the very same list."""
+    hit = ctx.rule_filters.get(id(filters))
+    if hit is not None and hit[0] is filters:
         return hit[1]
-    got: tuple[list[dict[str, Any]], list[str]] | None = None
+    got: tuple[list[dict[str, Any]], Sequence[str]] | None = None
     if all(type(f) is dict and type(f.get("type")) is str and f["type"] in _HEADER_FILTERS for f in filters):
         problems = RuleOut()
         transforms: list[dict[str, Any]] = []
         for f in filters:
             prefix, field = _HEADER_FILTERS[f["type"]]
             transforms += _header_transforms(prefix, _dict(f.get(field)), problems)
-        got = (transforms, problems.unsupported)
-    ctx.rule_filters[key] = (tuple(filters), got)
+        got = (transforms, problems.unsupported or ())
+    ctx.rule_filters[id(filters)] = (filters, got)
     return got
 
 

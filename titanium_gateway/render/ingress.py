@@ -413,8 +413,9 @@ class _Translator:
         for ing in canaries:
             self.canary(ing, owners)
         self._open_path_memo()
+        emit = self.emit if self.path_memo is None else self.emit_memoized  # (emit_memoized's first test)
         for p in primaries:
-            self.emit_memoized(p)
+            emit(p)
         if self.path_memo is not None:
             self.path_memo.clear()
             self.path_memo.update(self.path_kept)
@@ -900,7 +901,8 @@ class _Translator:
         key = key_from_parts(self.tier(p), host_rank, ranks, ing.owner_key, max(p.rule, 0), p.index)
         tail = self.action_text(action_key, action)
         if decorated and tail is not None:
-            transforms, policies = self.transform_text(p), self.policies_text(ing)
+            transforms = "" if ing.ann.rewrite_target is None else self.transform_text(p)  # (its first test)
+            policies = self.policies_text(ing)
             if transforms is None or policies is None:
                 tail = None
             elif transforms or policies:

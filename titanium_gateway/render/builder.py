@@ -122,8 +122,9 @@ class RenderContext:
         #: id of a parentRef -> (it, its echo), see httproute._status
         self.parent_echoes: dict[int, tuple[Any, dict[str, Any]]] = {}
         #: (id of a Gateway, sectionName, port, route namespace) -> (that Gateway, whether any
-        #: listener is selected, the listeners counted, those admitted), see httproute._attach
-        self.parent_listeners: dict[tuple[Any, ...], tuple[Any, bool, list[Any], list[Any]]] = {}
+        #: listener is selected, the listeners counted, those admitted, whether one of those has
+        #: a hostname), see httproute._attach
+        self.parent_listeners: dict[tuple[Any, ...], tuple[Any, bool, list[Any], list[Any], bool]] = {}
         self._ns_labels: dict[str, dict[str, str]] = {}
         for key, ns in snapshot.namespaces.items():
             meta = ns.get("metadata") if isinstance(ns, Mapping) else None

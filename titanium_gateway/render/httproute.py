@@ -604,6 +604,10 @@ def _resolve_ref_once(
     return res.cluster, "", ""
 
 
+#: The transforms of a rule without filters (never modified: a rule's transforms are read-only).
+_NO_TRANSFORMS: list[dict[str, Any]] = []
+
+
 def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None) -> RuleOut:
     out = RuleOut()
     raw_matches = rule.get("matches")
@@ -618,8 +622,42 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         out.unsupported += listed[2]
     else:
         _rule_matches(ctx, raw_matches, out)
-    # timeouts
-    timeouts = _dict(rule.get("timeouts")) if "timeouts" in rule else _EMPTY
+    settings = _timeouts(rule, out) if "timeouts" in rule else be.DEFAULT_SETTINGS
+    # filters
+    redirect: dict[str, Any] | None = None
+    raw_filters = rule.get("filters")
+    headers_only = _header_filters(ctx, raw_filters) if type(raw_filters) is list and raw_filters else None
+    if headers_only is not None:  # only header modifiers: worked out once per list
+        transforms = headers_only[0]  # shared, read-only: nothing is added to it below
+        out.unsupported += headers_only[1]
+    elif raw_filters:
+        transforms, redirect = _filters(ctx, _list(raw_filters), route_ns, one_port, out)
+    else:
+        transforms = _NO_TRANSFORMS
+    if transforms:
+        out.extras["transforms"] = transforms
+    # backends
+    refs = _list(rule.get("backendRefs"))
+    if redirect is not None:
+        if redirect.get("host"):
+            out.action = {"redirect": redirect}
+        else:
+            out.redirect = redirect
+        return out
+    got = _backends_of(ctx, refs, route_ns, settings)
+    out.unsupported += got.unsupported
+    out.refs += got.refs
+    if got.first_ref:
+        out.first_ref = got.first_ref
+    out.clusters += got.clusters  # after a mirror's
+    out.action = got.action
+    return out
+
+
+def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> be.ClusterSettings:
+    """A rule's ``timeouts``: the request limit into ``out.extras``, problems into ``out``; the
+    backend request timeout as the settings of its clusters."""
+    timeouts = _dict(rule.get("timeouts"))
     backend_ms: int | None = None
     request_ms: int | None = None
     if "request" in timeouts:
@@ -634,19 +672,18 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         out.unsupported.append("timeouts.backendRequest is longer than timeouts.request")
     if request_ms:
         out.extras["limits"] = {"requestTimeout": timespan(request_ms)}
-    settings = be.ClusterSettings(request_timeout=timespan(backend_ms)) if backend_ms else be.DEFAULT_SETTINGS
-    # filters
+    return be.ClusterSettings(request_timeout=timespan(backend_ms)) if backend_ms else be.DEFAULT_SETTINGS
+
+
+def _filters(ctx: RenderContext, filters: list[Any], route_ns: str, one_port: tuple[int, str] | None,
+             out: RuleOut) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """A rule's ``filters`` (other than header modifiers only, see :func:`_header_filters`):
+    ``(transforms, redirect or None)``; a mirror and problems into ``out``."""
     transforms: list[dict[str, Any]] = []
     redirect: dict[str, Any] | None = None
     mirrors: list[Mapping[str, Any]] = []
     rewrite_seen = False
-    raw_filters = rule.get("filters")
-    headers_only = _header_filters(ctx, raw_filters) if type(raw_filters) is list and raw_filters else None
-    if headers_only is not None:  # only header modifiers: worked out once per list
-        transforms = headers_only[0]  # shared, read-only: nothing is added to it below
-        out.unsupported += headers_only[1]
-        raw_filters = None
-    for f in _list(raw_filters):
+    for f in filters:
         f = _dict(f)
         ftype = _s(f.get("type"))
         if ftype == "RequestHeaderModifier":
@@ -688,24 +725,7 @@ def _rule(ctx: RenderContext, rule: Mapping[str, Any], route_ns: str, one_port: 
         out.unsupported.append("more than one RequestMirror in a rule is not supported")
     elif mirrors:
         _mirror(ctx, mirrors[0], route_ns, out)
-    if transforms:
-        out.extras["transforms"] = transforms
-    # backends
-    refs = _list(rule.get("backendRefs"))
-    if redirect is not None:
-        if redirect.get("host"):
-            out.action = {"redirect": redirect}
-        else:
-            out.redirect = redirect
-        return out
-    got = _backends_of(ctx, refs, route_ns, settings)
-    out.unsupported += got.unsupported
-    out.refs += got.refs
-    if got.first_ref:
-        out.first_ref = got.first_ref
-    out.clusters += got.clusters  # after a mirror's
-    out.action = got.action
-    return out
+    return transforms, redirect
 
 
 def _rule_matches(ctx: RenderContext, raw_matches: list[Any], out: RuleOut) -> None:
@@ -900,8 +920,10 @@ def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_n
         selected = [li for li in gw.listeners
                     if (not section or li.name == section) and (port is None or li.port == port)]
         counted = [li for li in selected if li.serves_httproute and li.allows_namespace(ctx, route_ns)]
-        hit = ctx.parent_listeners[key] = (gw, bool(selected), counted, [li for li in counted if li.attachable])
-    _, any_selected, counted, allowed = hit
+        allowed = [li for li in counted if li.attachable]
+        hit = ctx.parent_listeners[key] = (gw, bool(selected), counted, allowed,
+                                           any(li.hostname is not None for li in allowed))
+    _, any_selected, counted, allowed, hostnames = hit
     if not any_selected:
         what = f"sectionName {brief(section)}" if section else ""
         what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
@@ -911,8 +933,9 @@ def _attach(ctx: RenderContext, gw: GatewayInfo, ref: Mapping[str, Any], route_n
         if not gw.accepted:
             return False, "NotAllowedByListeners", "the Gateway is not accepted", [], counted
         return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", [], counted
-    matched = [li for li in allowed  # (a listener without a hostname accepts every route hostname)
-               if not route_hosts or li.hostname is None or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
+    # (a listener without a hostname accepts every route hostname: then the memo's list, read-only)
+    matched = allowed if not route_hosts or not hostnames else [
+        li for li in allowed if li.hostname is None or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
     if not matched:
         return (False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames",
                 [], counted)
@@ -1027,16 +1050,19 @@ def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dic
             ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
         return []
     # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
-    counted_once = list({id(li): li for p in parents for li in p.counted}.values())
+    if len(parents) == 1:  # (the lists of one parent hold each listener once; read-only)
+        counted_once = parents[0].counted
+        attached = parents[0].listeners if parents[0].accepted else []
+    else:
+        counted_once = list({id(li): li for p in parents for li in p.counted}.values())
+        attached = list({id(li): li for p in parents if p.accepted for li in p.listeners}.values())
     for li in counted_once:
         li.attached += 1
-    attached = [li for p in parents if p.accepted for li in p.listeners]
-    unique_listeners = {id(li): li for li in attached}
     unsupported: list[str] = []
     refs: list[tuple[str, str]] = []
-    serving = [li for li in unique_listeners.values() if li.usable]
+    serving = [li for li in attached if li.usable]
     # rules are always validated (status), but only emitted when a programmed listener serves them
-    basis = serving or list(unique_listeners.values())
+    basis = serving or attached
     ports = {(li.port, li.protocol) for li in basis}
     one_port = next(iter(ports)) if len(ports) == 1 else None
     hosts = _effective_hosts(basis, route_hosts) if basis else (

@@ -1082,7 +1082,10 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 *, emit: bool) -> None:
     owner = owner_part(creation_timestamp(route), ns, name)
     host_ranks = ctx.host_parts
+    # each host with its precedence part (worked out once per render and host)
+    host_keys = [(host, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host))) for host in hosts]
     multi = len(hosts) > 1
+    id_prefix = f"httproute/{ns}/{name}/r"
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)
     plain_ids = not multi and plain_name(ns) is not None and plain_name(name) is not None
     last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
@@ -1138,10 +1141,9 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         for mi, m in enumerate(out.matches):
             tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
             ranks = m.ranks or match_part(m.match)
-            for host in hosts:
-                rid = f"httproute/{ns}/{name}/r{ri}m{mi}" + (f"/{host}" if multi and host else "")
-                key = key_from_parts(tier, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host)),
-                                     ranks, owner, ri, mi)
+            for host, host_rank in host_keys:
+                rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
+                key = key_from_parts(tier, host_rank, ranks, owner, ri, mi)
                 if fast and ctx.add_route_text(rid, host, m.match, key, shared_tail, m.body,  # type: ignore[arg-type]
                                                plain_ids) is not None:
                     continue

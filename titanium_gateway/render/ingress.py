@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -153,8 +154,7 @@ def _select(snapshot: Any, options: Any) -> list[tuple[tuple[str, str, str], Map
     return selected
 
 
-def _first(item: tuple[Any, ...]) -> Any:
-    return item[0]
+_first = operator.itemgetter(0)
 
 
 def _namespace(ing: Any) -> str:
@@ -257,7 +257,7 @@ def timespan(seconds: int) -> str:
 
 
 # -- per-Ingress state ----------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class _Ingress:
     obj: Mapping[str, Any]
     namespace: str
@@ -898,7 +898,9 @@ class _Translator:
         host_rank = self._host_ranks.get(host)
         if host_rank is None:
             host_rank = self._host_ranks[host] = host_part(host)
-        key = key_from_parts(self.tier(p), host_rank, ranks, ing.owner_key, max(p.rule, 0), p.index)
+        rule = p.rule
+        tier = TIER_NORMAL if rule >= 0 and not p.error_reason else self.tier(p)  # (its common case)
+        key = key_from_parts(tier, host_rank, ranks, ing.owner_key, rule if rule > 0 else 0, p.index)
         tail = self.action_text(action_key, action)
         if decorated and tail is not None:
             transforms = "" if ing.ann.rewrite_target is None else self.transform_text(p)  # (its first test)

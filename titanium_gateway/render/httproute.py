@@ -508,7 +508,7 @@ _HEADER_KINDS = {(prefix, verb): f"{prefix}Header{kind}" for prefix in ("Request
                  for verb, kind in (("set", "Set"), ("add", "Append"), ("remove", "Remove"))}
 
 
-def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut) -> list[dict[str, Any]]:
+def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleOut | _Problems) -> list[dict[str, Any]]:
     result: list[dict[str, Any]] = []
     for verb in ("set", "add"):
         kind = _HEADER_KINDS[(prefix, verb)]
@@ -545,15 +545,27 @@ def _header_filters(ctx: RenderContext, filters: list[Any]) -> tuple[list[dict[s
     if hit is not None and hit[0] is filters:
         return hit[1]
     got: tuple[list[dict[str, Any]], Sequence[str]] | None = None
-    if all(type(f) is dict and type(f.get("type")) is str and f["type"] in _HEADER_FILTERS for f in filters):
-        problems = RuleOut()
-        transforms: list[dict[str, Any]] = []
-        for f in filters:
-            prefix, field = _HEADER_FILTERS[f["type"]]
-            transforms += _header_transforms(prefix, _dict(f.get(field)), problems)
+    problems = _Problems()
+    transforms: list[dict[str, Any]] = []
+    for f in filters:
+        kind = f.get("type") if type(f) is dict else None
+        header = _HEADER_FILTERS.get(kind) if type(kind) is str else None
+        if header is None:
+            break  # another filter: the rule's filters are read one by one (_filters)
+        transforms += _header_transforms(header[0], _dict(f.get(header[1])), problems)
+    else:
         got = (transforms, problems.unsupported or ())
     ctx.rule_filters[id(filters)] = (filters, got)
     return got
+
+
+class _Problems:
+    """Where :func:`_header_transforms` reports (a RuleOut's ``unsupported`` alone)."""
+
+    __slots__ = ("unsupported",)
+
+    def __init__(self) -> None:
+        self.unsupported: list[str] = []
 
 
 def _resolve_ref(

@@ -400,6 +400,26 @@ def test_transforms_block_is_the_route_tail_of_the_transforms(transforms: list[d
     assert emit_module.transforms_block(transforms) == emit_module.route_tail({"transforms": transforms})
 
 
+_policies = st.lists(st.fixed_dictionaries({
+    "kind": st.sampled_from(["IpAllowDeny", "RateLimit", "x y"]),
+    "parameters": st.dictionaries(st.sampled_from(["allow", "partition", "name", "value", "k" * 1100]),
+                                  st.text(max_size=5) | st.lists(st.text(max_size=4), max_size=2), max_size=3)}),
+    max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_policies, _policies)
+def test_kind_lines_in_runs_are_the_route_tail_of_the_list(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+    """A policy list's lines written in runs and joined are its route_tail (the Ingress
+    translator writes an annotation set's policies once and a RateLimit per Ingress)."""
+    whole = emit_module.route_tail({"policies": a + b}) if a + b else ""
+    first, second = emit_module.kind_lines(a), emit_module.kind_lines(b)
+    if first is None or second is None:
+        assert whole is None
+    else:
+        assert ("  policies:\n" + first + second if a + b else "") == whole
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from(["id", "algorithm", "destinations", "sessionAffinity", "httpClient"]),
                                 _route_values, min_size=1, max_size=5), min_size=1, max_size=4),

@@ -531,6 +531,17 @@ def transforms_block(transforms: Sequence[Any]) -> str | None:
     return route_tail({"transforms": transforms})
 
 
+def kind_lines(items: Sequence[Any]) -> str | None:
+    """The item lines of ``route_tail({"policies": items})`` (or of ``transforms``): what
+    follows its first line, ``"  policies:\n"``, for a non-empty list, so a list's lines can be
+    written in runs and joined (a test checks the concatenation); "" for no items; None when
+    the fast writer cannot write one of them."""
+    try:
+        return "".join([f"  - {_kind_entry(x)}\n" for x in items])
+    except (_LongKey, _Fallback):
+        return None
+
+
 def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(id line, match line)`` exactly as :func:`route_fragment_split` writes them; None when
     the fast writer cannot."""

@@ -35,7 +35,7 @@ from cryptography import x509
 from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo, precedence
 from titanium_gateway.render.backends import DEFAULT_SETTINGS, ClusterSettings, resolve_backend
-from titanium_gateway.render.emit import match_body, plain_name, route_tail
+from titanium_gateway.render.emit import kind_lines, match_body, plain_name, route_tail
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
 from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
@@ -357,6 +357,8 @@ class _Translator:
         self._action_text: dict[tuple[Any, ...], str | None] = {}
         self._transform_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
         self._policies_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
+        #: id of an annotation set -> (it, the lines of its policies before and after a RateLimit)
+        self._policy_lines: dict[int, tuple[IngressAnnotations, str | None, str | None]] = {}
         #: (action, transforms, policies) texts -> their concatenation (one shared string)
         self._tails: dict[tuple[str, str, str], str] = {}
 
@@ -826,28 +828,37 @@ class _Translator:
 
     @staticmethod
     def policies(ing: _Ingress) -> list[dict[str, Any]]:
-        ann = ing.ann
-        policies: list[dict[str, Any]] = []
+        before, after = _Translator.shared_policies(ing.ann)
+        rate = [_Translator.rate_limit(ing)] if ing.ann.limit_rps is not None else []
+        return [*before, *rate, *after]
+
+    @staticmethod
+    def shared_policies(ann: IngressAnnotations) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The policies of an annotation set before and after its RateLimit (the one policy
+        that names its Ingress), in the contract's order."""
+        before: list[dict[str, Any]] = []
         if ann.whitelist_source_range is not None:
-            policies.append({"kind": "IpAllowDeny", "parameters": {"allow": list(ann.whitelist_source_range)}})
-        if ann.limit_rps is not None:
-            policies.append(
-                {
-                    "kind": "RateLimit",
-                    "parameters": {
-                        "requestsPerSecond": str(ann.limit_rps),
-                        "window": "00:00:01",
-                        "partition": f"ingress/{ing.namespace}/{ing.name}",
-                    },
-                }
-            )
+            before.append({"kind": "IpAllowDeny", "parameters": {"allow": list(ann.whitelist_source_range)}})
+        after: list[dict[str, Any]] = []
         if ann.cors_allow_origin is not None:
-            policies.append({"kind": "Cors", "parameters": {"allowOrigins": list(ann.cors_allow_origin)}})
+            after.append({"kind": "Cors", "parameters": {"allowOrigins": list(ann.cors_allow_origin)}})
         if ann.proxy_body_size is not None:
-            policies.append({"kind": "MaxRequestBodySize", "parameters": {"bytes": str(ann.proxy_body_size)}})
+            after.append({"kind": "MaxRequestBodySize", "parameters": {"bytes": str(ann.proxy_body_size)}})
         if ann.auth_url is not None:
-            policies.append({"kind": "ExtAuth", "parameters": {"url": ann.auth_url, "timeout": EXT_AUTH_TIMEOUT}})
-        return policies
+            after.append({"kind": "ExtAuth", "parameters": {"url": ann.auth_url, "timeout": EXT_AUTH_TIMEOUT}})
+        return before, after
+
+    @staticmethod
+    def rate_limit(ing: _Ingress) -> dict[str, Any]:
+        """The RateLimit policy of an Ingress with a limit-rps annotation: one partition per Ingress."""
+        return {
+            "kind": "RateLimit",
+            "parameters": {
+                "requestsPerSecond": str(ing.ann.limit_rps),
+                "window": "00:00:01",
+                "partition": f"ingress/{ing.namespace}/{ing.name}",
+            },
+        }
 
     # The text after a route's match line is the text of each of its keys in the contract's
     # order (emit.route_tail writes one key's lines from its value alone; a test checks the
@@ -874,12 +885,24 @@ class _Translator:
         return hit[1]
 
     def policies_text(self, ing: _Ingress) -> str | None:
+        """``route_tail({"policies": self.policies(ing)})`` ("" for none): the lines of an
+        annotation set's shared policies once per render, a RateLimit's line once per Ingress."""
         ann = ing.ann
         key = (id(ann), ing.ref if ann.limit_rps is not None else None)
         hit = self._policies_text.get(key)
         if hit is None or hit[0] is not ann:
-            policies = self.policies(ing)
-            hit = self._policies_text[key] = (ann, route_tail({"policies": policies}) if policies else "")
+            shared = self._policy_lines.get(id(ann))
+            if shared is None or shared[0] is not ann:
+                before, after = self.shared_policies(ann)
+                shared = self._policy_lines[id(ann)] = (ann, kind_lines(before), kind_lines(after))
+            _, before_text, after_text = shared
+            rate = kind_lines([self.rate_limit(ing)]) if ann.limit_rps is not None else ""
+            if before_text is None or rate is None or after_text is None:
+                text = None
+            else:
+                lines = before_text + rate + after_text
+                text = "  policies:\n" + lines if lines else ""
+            hit = self._policies_text[key] = (ann, text)
         return hit[1]
 
     @staticmethod

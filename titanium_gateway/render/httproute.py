@@ -312,6 +312,18 @@ def parent_ref_echo(ref: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _identity(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str) -> tuple[Any, ...]:
+    """:func:`_ref_identity` once per render for each parentRef object and route namespace: the
+    compacted informer caches store equal parentRefs once (in specs, and in the statuses we
+    wrote), so thousands of routes hold the same one (kept alive in the memo's value)."""
+    known = ctx.parent_identities.get((id(ref), route_ns))
+    if known is not None and known[0] is ref:
+        return known[1]
+    ident = _ref_identity(ref, route_ns)
+    ctx.parent_identities[(id(ref), route_ns)] = (ref, ident)
+    return ident
+
+
 def _ref_identity(ref: Mapping[str, Any], route_ns: str) -> tuple[Any, ...]:
     group = ref.get("group")
     return (
@@ -1033,18 +1045,10 @@ def _translate_route(ctx: RenderContext, route: Mapping[str, Any], gateways: dic
         else:
             bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
     parents: list[_Parent] = []
-    identities = ctx.parent_identities
     for ref in _list(spec.get("parentRefs")):
         if not (type(ref) is dict or isinstance(ref, Mapping)):
             continue
-        # the compacted informer caches store equal parentRefs once: each is read once per
-        # render and namespace (the object kept alive in the value)
-        known = identities.get((id(ref), ns))
-        if known is not None and known[0] is ref:
-            ident = known[1]
-        else:
-            ident = _ref_identity(ref, ns)
-            identities[(id(ref), ns)] = (ref, ident)
+        ident = _identity(ctx, ref, ns)
         if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
             continue
         gw = gateways.get((ident[2], ident[3]))
@@ -1244,7 +1248,7 @@ def _status(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str, pa
         previous: list[Mapping[str, Any]] = []
         held: Any = None  # the previous conditions list object (what ``previous`` is read from)
         for old in old_parents:
-            if isinstance(old.get("parentRef"), Mapping) and _ref_identity(old["parentRef"], ns) == p.identity:
+            if isinstance(old.get("parentRef"), Mapping) and _identity(ctx, old["parentRef"], ns) == p.identity:
                 previous = existing_conditions(old)
                 held = old.get("conditions") if previous else None
                 break

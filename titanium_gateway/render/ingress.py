@@ -135,7 +135,9 @@ def _select(snapshot: Any, options: Any) -> list[tuple[tuple[str, str, str], Map
     for ing in snapshot.ingresses.values():
         if type(ing) is not dict and not isinstance(ing, Mapping):
             continue
-        meta = _meta(ing)
+        meta = ing.get("metadata")
+        if type(meta) is not dict:
+            meta = _map(meta)
         name = _str(meta.get("name"))
         if not name:
             continue
@@ -429,7 +431,9 @@ class _Translator:
 
     def prepare(self, obj: Mapping[str, Any], created: str, namespace: str, name: str) -> _Ingress:
         """``created``, ``namespace``, ``name``: the Ingress's :func:`_age_key`."""
-        meta = _meta(obj)
+        meta = obj.get("metadata")  # (obj: a mapping, see _select)
+        if type(meta) is not dict:
+            meta = _map(meta)
         raw = _map(meta.get("annotations"))
         # the compacted informer caches store equal annotation sets once: parsed once per render
         # for each set object (kept alive in the value) and namespace

@@ -34,7 +34,7 @@ from titanium_gateway.render.memo import resource_version
 from titanium_gateway.render.snapshot import Snapshot
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-_ID_PART = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
+_ID_PART = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?")
 
 
 def _s(value: Any) -> str:

@@ -57,7 +57,7 @@ def bound_message(message: str) -> str:
 
 # -- hostnames ------------------------------------------------------------------------------
 MAX_HOSTNAME_LENGTH = 253
-_HOSTNAME = re.compile(r"(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_HOSTNAME = re.compile(r"(?:\*\.)?[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")  # (no captures: faster)
 
 
 def valid_hostname(host: str) -> bool:

@@ -63,7 +63,7 @@ CANARY_HEADER_VALUE = "always"
 
 PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
 _PATH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f?#]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")  # .NET/ECMAScript metacharacters only
 
 

@@ -190,7 +190,9 @@ class RenderContext:
         return current == decrypt
 
     def add_cluster(self, cluster: Mapping[str, Any]) -> str:
-        cid = str(cluster["id"])
+        cid = cluster["id"]
+        if type(cid) is not str:
+            cid = str(cid)
         if self.recording is not None:
             self._record_cluster(cid, cluster)
         if cid not in self.clusters:

@@ -16,6 +16,7 @@ tier, after every normal route, so it never shadows another rule.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -1106,6 +1107,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
     plain_ids = not multi and plain_name(ns) is not None and plain_name(name) is not None
     last_rest: tuple[dict[str, Any] | None, str | None] = (None, None)
     last_parts: tuple[tuple[int, int] | None, str | None] = (None, None)
+    last_clusters: list[dict[str, Any]] = []
     for ri, rule in enumerate(_list(spec.get("rules"))):
         if not (type(rule) is dict or isinstance(rule, Mapping)):
             rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
@@ -1118,8 +1120,12 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
         elif out.first_ref and "directResponse" in out.action:
             ref_firsts.append(out.first_ref)
         if emit and not rule_unsupported:
-            for cluster in out.clusters:
-                ctx.add_cluster(cluster)
+            clusters = out.clusters
+            # (the rules of a route often have the very same backends: adding them again is a no-op)
+            if len(clusters) != len(last_clusters) or any(map(operator.is_not, clusters, last_clusters)):
+                for cluster in clusters:
+                    ctx.add_cluster(cluster)
+                last_clusters = clusters
         # every route of the rule that differs only in id and match shares its other lines
         shared_tail: str | None = None
         if emit:

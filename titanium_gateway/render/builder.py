@@ -117,7 +117,7 @@ class RenderContext:
         #: id of a Secret -> (it, its certificate conversion), see convert
         self._conversions: dict[int, tuple[Any, CertificateConversion]] = {}
         #: (id of a parentRef, the route's namespace) -> (it, its identity), see
-        #: httproute._translate_route
+        #: httproute._identity
         self.parent_identities: dict[tuple[int, str], tuple[Any, tuple[Any, ...]]] = {}
         #: id of a parentRef -> (it, its echo), see httproute._status
         self.parent_echoes: dict[int, tuple[Any, dict[str, Any]]] = {}

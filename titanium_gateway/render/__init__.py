@@ -94,6 +94,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     else:
         _httproute.translate(ctx, gateways, cache, _route_deps(snapshot, options, gateways))
     _translate_ingresses(ctx, cache)
+    ctx.end_translation()
 
     listeners = [
         {"host": "0.0.0.0", "port": port, "type": "transparent", "decryptSsl": decrypt}

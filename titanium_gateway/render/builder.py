@@ -407,6 +407,15 @@ class RenderContext:
         text = "".join(self._ordered_pieces(sorted(self._routes.values())).texts)
         return list(yaml.load(text, Loader=loader) or [])
 
+    def end_translation(self) -> None:
+        """Drop the translators' per-render memos once every object is translated: what the
+        ordering and emit make next (the document and its parts) then no longer adds to them
+        at the render's peak. Their values stay where routes and statuses share them."""
+        for memo in (self.resolved_refs, self.rule_backends, self.rule_filters, self.rule_matches, self.match_lists,
+                     self.tail_texts, self._match_leads, self.host_parts, self.route_conditions, self._conversions,
+                     self.parent_identities, self.parent_echoes, self.parent_listeners):
+            memo.clear()
+
     def convert(self, secret: Any) -> CertificateConversion:
         """``convert_tls_secret(secret)`` once per render for each Secret object (kept alive in
         the value): a Secret is often bound by many Ingresses and listeners, and each call

@@ -65,7 +65,7 @@ from titanium_gateway.render.emit import (
 )
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.precedence import PrecedenceKey
+from titanium_gateway.render.precedence import PrecedenceKey, host_part
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
 from titanium_gateway.render.result import CertificateEntry, EventRecord, ListenerKey, ObjectStatus
 from titanium_gateway.render.snapshot import Snapshot
@@ -415,6 +415,14 @@ class RenderContext:
                      self.tail_texts, self._match_leads, self.host_parts, self.route_conditions, self._conversions,
                      self.parent_identities, self.parent_echoes, self.parent_listeners):
             memo.clear()
+
+    def host_part(self, host: str | None) -> str:
+        """:func:`~titanium_gateway.render.precedence.host_part` once per render for each match
+        host (the HTTPRoute and Ingress translators share it)."""
+        part = self.host_parts.get(host)
+        if part is None:
+            part = self.host_parts[host] = host_part(host)
+        return part
 
     def convert(self, secret: Any) -> CertificateConversion:
         """``convert_tls_secret(secret)`` once per render for each Secret object (kept alive in

@@ -32,7 +32,6 @@ from titanium_gateway.render.precedence import (
     TIER_DEGRADED,
     TIER_NORMAL,
     creation_timestamp,
-    host_part,
     key_from_parts,
     match_part,
     owner_part,
@@ -1098,9 +1097,7 @@ def _emit_rules(ctx: RenderContext, route: Mapping[str, Any], ns: str, name: str
                 unsupported: list[str], refs: list[tuple[str, str]], firsts: list[str], ref_firsts: list[str],
                 *, emit: bool) -> None:
     owner = owner_part(creation_timestamp(route), ns, name)
-    host_ranks = ctx.host_parts
-    # each host with its precedence part (worked out once per render and host)
-    host_keys = [(host, host_ranks.get(host) or host_ranks.setdefault(host, host_part(host))) for host in hosts]
+    host_keys = [(host, ctx.host_part(host)) for host in hosts]  # (each host with its precedence part)
     multi = len(hosts) > 1
     id_prefix = f"httproute/{ns}/{name}/r"
     # "httproute/<ns>/<name>/r<i>m<j>" is written plain when the names are (emit._SURE_PLAIN)

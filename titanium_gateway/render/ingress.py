@@ -41,7 +41,6 @@ from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
     TIER_NORMAL,
     creation_timestamp,
-    host_part,
     key_from_parts,
     match_part,
     owner_part,
@@ -351,8 +350,6 @@ class _Translator:
         #: and (id of a backend object, namespace, id of settings, suffix) -> (them, the same)
         self._backend_objects: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         self._resolved: dict[tuple[Any, ...], tuple[Any, tuple[dict[str, Any] | None, str, str]]] = {}
-        #: match host -> its precedence part
-        self._host_ranks = ctx.host_parts  # (shared with the HTTPRoutes: one render)
         #: (path, kind) -> (match without host, its precedence part); never modified
         self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any, str | None]] = {}
         #: the text of one key of a route's tail ("" for none; None: the fast writer cannot)
@@ -417,9 +414,8 @@ class _Translator:
         for ing in canaries:
             self.canary(ing, owners)
         self._open_path_memo()
-        emit = self.emit if self.path_memo is None else self.emit_memoized  # (emit_memoized's first test)
         for p in primaries:
-            emit(p)
+            self.emit_memoized(p)
         if self.path_memo is not None:
             self.path_memo.clear()
             self.path_memo.update(self.path_kept)
@@ -922,16 +918,10 @@ class _Translator:
         when the fast writer cannot write it. ``body_text``: ``emit.match_body(body)``, if known."""
         ing = p.ing
         host = p.host
-        host_rank = self._host_ranks.get(host)
-        if host_rank is None:
-            host_rank = self._host_ranks[host] = host_part(host)
-        rule = p.rule
-        tier = TIER_NORMAL if rule >= 0 and not p.error_reason else self.tier(p)  # (its common case)
-        key = key_from_parts(tier, host_rank, ranks, ing.owner_key, rule if rule > 0 else 0, p.index)
+        key = key_from_parts(self.tier(p), self.ctx.host_part(host), ranks, ing.owner_key, max(p.rule, 0), p.index)
         tail = self.action_text(action_key, action)
         if decorated and tail is not None:
-            transforms = "" if ing.ann.rewrite_target is None else self.transform_text(p)  # (its first test)
-            policies = self.policies_text(ing)
+            transforms, policies = self.transform_text(p), self.policies_text(ing)
             if transforms is None or policies is None:
                 tail = None
             elif transforms or policies:

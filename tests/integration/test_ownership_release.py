@@ -34,9 +34,10 @@ def test_gateway_moved_to_another_class_loses_our_conditions(env: Env) -> None:
     gw = wait_for(lambda: (g := env.get("Gateway", "apps", "web")) and _waiting(g, "Accepted", "Programmed") and g,
                   timeout=15, what="the Gateway's status back to Waiting for controller")
     assert not (gw.get("status") or {}).get("listeners"), "our listener statuses stayed"
-    route = env.must("HTTPRoute", "apps", "shop")
-    assert not [p for p in (route.get("status") or {}).get("parents") or []
-                if p.get("controllerName") == env.rel.controller_name]
+    # the route's status is written in the same batch, in parallel: it may land a moment later
+    wait_for(lambda: not [p for p in (env.must("HTTPRoute", "apps", "shop").get("status") or {}).get("parents") or []
+                          if p.get("controllerName") == env.rel.controller_name],
+             timeout=15, what="our parent status gone from the route")
     assert (env.must("GatewayClass", None, "other").get("status") or {}).get("conditions", [{}])[0].get(
         "status") != "True"  # never ours to accept
 

@@ -519,18 +519,6 @@ def route_tail(rest: Mapping[str, Any]) -> str | None:
     return None
 
 
-def transforms_block(transforms: Sequence[Any]) -> str | None:
-    """``route_tail({"transforms": transforms})`` for a non-empty list, without the scan of a
-    route's keys (a rule's header transforms are written once per filter list: often once per
-    route)."""
-    try:
-        if type(transforms) is list and transforms:
-            return "  transforms:\n" + "".join([f"  - {_kind_entry(x)}\n" for x in transforms])
-    except (_LongKey, _Fallback):
-        return None
-    return route_tail({"transforms": transforms})
-
-
 def kind_lines(items: Sequence[Any]) -> str | None:
     """The item lines of ``route_tail({"policies": items})`` (or of ``transforms``): what
     follows its first line, ``"  policies:\n"``, for a non-empty list, so a list's lines can be
@@ -540,6 +528,16 @@ def kind_lines(items: Sequence[Any]) -> str | None:
         return "".join([f"  - {_kind_entry(x)}\n" for x in items])
     except (_LongKey, _Fallback):
         return None
+
+
+def transforms_block(transforms: Sequence[Any]) -> str | None:
+    """``route_tail({"transforms": transforms})`` for a non-empty list, without the scan of a
+    route's keys (a rule's header transforms are written once per filter list: often once per
+    route)."""
+    if type(transforms) is list and transforms:
+        lines = kind_lines(transforms)
+        return None if lines is None else "  transforms:\n" + lines
+    return route_tail({"transforms": transforms})
 
 
 def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | None:

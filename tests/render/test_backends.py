@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from tests.render.core_fixtures import endpoints, service
 from titanium_gateway.render.backends import BackendIndex, ClusterSettings, cluster_id, resolve_backend
+from titanium_gateway.render.emit import cluster_data
+from titanium_gateway.render.model import Backend
 from titanium_gateway.render.snapshot import Snapshot
 
 
@@ -34,8 +36,9 @@ def test_ready_endpoints_only_on_named_target_port() -> None:
         endpoints(addresses=("10.0.0.5",), port=9000, port_name="web", ready=None, slice_name="api-3"),
     )
     res = resolve_backend(idx, "apps", "api", 8080)
-    assert res.ok
-    assert res.cluster == {"id": "svc-apps.api.8080", "destinations": [
+    assert res.ok and res.cluster is not None
+    assert res.cluster.backend == Backend("apps", "api", 8080)  # (provenance: what it was resolved from)
+    assert cluster_data(res.cluster) == {"id": "svc-apps.api.8080", "destinations": [
         {"id": "10.0.0.1:9000", "address": "10.0.0.1", "port": 9000, "weight": 1, "useHttps": False},
         {"id": "10.0.0.2:9000", "address": "10.0.0.2", "port": 9000, "weight": 1, "useHttps": False},
         {"id": "10.0.0.5:9000", "address": "10.0.0.5", "port": 9000, "weight": 1, "useHttps": False},
@@ -45,14 +48,14 @@ def test_ready_endpoints_only_on_named_target_port() -> None:
 def test_port_by_name_and_numeric_target_fallback() -> None:
     idx = index(service(port_name="web", target=9100), endpoints(port=9100, port_name="other"))
     by_name = resolve_backend(idx, "apps", "api", "web")
-    assert by_name.ok and by_name.cluster["id"] == "svc-apps.api.web"
-    assert [d["port"] for d in by_name.cluster["destinations"]] == [9100]
+    assert by_name.ok and by_name.cluster is not None and by_name.cluster.id == "svc-apps.api.web"
+    assert [d.port for d in by_name.cluster.destinations] == [9100]
 
 
 def test_no_ready_endpoints_gives_empty_destinations() -> None:
     idx = index(service(), endpoints(ready=False))
     res = resolve_backend(idx, "apps", "api", 8080)
-    assert res.ok and res.cluster["destinations"] == []
+    assert res.ok and res.cluster is not None and res.cluster.destinations == ()
 
 
 def test_missing_service_or_port() -> None:
@@ -66,8 +69,9 @@ def test_settings_shape_cluster() -> None:
     idx = index(service(), endpoints())
     s = ClusterSettings(request_timeout="00:00:05", algorithm="Random", affinity_cookie="aff", use_https=True,
                         tls=(("caFile", "x.ca.crt"),))
-    c = resolve_backend(idx, "apps", "api", 8080, s).cluster
-    assert c is not None
+    cluster = resolve_backend(idx, "apps", "api", 8080, s).cluster
+    assert cluster is not None and cluster.backend is not None and cluster.backend.settings is s
+    c = cluster_data(cluster)
     assert list(c) == ["id", "algorithm", "destinations", "sessionAffinity", "httpClient"]
     assert c["httpClient"] == {"requestTimeout": "00:00:05", "tls": {"caFile": "x.ca.crt"}}
     assert c["destinations"][0]["useHttps"] is True
@@ -97,8 +101,8 @@ def test_clusters_of_one_service_port_share_their_destinations() -> None:
     timed = resolve_backend(idx, "apps", "api", 8080, ClusterSettings(request_timeout="00:00:05")).cluster
     https = resolve_backend(idx, "apps", "api", 8080, ClusterSettings(use_https=True)).cluster
     assert plain is not None and timed is not None and https is not None
-    assert plain["id"] != timed["id"]
-    assert timed["destinations"] is plain["destinations"]
-    assert https["destinations"] is not plain["destinations"]
-    assert [d["useHttps"] for d in https["destinations"]] == [True, True]
-    assert [d["id"] for d in plain["destinations"]] == ["10.0.0.1:9000", "10.0.0.2:9000"]
+    assert plain.id != timed.id
+    assert timed.destinations is plain.destinations
+    assert https.destinations is not plain.destinations
+    assert [d.use_https for d in https.destinations] == [True, True]
+    assert [d.id for d in plain.destinations] == ["10.0.0.1:9000", "10.0.0.2:9000"]

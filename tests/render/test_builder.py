@@ -2,12 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from tests.render.core_fixtures import grant, tls_secret
-from titanium_gateway.render import emit as em
 from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.model import Behavior, Cluster, Destination, Forward, Match, Route, Source
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import TIER_DEFAULT_BACKEND, route_key
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
@@ -36,22 +33,26 @@ def test_listeners_clash_on_decrypt() -> None:
 
 def test_clusters_dedup_first_wins_and_sorted() -> None:
     c = ctx()
-    assert c.add_cluster({"id": "b", "destinations": []}) == "b"
-    c.add_cluster({"id": "a", "destinations": []})
-    c.add_cluster({"id": "b", "destinations": [{"x": 1}]})
-    assert c.sorted_clusters() == [{"id": "a", "destinations": []}, {"id": "b", "destinations": []}]
+    assert c.add_cluster(Cluster(id="b")) == "b"
+    c.add_cluster(Cluster(id="a"))
+    c.add_cluster(Cluster(id="b", destinations=(Destination("10.0.0.1:1", "10.0.0.1", 1, 1, False),)))
+    assert c.sorted_clusters() == [Cluster(id="a"), Cluster(id="b")]
+
+
+def _route(rid: str, cluster: str, route_key: str) -> Route:
+    return Route(rid, None, Match(), Behavior(Forward(cluster)), route_key, Source("HTTPRoute", "n", "r"), 0, 0)
 
 
 def test_routes_ordered_by_key_with_order_numbers() -> None:
     c = ctx()
-    assert c.add_route({"id": "default", "match": {}, "clusterId": "x"}, key("default", tier=TIER_DEFAULT_BACKEND))
-    assert c.add_route({"id": "short", "match": {}, "clusterId": "x"}, key("short", path="/a"))
-    assert c.add_route({"id": "long", "match": {}, "clusterId": "x"}, key("long", path="/a/b"))
-    assert not c.add_route({"id": "long", "match": {}, "clusterId": "y"}, key("long"))
+    assert c.add_route(_route("default", "x", key("default", tier=TIER_DEFAULT_BACKEND)))
+    assert c.add_route(_route("short", "x", key("short", path="/a")))
+    assert c.add_route(_route("long", "x", key("long", path="/a/b")))
+    assert not c.add_route(_route("long", "y", key("long")))
     out = c.ordered_routes()
     assert [(r["id"], r["order"]) for r in out] == [("long", 1), ("short", 2), ("default", 3)]
     assert list(out[0]) == ["id", "order", "match", "clusterId"]
-    assert c.route_count() == 3
+    assert [r.id for r in c.take_ordered_routes()] == ["long", "short", "default"]
 
 
 def test_certificate_binding_hosts_default_and_errors() -> None:
@@ -100,42 +101,19 @@ def test_reference_grants() -> None:
     assert wide.allows(**args, to_name="whatever")
 
 
-_plain_rid = st.from_regex(r"(httproute|ingress)/[a-z][a-z0-9-]{0,8}/[a-z][a-z0-9.-]{0,8}/r[0-9]m[0-9]", fullmatch=True)
-_hosts = st.none() | st.just("") | st.sampled_from(["a.example.com", "*.example.com", "on", "1.2", "x:y"]) | st.text(
-    alphabet="ab.*:-é 1", min_size=1, max_size=8)
-_bodies = st.fixed_dictionaries({}, optional={
-    "path": st.sampled_from(["/", "/api", "/a b", "/é"]), "pathKind": st.sampled_from(["Exact", "Prefix"]),
-    "method": st.sampled_from(["GET", "on"]), "headers": st.dictionaries(st.sampled_from(["x", "y: z"]), st.text(max_size=3),
-                                                                         max_size=2)})
-
-
-@settings(max_examples=300, deadline=None)
-@given(_plain_rid, _hosts, _bodies, st.booleans(), st.booleans())
-def test_add_route_text_writes_what_route_head_of_host_writes(rid: str, host: str | None, match: dict[str, Any],
-                                                              plain: bool, with_body: bool) -> None:
-    """The common case of add_route_text (plain id, a host, a match body) is route_head_of_host
-    inline: the same id and match lines, with the tail kept as given."""
-    plain = plain and em.plain_name(rid) is not None and not rid.isalpha()
-    body = em.match_body(match) if with_body else None
-    c = ctx()
-    assert c.add_route_text(rid, host, match, "k", "  clusterId: c\n", body, plain) is True
-    assert c.add_route_text(rid, host, match, "k", "  clusterId: c\n", body, plain) is False  # the id is taken
-    lines = em.route_head_of_host(rid, host, match, body, plain)
-    assert lines is not None and lines == em.route_head(rid, {"host": host, **match} if host else match)
-    assert c._routes[rid] == ("k", rid, lines[0], (lines[1], "  clusterId: c\n"))
-
-
-def test_a_secret_object_is_converted_once_per_render(monkeypatch: Any) -> None:
+def test_a_secret_is_converted_once_per_render(monkeypatch: Any) -> None:
     from titanium_gateway.render import builder
 
     calls: list[Any] = []
     real = builder.convert_tls_secret
     monkeypatch.setattr(builder, "convert_tls_secret", lambda s: calls.append(s) or real(s))
     secret = tls_secret()
-    c = ctx(secret)
-    first = c.convert(secret)
-    assert first.ok and c.convert(secret) is first and calls == [secret]
-    copy_ = {**secret}
-    assert c.convert(copy_).pfx == first.pfx and len(calls) == 2  # another object: converted (by content, cached)
-    assert not c.convert({"type": "Opaque"}).ok
-    assert ctx(secret).convert(secret).pfx == first.pfx and len(calls) == 4  # a new render converts again
+    ns, name = secret["metadata"]["namespace"], secret["metadata"]["name"]
+    c = ctx(secret, {**tls_secret(), "type": "Opaque", "metadata": {"namespace": ns, "name": "opaque"}})
+    first = c.convert(ns, name)
+    assert first is not None and first.ok and c.convert(ns, name) is first and calls == [secret]
+    opaque = c.convert(ns, "opaque")
+    assert opaque is not None and not opaque.ok
+    assert c.convert(ns, "missing") is None
+    again = ctx(secret).convert(ns, name)
+    assert again is not None and again.pfx == first.pfx and len(calls) == 3  # a new render converts again

@@ -69,9 +69,9 @@ def test_regex_checks() -> None:
     assert check_regex("(?i)^/[a-z]+(?:/[0-9]+)?$") == ""
 
 
-def _apply(transforms: list[dict[str, Any]], path: str) -> str:
-    for t in transforms:
-        p = t["parameters"]
+def _apply(transforms: list[Any], path: str) -> str:
+    for t in transforms:  # (model transforms, or parsed ones)
+        p = t["parameters"] if isinstance(t, dict) else {"pattern": t.pattern, "replacement": t.replacement}
         # the data plane replaces the first match, literal replacement; empty result -> /
         path = re.sub(p["pattern"], lambda _m, r=p["replacement"]: r, path, count=1) or "/"
     return path

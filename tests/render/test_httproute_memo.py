@@ -1,6 +1,6 @@
-"""The per-render memos of the HTTPRoute translator (matches by content, lists of matches,
-backendRefs and filters by object) give exactly what building every match, backend list and
-filter list anew gives."""
+"""The per-render memos of the HTTPRoute translator (matches by content, backendRefs lists by
+content, a parent's conditions by what they are made of) and emit's text tables (a rule's
+behavior written once) give exactly what building and writing everything anew gives."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
-from titanium_gateway.render import httproute
-from titanium_gateway.render.httproute import RuleOut, _build_match, _match_key
+from titanium_gateway.render import emit
+from titanium_gateway.render.httproute import matches as matches_module
+from titanium_gateway.render.httproute import status as status_module
+from titanium_gateway.render.httproute.matches import build_match, match_key
 
 # values of every JSON type, and the strings the translator treats specially
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False, width=16),
@@ -25,15 +27,14 @@ _MATCHES = st.dictionaries(st.sampled_from(["path", "method", "headers", "queryP
 
 
 def _made(raw: Any) -> tuple[Any, ...]:
-    out = RuleOut()
-    m = _build_match(raw, out)
-    return m.match, m.degraded, out.unsupported
+    m = build_match(raw)
+    return m.match, m.degraded, m.problems, m.ranks
 
 
 @settings(max_examples=1500, deadline=None)
 @given(a=_MATCHES, b=_MATCHES)
 def test_matches_with_equal_keys_make_the_same_match(a: dict[str, Any], b: dict[str, Any]) -> None:
-    ka, kb = _match_key(a), _match_key(b)
+    ka, kb = match_key(a), match_key(b)
     if ka is not None and ka == kb:
         assert _made(a) == _made(b)
     if ka is not None:
@@ -41,15 +42,15 @@ def test_matches_with_equal_keys_make_the_same_match(a: dict[str, Any], b: dict[
 
 
 def test_match_keys_tell_types_apart() -> None:
-    assert _match_key({"method": True}) is None and _match_key({"headers": [{"name": "h", "value": 1}]}) is None
+    assert match_key({"method": True}) is None and match_key({"headers": [{"name": "h", "value": 1}]}) is None
     a, b = {"path": {"value": "/"}}, {"path": {"value": "/", "type": None}}  # read alike: one key
-    assert _match_key(a) == _match_key(b) and _made(a) == _made(b)
-    assert _match_key({"path": {}}) != _match_key({})  # an empty path matches nothing, no path matches /
-    assert _match_key({"path": {}}) != _match_key({"path": {"type": None}})  # the latter is PathPrefix /
+    assert match_key(a) == match_key(b) and _made(a) == _made(b)
+    assert match_key({"path": {}}) != match_key({})  # an empty path matches nothing, no path matches /
+    assert match_key({"path": {}}) != match_key({"path": {"type": None}})  # the latter is PathPrefix /
     assert _made({"path": {}}) != _made({"path": {"type": None}})
-    assert _match_key({"path": {"type": "Exact"}}) != _match_key({"path": {"type": "Exact", "value": None}})
-    assert _match_key({"headers": "x"}) is None and _match_key({"path": None}) is None
-    assert _match_key([]) is None and _match_key({"other": 1}) is None
+    assert match_key({"path": {"type": "Exact"}}) != match_key({"path": {"type": "Exact", "value": None}})
+    assert match_key({"headers": "x"}) is None and match_key({"path": None}) is None
+    assert match_key([]) is None and match_key({"other": 1}) is None
 
 
 @settings(max_examples=60, deadline=None)
@@ -61,12 +62,12 @@ def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str
     objs = [*base_objects(), route("one", rules=rules), route("two", rules=copy.deepcopy(rules)),
             route("three", rules=rules)]
     with_memo = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
-    original = httproute._match_key
-    httproute._match_key = lambda raw: None  # type: ignore[assignment]
+    original = matches_module.match_key
+    matches_module.match_key = lambda raw: None  # type: ignore[assignment]
     try:
         without = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
     finally:
-        httproute._match_key = original
+        matches_module.match_key = original
     assert with_memo.config == without.config and with_memo.parts == without.parts
     assert [(s.key, dict(s.status)) for s in with_memo.statuses] == [(s.key, dict(s.status)) for s in without.statuses]
 
@@ -83,8 +84,9 @@ def test_route_ids_of_any_names_read_back_as_written() -> None:
 
 
 def test_rule_tails_written_by_parts_are_the_routes_written_whole(monkeypatch: Any) -> None:
-    """A rule's backends and transforms are written once per render each and joined; without
-    that (every route written whole from its dict) the bytes are the same."""
+    """A rule's behavior (backends, transforms...) is written once per render and shared by its
+    routes; without that (every route written whole as plain data by the generic writer) the
+    bytes are the same."""
     from tests.render.core_fixtures import endpoints, service
 
     refs = [{"name": "api", "port": 8080, "weight": 3}, {"name": "other", "port": 8080, "weight": 1}]
@@ -103,7 +105,10 @@ def test_rule_tails_written_by_parts_are_the_routes_written_whole(monkeypatch: A
     objs = [*base_objects(), service("other"), endpoints("other", addresses=("10.0.0.7",)),
             route("one", rules=rules), route("two", rules=rules), route("three", rules=copy.deepcopy(rules))]
     by_parts = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
-    monkeypatch.setattr(httproute, "_block_text", lambda *a: None)
+    def whole_route(self: Any, route: Any) -> Any:
+        raise emit._Fallback  # (every route through the generic writer)
+
+    monkeypatch.setattr(emit._Writer, "head", whole_route)
     whole = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
     assert by_parts.config == whole.config and by_parts.parts == whole.parts
     assert b'x-b, value: "two words"' in by_parts.config and b"clusterId: svc-apps.other.8080, weight: 1" in by_parts.config
@@ -121,7 +126,6 @@ def test_route_conditions_made_once_are_the_conditions_made_each_time(monkeypatc
     or other ones) and outcome get the conditions made once per render; without that memo every
     status is the same, and so is what the RenderCache may replay."""
     from titanium_gateway.render import RenderCache, render
-    from titanium_gateway.render.builder import RenderContext
     from titanium_gateway.render.options import RenderOptions
     from titanium_gateway.render.snapshot import Snapshot
 
@@ -150,13 +154,14 @@ def test_route_conditions_made_once_are_the_conditions_made_each_time(monkeypatc
     now = "2026-01-01T00:00:00Z"
     cache = RenderCache()
     with_memo = [render(Snapshot.from_objects(objs, now=now), RenderOptions(), cache) for _ in range(2)]
-    original = RenderContext.__init__
+    original = status_module.Statuses.__init__
 
     def init(self: Any, *a: Any, **kw: Any) -> None:
         original(self, *a, **kw)
-        self.route_conditions = _Forgetful()
+        self._conditions = _Forgetful()
+        self._echoes = _Forgetful()
 
-    monkeypatch.setattr(RenderContext, "__init__", init)
+    monkeypatch.setattr(status_module.Statuses, "__init__", init)
     cache = RenderCache()
     without = [render(Snapshot.from_objects(objs, now=now), RenderOptions(), cache) for _ in range(2)]
     assert [statuses(r) for r in with_memo] == [statuses(r) for r in without]

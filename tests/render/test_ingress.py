@@ -19,8 +19,10 @@ from cryptography.x509.oid import NameOID
 
 from titanium_gateway.render import ingress
 from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.emit import cluster_data, kind_data
+from titanium_gateway.render.model import Behavior, Forward, Route, Source
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.precedence import key_from_match
+from titanium_gateway.render.precedence import key_from_match, match_of
 from titanium_gateway.render.snapshot import Snapshot
 
 CLASS = {
@@ -137,7 +139,7 @@ def only_route(ctx: RenderContext) -> dict[str, Any]:
 
 
 def cluster_of(ctx: RenderContext, route: Mapping[str, Any]) -> dict[str, Any]:
-    return ctx.clusters[route["clusterId"]]
+    return cluster_data(ctx.clusters[route["clusterId"]])
 
 
 # -- certificates ---------------------------------------------------------------------------
@@ -407,7 +409,7 @@ def test_external_name_service_reports_only_ingress_reasons() -> None:
         assert reasons(ctx) == ["InvalidBackend"]
         assert r["directResponse"]["body"].startswith("InvalidBackend")
     else:
-        assert ctx.clusters[r["clusterId"]]["destinations"] == []
+        assert cluster_of(ctx, r)["destinations"] == []
 
 
 def test_invalid_path_relative_answers_500_for_its_own_match_and_others_serve() -> None:
@@ -510,8 +512,8 @@ def test_ssl_redirect_false_accepted_true_rejected() -> None:
     assert "loop" in events(ctx, "InvalidAnnotation")[0][2]
 
 
-def _apply_regex(path_value: str, transform: Mapping[str, Any]) -> str:
-    params = transform["parameters"]
+def _apply_regex(path_value: str, transform: Any) -> str:
+    params = transform["parameters"] if isinstance(transform, Mapping) else kind_data(transform)["parameters"]
     out = re.sub(params["pattern"], lambda _m: params["replacement"], path_value, count=1)
     return out or "/"
 
@@ -762,7 +764,7 @@ def test_canary_by_header_route_precedes_primary() -> None:
     # every other annotation comes from the primary (limit-rps 7, its timeout on both clusters)
     for r in rs:
         assert r["policies"][0]["parameters"]["requestsPerSecond"] == "7"
-    assert ctx.clusters[header["clusterId"]]["httpClient"] == {"requestTimeout": "00:00:05"}
+    assert cluster_of(ctx, header)["httpClient"] == {"requestTimeout": "00:00:05"}
 
 
 def test_canary_by_header_alone_keeps_weight_zero() -> None:
@@ -973,7 +975,8 @@ def _httproute_route(ctx: RenderContext, created: str, name: str) -> None:
     match = {"host": "shop.example.com", "path": "/api", "pathKind": "Prefix"}
     rid = f"httproute/apps/{name}/r0m0"
     key = key_from_match(match, created=created, namespace="apps", name=name, rule=0, match_index=0, route_id=rid)
-    ctx.add_route({"id": rid, "match": match, "clusterId": "svc-apps.shop.8080"}, key)
+    ctx.add_route(Route(rid, match["host"], match_of(match), Behavior(Forward("svc-apps.shop.8080")), key,
+                        Source("HTTPRoute", "apps", name), 0, 0))
 
 
 @pytest.mark.parametrize(("ing_created", "first"), [("2024-01-01T00:00:00Z", "ingress"), ("2024-06-01T00:00:00Z", "httproute")])

@@ -2,12 +2,12 @@
 
 * ``ingress_annotations.parse_annotations`` keeps its results by content (a bounded memo);
 * the translator resolves each distinct backend once per render, makes the cluster settings
-  once per annotation set, and writes routes as text whose tails (action, transforms,
-  policies) are written once per render and shared (render/ingress.py).
+  and the shared policies once per annotation set, each path's match and transforms once per
+  (path, kind), and the routes of equal behavior share one (render/ingress.py).
 
 Every check compares against the same work done without the memo: ``parse_uncached``, and a
-reference translator with every memo off that builds each route as a dict with
-``precedence.route_key`` (the writer and key of the translator before the memos).
+reference translator with every memo off that builds each route's values anew, with its key
+from ``precedence.route_key`` (the key of the translator before the memos).
 Performance is never asserted here (timings live in benchmarks/).
 """
 
@@ -22,10 +22,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway.render import RenderCache, ingress, render
+from titanium_gateway.render import RenderCache, emit, fields, ingress, render
 from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.emit import route_tail
+from titanium_gateway.render.model import Behavior, Document, Match, RateLimit, Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import route_key
 from titanium_gateway.render.snapshot import Snapshot
@@ -35,9 +35,10 @@ from .test_ingress import CLASS, backend, ing, path, service, tls_secret
 # == the reference: every memo off ==========================================================
 
 
-class _Reference(ingress._Translator):
+class _Reference(ingress.Translator):
     """The translator without its memos: each backend resolved, each Ingress's cluster
-    settings made, each route built as a dict with ``route_key`` and written whole."""
+    settings, policies, match and transforms made anew, each behavior its own object, each
+    key from ``route_key``."""
 
     def backend_cluster(self, ing: Any, backend: Any, settings: Any, id_suffix: str) -> Any:
         return self._backend_cluster(ing, backend, settings, id_suffix)
@@ -47,18 +48,29 @@ class _Reference(ingress._Translator):
         if ing.settings_error:
             self.event(ing, "InvalidAnnotation", ing.settings_error)
 
-    def add_route(self, p: Any, route_id: str, body: dict[str, Any], ranks: Any, action: dict[str, Any],
-                  action_key: tuple[Any, ...], decorated: bool, body_text: str | None = None) -> None:
-        match = {"host": p.host, **body} if p.host is not None else dict(body)
-        route: dict[str, Any] = {"id": route_id, "match": match, **copy.deepcopy(action)}
-        if decorated:
-            self.decorate(route, p)
+    def match(self, path: Any, kind: Any) -> tuple[Match, str]:
+        match = Match(path, kind) if path is not None and kind is not None else Match()
+        return match, ""  # (the key is made from the match below)
+
+    def transforms(self, p: Any) -> Any:
+        target = p.ing.ann.rewrite_target
+        transform = None if target is None else ingress.rewrite_transform(p.path, p.kind, target)
+        return () if transform is None else (transform,)
+
+    def policies(self, ing: Any) -> Any:
+        before, after = ingress.shared_policies(ing.ann)
+        rate = [RateLimit(ing.ann.limit_rps, "00:00:01", f"ingress/{ing.namespace}/{ing.name}")] \
+            if ing.ann.limit_rps is not None else []
+        return (*before, *rate, *after)
+
+    def add_route(self, p: Any, source: Any, route_id: str, match: Match, ranks: str, behavior: Behavior) -> None:
+        behavior = copy.deepcopy(behavior)
         key = route_key(
             hostname=p.host,
-            path_type=None if p.kind is None else ("Exact" if p.kind == "Exact" else "PathPrefix"),
-            path=p.path if p.kind is not None else None,
+            path_type=None if match.path_kind is None else ("Exact" if match.path_kind == "Exact" else "PathPrefix"),
+            path=match.path if match.path_kind is not None else None,
             method=False,
-            headers=len(body.get("headers") or ()),
+            headers=len(match.headers),
             query=0,
             created=p.ing.created,
             namespace=p.ing.namespace,
@@ -67,8 +79,8 @@ class _Reference(ingress._Translator):
             match=p.index,
             route_id=route_id,
             tier=self.tier(p),
-        ).removesuffix(route_id)  # the render's keys leave the id out: the entry's id breaks ties
-        self.ctx.add_route(route, key)
+        ).removesuffix(route_id)  # the render's keys leave the id out: the sort's second key is the id
+        self.ctx.add_route(Route(route_id, p.host, match, behavior, key, source.ing.source, source.rule, source.index))
 
 
 def _translate(objects: list[Any], reference: bool, monkeypatch: pytest.MonkeyPatch) -> RenderContext:
@@ -83,9 +95,12 @@ def _translate(objects: list[Any], reference: bool, monkeypatch: pytest.MonkeyPa
 
 
 def _outputs(ctx: RenderContext) -> dict[str, Any]:
-    keys = {rid: entry[0] for rid, entry in ctx._routes.items()}  # the precedence keys
-    text = "".join(f if type(f) is str else "".join(f) for f in ctx.take_ordered_routes())
+    keys = {rid: r.key for rid, r in ctx.routes.items()}  # the precedence keys
+    provenance = {rid: (r.source, r.rule_index, r.match_index, r.host) for rid, r in ctx.routes.items()}
+    routes = tuple(ctx.take_ordered_routes())
+    text = emit.emit(Document(routes=routes), part_limit=1 << 30, max_parts=1).config.decode()
     return {
+        "provenance": provenance,
         "keys": keys,
         "routes": text,
         "clusters": ctx.sorted_clusters(),
@@ -193,8 +208,8 @@ def test_memos_give_the_reference_translation_reversed(monkeypatch: pytest.Monke
     _same_as_reference(list(reversed(_corpus(1))), monkeypatch)
 
 
-def test_long_canary_header_route_falls_back_to_the_dict_writer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A header name too long for a flow key: the route goes through ``ctx.add_route`` whole."""
+def test_long_canary_header_route_falls_back_to_the_block_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header name too long for a flow key: the route is written in block style."""
     header = "k" * 1001
     objs = [CLASS, *service("shop"), *service("v2"),
             ing("p", annotations={ia.REWRITE_TARGET: "/r", ia.LIMIT_RPS: "5"}, paths=[path("/a")]),
@@ -387,38 +402,6 @@ def test_malformed_annotations_never_raise() -> None:
         ia.parse_annotations(malformed, None)  # type: ignore[arg-type]
 
 
-# == the text of a route's tail is the text of each of its keys ============================
-_STRS = st.one_of(st.sampled_from(["svc-apps.shop.8080", "/x", "", "a b", "\u00e9", "x" * 1100, "true", "1", "k: v"]),
-                  st.text(max_size=8))
-_ACTIONS = st.one_of(
-    st.builds(lambda c: {"clusterId": c}, _STRS),
-    st.builds(lambda a, b, w: {"clusters": [{"clusterId": a, "weight": 100 - w}, {"clusterId": b, "weight": w}]},
-              _STRS, _STRS, st.integers(0, 100)),
-    st.builds(lambda b: {"directResponse": {"status": 500, "body": b}}, _STRS),
-)
-_TRANSFORMS = st.builds(lambda p, r: {"transforms": [{"kind": "PathRegexReplace", "parameters": {"pattern": p, "replacement": r}}]},
-                        _STRS, _STRS)
-_POLICIES = st.builds(
-    lambda allow, rps, part, url: {"policies": [
-        {"kind": "IpAllowDeny", "parameters": {"allow": allow}},
-        {"kind": "RateLimit", "parameters": {"requestsPerSecond": rps, "window": "00:00:01", "partition": part}},
-        {"kind": "ExtAuth", "parameters": {"url": url, "timeout": "00:00:05"}}]},
-    st.lists(_STRS, min_size=1, max_size=3), _STRS, _STRS, _STRS)
-
-
-@settings(max_examples=200, deadline=None)
-@given(action=_ACTIONS, transforms=st.one_of(st.none(), _TRANSFORMS), policies=st.one_of(st.none(), _POLICIES))
-def test_route_tail_is_the_concatenation_of_its_keys(action: dict[str, Any], transforms: Any, policies: Any) -> None:
-    """What the translator's shared tails rely on (``_Translator.add_route``)."""
-    parts = [action] + [x for x in (transforms, policies) if x is not None]
-    texts = [route_tail(x) for x in parts]
-    whole = route_tail({k: v for x in parts for k, v in x.items()})
-    if any(t is None for t in texts):
-        assert whole is None
-    else:
-        assert whole == "".join(texts)  # type: ignore[arg-type]
-
-
 # == selection: each Ingress's age key is computed once ====================================
 _JUNK: list[Any] = [None, 1, "", "x", [], {}, True, {"a": 1}, "2024-01-01T00:00:00Z", "titanium", "nginx"]
 
@@ -448,7 +431,7 @@ def test_select_keys_are_the_age_keys_in_order(data: st.DataObject) -> None:
         selected = ingress._select(snapshot, options)
         owned, has_default = ingress.owned_classes(snapshot.ingress_classes, options.ingress_controller_name)
         expected = sorted((x for x in snapshot.ingresses.values() if isinstance(x, Mapping)
-                           and ingress._str(ingress._meta(x).get("name")) and ingress.is_owned(x, owned, has_default, watch)),
+                           and fields.name_of(fields.metadata(x)) and ingress.is_owned(x, owned, has_default, watch)),
                           key=ingress._age_key)
         assert [x for _, x in selected] == expected
         assert [k for k, _ in selected] == [ingress._age_key(x) for x in expected]

@@ -350,7 +350,7 @@ def test_a_render_that_fails_leaves_an_empty_cache(monkeypatch: pytest.MonkeyPat
         m.setattr(emit_module, "emit", boom)
         with pytest.raises(RuntimeError):
             render(workload.snapshot(objs, now=NOW_2), options, cache)
-    assert not cache.routes and cache.ingress is None and not cache.recipes and not cache.clusters
+    assert not cache.routes and cache.ingress is None and not cache.clusters and not cache.text.routes
     snap = workload.snapshot(objs, now=NOW_2)
     _same(render(snap, options, cache), render(snap, options))
 

@@ -20,11 +20,12 @@ from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.memo import RenderCache
+from titanium_gateway.render.model import Document
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 
-__all__ = ["render", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
+__all__ = ["render", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
 
 
 def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None = None) -> RenderResult:
@@ -83,9 +84,8 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
 def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None) -> RenderResult:
     ctx = RenderContext(snapshot, options)
     if cache is not None:
-        ctx.known_recipes, ctx.order_hint, ctx.known_clusters = cache.recipes, cache.order, cache.clusters
-        ctx.keep_order = True
-        cache.order = []  # released: the context holds it until the sort
+        ctx.order_hint, ctx.known_clusters = cache.order, cache.clusters
+        cache.order = ()  # released: the context holds it until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)
     ctx.shared["gateways"] = gateways
@@ -96,31 +96,13 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     _translate_ingresses(ctx, cache)
     ctx.end_translation()
 
-    listeners = [
-        {"host": "0.0.0.0", "port": port, "type": "transparent", "decryptSsl": decrypt}
-        for port, decrypt in sorted(ctx.listeners.items())
-    ]
     cert_entries = ctx.certificate_entries()
-    certificates = []
-    for entry in cert_entries:
-        item = {"file": entry.file, "hosts": list(entry.hosts)}
-        if entry.default:
-            item["default"] = True
-        certificates.append(item)
+    document = Document(ctx.listener_values(), ctx.certificate_values(cert_entries), tuple(ctx.take_ordered_routes()),
+                        tuple(ctx.sorted_clusters()))
+    out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
+                     cache=cache.text if cache is not None else None)
     if cache is not None:
-        clusters, cluster_table = ctx.cluster_fragments()
-    else:
-        clusters, cluster_table = ctx.sorted_clusters(), {}
-    out = _emit.emit(
-        listeners,
-        certificates,
-        ctx.take_ordered_routes(),
-        clusters,
-        part_limit=options.part_limit_bytes,
-        max_parts=options.max_parts,
-    )
-    if cache is not None:
-        cache.recipes, cache.order, cache.clusters = ctx.recipes, ctx.sorted_entries, cluster_table
+        cache.order, cache.clusters = document.routes, ctx.cluster_table()
     if out.delivery_error:
         programmed, reason, message = False, "NoResources", out.delivery_error
     elif options.assume_programmed or snapshot.confirmed_config_hash == out.config_hash:
@@ -139,4 +121,5 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         events=ctx.events(),
         listeners=ctx.listener_keys(),
         delivery_error=out.delivery_error,
+        document=document,
     )

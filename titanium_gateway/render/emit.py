@@ -1,13 +1,29 @@
-"""Deterministic twp.yaml bytes, config hash and parts.
+"""The only writer of the twp document: a :class:`~titanium_gateway.render.model.Document` in,
+deterministic bytes, config hash and parts out.
 
-Key order is fixed (see the ``*_KEYS`` tuples) so the file reads top-down like the contract.
-The whole document is written by a small block-style writer (see :func:`_fragment`): PyYAML's
-Python representer costs ~40 µs per route (too slow for 10k routes), and libyaml raises on a
-lone surrogate. Strings are plain when YAML reads them back as the same string, JSON
-double-quoted when they are other printable ASCII, and escaped double-quoted otherwise, so the
-file is pure ASCII. Anything that is not plain data falls back to PyYAML (``CSafeDumper`` when
-libyaml is there). Routes and clusters are per-item fragments, which gives exact sizes for
-splitting into parts in one pass. Every fragment parses back to its item.
+Layout: each route's and cluster's own keys in block style, one per line, in the contract's
+order; every fixed-shape mapping below them (match, weighted cluster entry, destination,
+redirect, transform/policy) as one flow line::
+
+    - id: httproute/apps/shop/r0m0
+      order: 1
+      match: {host: shop.example.com, path: /api, pathKind: Prefix}
+      clusters:
+      - {clusterId: svc-apps.api.8080, weight: 9}
+
+Strings are plain when YAML reads them back as the same string, JSON double-quoted when they
+are other printable ASCII, and escaped double-quoted otherwise, so the file is pure ASCII and
+its size is ``len``. A route whose match has a key too long for a YAML implicit key is written
+in block style at every level.
+
+One writer per model class (``_write_*``, ``_*_text``); the text of the values routes share
+(a :class:`~titanium_gateway.render.model.Match`, a
+:class:`~titanium_gateway.render.model.Behavior`, a destinations list) is written once per emit,
+in tables keyed by those values. An :class:`EmitCache` (the controller's, through its
+``RenderCache``) keeps the text of the last emit's routes and clusters, so a render that
+replays most routes writes only the new ones. :func:`route_data`/:func:`cluster_data` give the
+same items as plain data, written by the generic writer :func:`_fragment` (the fallback and
+the benchmarks' floor); a test checks the two writers agree.
 """
 
 from __future__ import annotations
@@ -16,69 +32,35 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import yaml
 from yaml.resolver import Resolver
+
+from titanium_gateway.render import model as m
+from titanium_gateway.render.model import (
+    SCHEMA_VERSION,
+    Behavior,
+    Cluster,
+    Destination,
+    DirectResponse,
+    Document,
+    Forward,
+    Match,
+    Redirect,
+    Route,
+    Split,
+    twp_key,
+)
 
 try:
     _Dumper: type = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover - libyaml missing
     _Dumper = yaml.SafeDumper
 
-SCHEMA_VERSION = "7.1"
-ROUTE_KEYS = ("id", "order", "match", "clusterId", "clusters", "redirect", "directResponse",
-              "mirror", "transforms", "policies", "limits")
-MATCH_KEYS = ("host", "path", "pathKind", "method", "headers", "query", "queryRegex")
-REDIRECT_KEYS = ("statusCode", "scheme", "host", "port", "path")
-CLUSTER_KEYS = ("id", "algorithm", "destinations", "sessionAffinity", "httpClient")
-DEST_KEYS = ("id", "address", "port", "weight", "useHttps")
-HTTP_CLIENT_KEYS = ("requestTimeout", "tls")
-TLS_KEYS = ("caFile", "certFile", "keyFile")
-_CLUSTER_ENTRY_KEYS = ("clusterId", "weight")
-_MIRROR_KEYS = ("clusterId", "percent")
-_KIND_KEYS = ("kind", "parameters")
 #: Bytes of the two list headers in a part, an upper bound ("routes: []\n" + "clusters: []\n").
 _PART_OVERHEAD = len("routes: []\n") + len("clusters: []\n")
-
-
-def _ordered(d: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    out = {k: d[k] for k in keys if k in d}
-    for k in sorted(k for k in d if k not in out):
-        out[k] = d[k]
-    return out
-
-
-def canonical_route(route: Mapping[str, Any]) -> dict[str, Any]:
-    out = _ordered(route, ROUTE_KEYS)
-    if isinstance(out.get("match"), Mapping):
-        out["match"] = _ordered(out["match"], MATCH_KEYS)
-    if isinstance(out.get("redirect"), Mapping):
-        out["redirect"] = _ordered(out["redirect"], REDIRECT_KEYS)
-    if isinstance(out.get("clusters"), list):
-        out["clusters"] = [_ordered(c, _CLUSTER_ENTRY_KEYS) if isinstance(c, Mapping) else c for c in out["clusters"]]
-    if isinstance(out.get("mirror"), Mapping):
-        out["mirror"] = _ordered(out["mirror"], ("clusterId", "percent"))
-    for k in ("transforms", "policies"):
-        if isinstance(out.get(k), list):
-            out[k] = [_ordered(t, _KIND_KEYS) if isinstance(t, Mapping) else t for t in out[k]]
-    return out
-
-
-def canonical_cluster(cluster: Mapping[str, Any]) -> dict[str, Any]:
-    out = _ordered(cluster, CLUSTER_KEYS)
-    if isinstance(out.get("destinations"), list):
-        out["destinations"] = [_ordered(d, DEST_KEYS) if isinstance(d, Mapping) else d for d in out["destinations"]]
-    if isinstance(out.get("sessionAffinity"), Mapping):
-        out["sessionAffinity"] = _ordered(out["sessionAffinity"], ("policy", "name"))
-    client = out.get("httpClient")
-    if isinstance(client, Mapping):
-        client = _ordered(client, HTTP_CLIENT_KEYS)
-        if isinstance(client.get("tls"), Mapping):
-            client["tls"] = _ordered(client["tls"], TLS_KEYS)
-        out["httpClient"] = client
-    return out
 
 
 def dump(data: Any) -> str:
@@ -86,6 +68,7 @@ def dump(data: Any) -> str:
                      allow_unicode=True, width=1 << 20)
 
 
+# == scalars ================================================================================
 class _Fallback(Exception):
     """The fast writer met something it does not handle; PyYAML writes that item."""
 
@@ -95,14 +78,14 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 _PLAIN = re.compile(r"[A-Za-z0-9/_.][A-Za-z0-9/_.:*@=+-]*")
 _scalar_cache: dict[str, str] = {}
-#: Entries of the scalar cache (kinds, keys, hosts, cluster ids repeat; route ids do not).
-_SCALAR_CACHE_MAX = 32_768
+#: Entries of a text cache (kinds, keys, hosts, cluster ids repeat; route ids do not).
+_CACHE_MAX = 32_768
 
 
 def _remember(cache: dict[Any, str], key: Any, text: str) -> str:
     """``cache[key] = text``; a full cache is emptied first (bounded: recurring text comes back
-    at once, unique ids do not pile up)."""
-    if len(cache) >= _SCALAR_CACHE_MAX:
+    at once, unique values do not pile up)."""
+    if len(cache) >= _CACHE_MAX:
         cache.clear()
     cache[key] = text
     return text
@@ -110,8 +93,10 @@ def _remember(cache: dict[Any, str], key: Any, text: str) -> str:
 
 def _quote(value: str) -> str:
     """A YAML double-quoted scalar in pure ASCII: anything but printable ASCII is escaped
-    (``\\xXX``, ``\\uXXXX``, ``\\UXXXXXXXX``), so lone surrogates, control characters, NEL and
-    LINE SEPARATOR can never break the file or its UTF-8 encoding."""
+    (``\\xXX``, ``\\uXXXX``, ``\\UXXXXXXXX``), so control characters, NEL and LINE SEPARATOR
+    can never break the file or its UTF-8 encoding. A lone surrogate (which no YAML parser
+    accepts, escaped or not) never reaches the model: the translators refuse such input; were
+    one to, it would be written as U+FFFD rather than make the document unreadable."""
     out = ['"']
     for ch in value:
         code = ord(ch)
@@ -121,6 +106,8 @@ def _quote(value: str) -> str:
             out.append(ch)
         elif code <= 0xFF:
             out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\\ufffd")
         elif code <= 0xFFFF:
             out.append(f"\\u{code:04x}")
         else:
@@ -136,10 +123,6 @@ def _quote(value: str) -> str:
 #: endpoint addresses skip the resolver and the cache.
 _SURE_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9/_.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?")
 _sure_plain = _SURE_PLAIN.fullmatch
-#: A name whose characters keep a route id plain: an id that starts with a letter, holds a "/"
-#: and is made of such names matches ``_SURE_PLAIN`` and is not all letters, so it is written as
-#: it is (``plain_id`` of :func:`route_head_of_host`).
-plain_name = re.compile(r"[A-Za-z0-9/_.-]*").fullmatch
 
 
 def _scalar(value: Any) -> str:
@@ -190,9 +173,30 @@ def _str(value: str) -> str:
     return text if text is not None else _scalar(value)
 
 
+#: A mapping key longer than this is not written as a flow-style implicit key (YAML limits an
+#: implicit key to 1024 characters); the item is then written in block style.
+_MAX_FLOW_KEY = 1000
+
+
+class _LongKey(Exception):
+    """A key too long for a flow-style implicit key."""
+
+
+def _key(key: Any) -> str:
+    if type(key) is not str:
+        raise _Fallback
+    text = _scalar_cache.get(key)
+    if text is None:
+        text = _scalar(key)
+    if len(text) > _MAX_FLOW_KEY:
+        raise _LongKey
+    return text
+
+
+# == the generic writer (plain data: the fallback, and the benchmarks' floor) ================
 def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
-    """The block-style writer (every level in block style): used for an item whose flow text
-    would have a mapping key too long for a YAML implicit key (see :func:`_fragment`)."""
+    """Block style at every level: an item whose flow text would have a mapping key too long
+    for a YAML implicit key (see :func:`_fragment`)."""
     pad = " " * indent
     for n, (key, value) in enumerate(data.items()):
         lead = first if (n == 0 and first is not None) else pad
@@ -232,26 +236,6 @@ def _write_sequence(items: Sequence[Any], indent: int, out: list[str]) -> None:
             out.append(f"{pad}- {_scalar(item)}\n")
 
 
-#: A mapping key longer than this is not written as a flow-style implicit key (YAML limits an
-#: implicit key to 1024 characters); the item is then written in block style.
-_MAX_FLOW_KEY = 1000
-
-
-class _LongKey(Exception):
-    """A key too long for a flow-style implicit key."""
-
-
-def _key(key: Any) -> str:
-    if type(key) is not str:
-        raise _Fallback
-    text = _scalar_cache.get(key)
-    if text is None:
-        text = _scalar(key)
-    if len(text) > _MAX_FLOW_KEY:
-        raise _LongKey
-    return text
-
-
 def _flow(value: Any) -> str:
     """``value`` in flow style on one line: ``{k: v, ...}``, ``[a, b]`` or a scalar. Plain
     scalars never contain ``,[]{}#`` (see ``_PLAIN``), so they read the same inside flow
@@ -263,25 +247,11 @@ def _flow(value: Any) -> str:
         return str(value)
     if kind is bool:
         return "true" if value else "false"
-    if kind is _Raw:
-        return str.__str__(value)
     if kind is dict or isinstance(value, Mapping):
         return "{" + ", ".join([f"{_key(k)}: {_flow(v)}" for k, v in value.items()]) + "}"
     if kind is list:
         return "[" + ", ".join([_flow(v) for v in value]) + "]"
     return _scalar(value)
-
-
-def _flow_keyed(value: Any, keys: Sequence[str]) -> str:
-    """A mapping in flow style with ``keys`` first, in that order (the contract's order), then
-    any other key sorted; other values as :func:`_flow`."""
-    if type(value) is not dict and not isinstance(value, Mapping):
-        return _flow(value)
-    flow = _flow
-    parts = [f"{k}: {flow(value[k])}" for k in keys if k in value]
-    if len(parts) != len(value):
-        parts += [f"{_key(k)}: {flow(value[k])}" for k in sorted(k for k in value if k not in keys)]
-    return "{" + ", ".join(parts) + "}"
 
 
 def _item_lines(item: Mapping[str, Any], out: list[str]) -> None:
@@ -299,19 +269,9 @@ def _item_lines(item: Mapping[str, Any], out: list[str]) -> None:
 
 
 def _fragment(item: Any) -> str:
-    """One list item: block style for the item's own keys, flow style (one line) for every
-    mapping below them and for each entry of a list below them::
-
-        - id: httproute/apps/shop/r0m0
-          order: 1
-          match: {host: shop.example.com, path: /api, pathKind: Prefix}
-          clusters:
-          - {clusterId: svc-apps.api.8080, weight: 9}
-
-    Keys in the item's own order (see :func:`route_fragment` for the contract's). An item
-    with a mapping key too long for flow style is written in block style; anything that is
-    not plain data goes through PyYAML.
-    """
+    """One list item of plain data in the document's layout (keys in the item's own order); an
+    item with a mapping key too long for flow style in block style; anything that is not plain
+    data through PyYAML."""
     try:
         if isinstance(item, Mapping):
             if not item:
@@ -332,336 +292,358 @@ def _fragment(item: Any) -> str:
     return "".join(out)
 
 
-_ROUTE_KEY_SET = frozenset(ROUTE_KEYS)
-_CLUSTER_KEY_SET = frozenset(CLUSTER_KEYS)
+# == the model as plain data ===============================================================
+def _pairs(pairs: m.Pairs) -> dict[str, str]:
+    return dict(pairs)
 
 
-# Writers of the fixed-shape values below an item's own keys: the common shapes as one
-# template each (what a render writes ~100k times), anything else through _flow_keyed. Each
-# returns exactly what ``_flow_keyed(value, <shape keys>)`` returns (tests/render/test_emit.py).
+def kind_data(x: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for f in fields(x):
+        v = getattr(x, f.name)
+        params[twp_key(f.name)] = list(v) if type(v) is tuple else str(v) if type(v) is int else v
+    return {"kind": x.KIND, "parameters": params}
 
 
-#: Text of the entries that recur across rules (a Service's weighted cluster entry, a header
-#: transform): ``(clusterId, weight)`` or ``(kind, name, value or None)`` -> text. Keys hold
-#: exact types (an int weight, str names and values), so equal keys write the same text.
-_entry_cache: dict[tuple[Any, ...], str] = {}
+def _optional_data(value: Any) -> dict[str, Any]:
+    return {twp_key(f.name): getattr(value, f.name) for f in fields(value) if getattr(value, f.name) is not None}
 
 
-def _cluster_entry(x: Any) -> str:
-    """A weighted cluster entry ``{clusterId: .., weight: ..}``."""
-    if type(x) is dict and len(x) == 2:
-        cid, weight = x.get("clusterId"), x.get("weight")
-        if type(cid) is str and type(weight) is int:
-            key = (cid, weight)
-            text = _entry_cache.get(key)
-            if text is None:
-                text = _remember(_entry_cache, key, f"{{clusterId: {_str(cid)}, weight: {weight}}}")
-            return text
-    return _flow_keyed(x, _CLUSTER_ENTRY_KEYS)
+def match_data(host: str | None, match: Match) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if host is not None:
+        out["host"] = host
+    if match.path is not None:
+        out["path"] = match.path
+    if match.path_kind is not None:
+        out["pathKind"] = match.path_kind
+    if match.method is not None:
+        out["method"] = match.method
+    for key, pairs in (("headers", match.headers), ("query", match.query), ("queryRegex", match.query_regex)):
+        if pairs:
+            out[key] = _pairs(pairs)
+    return out
 
 
-def _flow_params(params: dict[str, Any]) -> str:
-    """:func:`_flow` of a mapping, ``str`` values without a call each (``{name, value}`` and
-    ``{name}``, the header transforms' parameters, as templates)."""
-    name = params.get("name")
-    if type(name) is str:
-        n = len(params)
-        if n == 1:
-            return f"{{name: {_str(name)}}}"
-        value = params.get("value")
-        if n == 2 and type(value) is str and next(iter(params)) == "name":
-            return f"{{name: {_str(name)}, value: {_str(value)}}}"
-    return "{" + ", ".join([f"{_key(k)}: {_str(v) if type(v) is str else _flow(v)}" for k, v in params.items()]) + "}"
+def route_data(route: Route, order: int) -> dict[str, Any]:
+    """The route as the document's plain data (keys in the contract's order)."""
+    out: dict[str, Any] = {"id": route.id, "order": order, "match": match_data(route.host, route.match)}
+    b = route.behavior
+    action = b.action
+    if type(action) is Forward:
+        out["clusterId"] = action.cluster_id
+    elif type(action) is Split:
+        out["clusters"] = [{"clusterId": c.cluster_id, "weight": c.weight} for c in action.clusters]
+    elif type(action) is Redirect:
+        out["redirect"] = _optional_data(action)
+    else:
+        out["directResponse"] = _optional_data(action)
+    if b.mirror is not None:
+        out["mirror"] = _optional_data(b.mirror)
+    if b.transforms:
+        out["transforms"] = [kind_data(t) for t in b.transforms]
+    if b.policies:
+        out["policies"] = [kind_data(p) for p in b.policies]
+    if b.limits is not None:
+        out["limits"] = _optional_data(b.limits)
+    return out
 
 
-def _kind_entry(x: Any) -> str:
-    """A transform or policy ``{kind: .., parameters: {..}}``."""
-    if type(x) is dict and len(x) == 2:
-        kind, params = x.get("kind"), x.get("parameters")
-        if type(kind) is str and type(params) is dict:
-            name, n = params.get("name"), len(params)
-            if type(name) is str and (n == 1 or n == 2 and type(params.get("value")) is str
-                                      and next(iter(params)) == "name"):
-                key = (kind, name, params.get("value"))  # {name} or {name, value}, in that order
-                text = _entry_cache.get(key)
-                if text is not None:
-                    return text
-                return _remember(_entry_cache, key, f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}")
-            return f"{{kind: {_str(kind)}, parameters: {_flow_params(params)}}}"
-    return _flow_keyed(x, _KIND_KEYS)
+def cluster_data(cluster: Cluster) -> dict[str, Any]:
+    """The cluster as the document's plain data (keys in the contract's order)."""
+    out: dict[str, Any] = {"id": cluster.id}
+    if cluster.algorithm is not None:
+        out["algorithm"] = cluster.algorithm
+    out["destinations"] = [_optional_data(d) for d in cluster.destinations]
+    if cluster.session_affinity is not None:
+        out["sessionAffinity"] = _optional_data(cluster.session_affinity)
+    client = cluster.http_client
+    if client is not None:
+        data: dict[str, Any] = {}
+        if client.request_timeout is not None:
+            data["requestTimeout"] = client.request_timeout
+        if client.tls is not None:
+            data["tls"] = _optional_data(client.tls)
+        out["httpClient"] = data
+    return out
 
 
-def _dest_entry(x: Any) -> str:
-    """A destination ``{id, address, port, weight, useHttps}``."""
-    if type(x) is dict and len(x) == 5:
-        did, address, port, weight, https = (x.get("id"), x.get("address"), x.get("port"), x.get("weight"),
-                                             x.get("useHttps"))
-        if (type(did) is str and type(address) is str and type(port) is int and type(weight) is int
-                and type(https) is bool):
-            # _str inlined for the common case: an IPv4 address and "address:port" are plain
-            if _sure_plain(did) is None or did.isalpha():
-                did = _str(did)
-            if _sure_plain(address) is None or address.isalpha():
-                address = _str(address)
-            return (f"{{id: {did}, address: {address}, port: {port}, weight: {weight}, "
-                    f"useHttps: {'true' if https else 'false'}}}")
-    return _flow_keyed(x, DEST_KEYS)
+# == the model writers =====================================================================
+def _pairs_text(pairs: m.Pairs) -> str:
+    return "{" + ", ".join([f"{_key(k)}: {_str(v)}" for k, v in pairs]) + "}"
 
 
-#: Every key sequence of a match in the contract's order (the subsequences of MATCH_KEYS).
-_MATCH_ORDERS = frozenset(tuple(k for i, k in enumerate(MATCH_KEYS) if bits >> i & 1)
-                          for bits in range(1 << len(MATCH_KEYS)))
+def _match_body(match: Match) -> str:
+    """The flow text of a match's keys after ``host``, without braces ("" for none)."""
+    parts = []
+    if match.path is not None:
+        parts.append(f"path: {_str(match.path)}")
+    if match.path_kind is not None:
+        parts.append(f"pathKind: {_str(match.path_kind)}")
+    if match.method is not None:
+        parts.append(f"method: {_str(match.method)}")
+    if match.headers:
+        parts.append(f"headers: {_pairs_text(match.headers)}")
+    if match.query:
+        parts.append(f"query: {_pairs_text(match.query)}")
+    if match.query_regex:
+        parts.append(f"queryRegex: {_pairs_text(match.query_regex)}")
+    return ", ".join(parts)
 
 
-def _match(m: Any) -> str:
-    """A route match: ``{host, path, pathKind}`` as a template; any other match whose keys are
-    in the contract's order in one pass."""
-    if type(m) is dict:
-        if len(m) == 3:
-            host, path, kind = m.get("host"), m.get("path"), m.get("pathKind")
-            if type(path) is str and type(kind) is str and type(host) is str:
-                return f"{{host: {_str(host)}, path: {_str(path)}, pathKind: {_str(kind)}}}"
-        if tuple(m) in _MATCH_ORDERS:
-            return "{" + ", ".join([
-                f"{k}: {_str(v) if type(v) is str else _flow_params(v) if type(v) is dict else _flow(v)}"
-                for k, v in m.items()]) + "}"
-    return _flow_keyed(m, MATCH_KEYS)
+#: The text of the transforms and policies that recur across behaviors, by value.
+_kind_cache: dict[Any, str] = {}
 
 
-def _keyed(keys: Sequence[str]) -> Callable[[Any], str]:
-    def write(value: Any) -> str:
-        return _flow_keyed(value, keys)
-    return write
-
-
-_ROUTE_LIST_SHAPES = {"clusters": _cluster_entry, "transforms": _kind_entry, "policies": _kind_entry}
-_ROUTE_MAP_SHAPES = {"match": _match, "redirect": _keyed(REDIRECT_KEYS), "mirror": _keyed(_MIRROR_KEYS)}
-_CLUSTER_LIST_SHAPES = {"destinations": _dest_entry}
-_CLUSTER_MAP_SHAPES = {"sessionAffinity": _keyed(("policy", "name")), "httpClient": _keyed(HTTP_CLIENT_KEYS)}
-
-
-def _shaped(item: Mapping[str, Any], keys: Sequence[str], list_shapes: Mapping[str, Callable[[Any], str]],  # noqa: C901
-            map_shapes: Mapping[str, Callable[[Any], str]], lead: str = "- ",
-            lists: dict[int, tuple[Any, str]] | None = None) -> str:
-    """An item whose keys are all in ``keys``, written in that order without copying it, with
-    the contract's key order inside the fixed-shape parts (``*_shapes``: key -> writer). ``lead`` prefixes
-    the first line (``"  "``: the continuation of an item begun elsewhere). ``lists``: the
-    lines of each fixed-shape list by identity (the caller keeps the lists alive and
-    unchanged while it is used), for lists that several items share."""
-    out: list[str] = []
-    for k in keys:
-        if k not in item:
-            continue
-        v = item[k]
+def _kind_text(x: Any) -> str:
+    """A transform or policy: ``{kind: K, parameters: {p: v, ...}}``, every value a string
+    (ints in decimal, tuples as flow lists of strings)."""
+    text = _kind_cache.get(x)
+    if text is not None:
+        return text
+    params = []
+    for f in fields(x):
+        v = getattr(x, f.name)
         kind = type(v)
         if kind is str:
-            out.append(f"{lead}{k}: {_str(v)}\n")
+            shown = _str(v)
         elif kind is int:
-            out.append(f"{lead}{k}: {v}\n")
-        elif (kind is list or isinstance(v, list)) and v:
-            out.append(f"{lead}{k}:\n")
-            write = list_shapes.get(k, _flow)
-            if lists is None or write is _flow:
-                out.extend([f"  - {write(x)}\n" for x in v])
-            else:
-                hit = lists.get(id(v))
-                if hit is None or hit[0] is not v:
-                    hit = lists[id(v)] = (v, "".join([f"  - {write(x)}\n" for x in v]))
-                out.append(hit[1])
+            shown = _str(str(v))
+        elif kind is tuple:
+            shown = "[" + ", ".join([_str(s) for s in v]) + "]"
         else:
-            write = map_shapes.get(k, _flow)
-            if k == "httpClient" and isinstance(v, Mapping) and isinstance(v.get("tls"), Mapping):
-                v = {**v, "tls": _Raw(_flow_keyed(v["tls"], TLS_KEYS))}
-            out.append(f"{lead}{k}: {write(v)}\n")
-        lead = "  "
-    return "".join(out) if out else "- {}\n"
+            raise _Fallback
+        params.append(f"{twp_key(f.name)}: {shown}")
+    return _remember(_kind_cache, x, f"{{kind: {_str(x.KIND)}, parameters: {{{', '.join(params)}}}}}")
 
 
-def route_fragment(route: Mapping[str, Any]) -> str:
-    """``_fragment(canonical_route(route))`` without the copies: keys in the contract's order
-    straight from the translator's dicts (a test checks the two agree on any input)."""
-    try:
-        if isinstance(route, Mapping) and route.keys() <= _ROUTE_KEY_SET:
-            return _shaped(route, ROUTE_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES)
-    except (_LongKey, _Fallback):
-        pass
-    return _fragment(canonical_route(route))
+def _optional_text(value: Any) -> str:
+    """A small value class as one flow mapping of its set fields, in field order."""
+    return "{" + ", ".join([f"{twp_key(f.name)}: {_flow(v)}" for f in fields(value)
+                            if (v := getattr(value, f.name)) is not None]) + "}"
 
 
-def route_fragment_split(route: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The fragment of a route given WITHOUT ``order``, cut after its first line: ``(head,
-    tail)`` such that ``head + f"  order: {n}\\n" + tail == route_fragment({**route, "order": n})``
-    (the ``id`` line comes first and every scalar is one line). None when the route is not of
-    the fast path's shape: write it with :func:`route_fragment` once its order is known."""
-    try:
-        if "order" not in route and "id" in route and route.keys() <= _ROUTE_KEY_SET:
-            frag = _shaped(route, ROUTE_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES)
-            cut = frag.find("\n") + 1
-            return frag[:cut], frag[cut:]
-    except (_LongKey, _Fallback):
-        pass
-    return None
+def _behavior_text(b: Behavior) -> str:
+    """The lines of a route after its ``match`` line."""
+    out = []
+    action = b.action
+    kind = type(action)
+    if kind is Forward:
+        out.append(f"  clusterId: {_str(action.cluster_id)}\n")
+    elif kind is Split:
+        out.append("  clusters:\n" if action.clusters else "  clusters: []\n")
+        out += [f"  - {{clusterId: {_str(c.cluster_id)}, weight: {c.weight}}}\n" for c in action.clusters]
+    elif kind is Redirect:
+        out.append(f"  redirect: {_optional_text(action)}\n")
+    elif kind is DirectResponse:
+        out.append(f"  directResponse: {{status: {action.status}, body: {_str(action.body)}}}\n")
+    else:
+        raise _Fallback
+    if b.mirror is not None:
+        out.append(f"  mirror: {_optional_text(b.mirror)}\n")
+    if b.transforms:
+        out.append("  transforms:\n")
+        out += [f"  - {_kind_text(t)}\n" for t in b.transforms]
+    if b.policies:
+        out.append("  policies:\n")
+        out += [f"  - {_kind_text(p)}\n" for p in b.policies]
+    if b.limits is not None:
+        out.append(f"  limits: {_optional_text(b.limits)}\n")
+    return "".join(out)
 
 
-_TAIL_KEYS = tuple(k for k in ROUTE_KEYS if k not in ("id", "order", "match"))
-_TAIL_KEY_SET = frozenset(_TAIL_KEYS)
+def _dest_text(d: Destination) -> str:
+    did, address = d.id, d.address
+    # _str inlined for the common case: an IPv4 address and "address:port" are plain
+    if _sure_plain(did) is None or did.isalpha():
+        did = _str(did)
+    if _sure_plain(address) is None or address.isalpha():
+        address = _str(address)
+    return (f"  - {{id: {did}, address: {address}, port: {d.port}, weight: {d.weight}, "
+            f"useHttps: {'true' if d.use_https else 'false'}}}\n")
 
 
-def route_tail(rest: Mapping[str, Any]) -> str | None:
-    """The lines of a route after its ``match`` line (``rest`` holds the route's other keys:
-    its action, mirror, transforms...), to share between the routes of one rule that differ
-    only in ``id`` and ``match``; None when the fast writer cannot write them."""
-    try:
-        if rest and rest.keys() <= _TAIL_KEY_SET:
-            return _shaped(rest, _TAIL_KEYS, _ROUTE_LIST_SHAPES, _ROUTE_MAP_SHAPES, lead="  ")
-    except (_LongKey, _Fallback):
-        pass
-    return None
+def _cluster_text(c: Cluster, destinations: dict[tuple[Destination, ...], str]) -> str:
+    """``destinations``: the lines of each destinations list written in this emit (the clusters
+    of one Service port with other settings share their list)."""
+    out = [f"- id: {_str(c.id)}\n"]
+    if c.algorithm is not None:
+        out.append(f"  algorithm: {_str(c.algorithm)}\n")
+    if c.destinations:
+        lines = destinations.get(c.destinations)
+        if lines is None:
+            lines = destinations[c.destinations] = "".join([_dest_text(d) for d in c.destinations])
+        out.append("  destinations:\n")
+        out.append(lines)
+    else:
+        out.append("  destinations: []\n")
+    if c.session_affinity is not None:
+        out.append(f"  sessionAffinity: {_optional_text(c.session_affinity)}\n")
+    client = c.http_client
+    if client is not None:
+        parts = []
+        if client.request_timeout is not None:
+            parts.append(f"requestTimeout: {_str(client.request_timeout)}")
+        if client.tls is not None:
+            parts.append(f"tls: {_optional_text(client.tls)}")
+        out.append(f"  httpClient: {{{', '.join(parts)}}}\n")
+    return "".join(out)
 
 
-def kind_lines(items: Sequence[Any]) -> str | None:
-    """The item lines of ``route_tail({"policies": items})`` (or of ``transforms``): what
-    follows its first line, ``"  policies:\n"``, for a non-empty list, so a list's lines can be
-    written in runs and joined (a test checks the concatenation); "" for no items; None when
-    the fast writer cannot write one of them."""
-    try:
-        return "".join([f"  - {_kind_entry(x)}\n" for x in items])
-    except (_LongKey, _Fallback):
-        return None
+class EmitCache:
+    """The text of the last emit's routes (their id and match lines), behaviors and clusters,
+    by value: an emit takes what it finds and keeps what it used (at most one document's
+    worth). Owned by one caller (the controller's ``RenderCache``)."""
+
+    __slots__ = ("routes", "behaviors", "clusters")
+
+    def __init__(self) -> None:
+        self.routes: dict[Route, tuple[str, str]] = {}
+        self.behaviors: dict[Behavior, str] = {}
+        self.clusters: dict[Cluster, str] = {}
+
+    def clear(self) -> None:
+        self.routes, self.behaviors, self.clusters = {}, {}, {}
 
 
-def transforms_block(transforms: Sequence[Any]) -> str | None:
-    """``route_tail({"transforms": transforms})`` for a non-empty list, without the scan of a
-    route's keys (a rule's header transforms are written once per filter list: often once per
-    route)."""
-    if type(transforms) is list and transforms:
-        lines = kind_lines(transforms)
-        return None if lines is None else "  transforms:\n" + lines
-    return route_tail({"transforms": transforms})
+class _Writer:
+    """One emit's tables: the text of each match body, host and behavior written so far."""
 
+    def __init__(self, cache: EmitCache | None) -> None:
+        self.cache = cache
+        self.bodies: dict[Match, str] = {}
+        self.leads: dict[str, str] = {}
+        self.behaviors: dict[Behavior, str] = {}
+        self.old_behaviors: Mapping[Behavior, str] = cache.behaviors if cache is not None else {}
+        self.old_routes: Mapping[Route, tuple[str, str]] = cache.routes if cache is not None else {}
+        self.routes: dict[Route, tuple[str, str]] = {}
+        self.destinations: dict[tuple[Destination, ...], str] = {}
 
-def route_head(route_id: str, match: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(id line, match line)`` exactly as :func:`route_fragment_split` writes them; None when
-    the fast writer cannot."""
-    try:
-        if type(route_id) is str and type(match) is dict:
-            return f"- id: {_str(route_id)}\n", f"  match: {_match(match)}\n"
-    except (_LongKey, _Fallback):
-        pass
-    return None
-
-
-#: The text of a match without ``host``, by content (a few paths and headers recur across
-#: thousands of routes): keys hold strings only, so equal keys write the same text.
-_body_cache: dict[tuple[Any, ...], str] = {}
-
-
-def _match_body(match: dict[str, Any]) -> str:
-    """:func:`_match` of a match without ``host``, cached by content when every value is a
-    string or a mapping of strings."""
-    key: list[Any] = []
-    for k, v in match.items():
-        if type(v) is str:
-            key.append((k, v))
-        elif type(v) is dict and all(type(x) is str for x in v.values()):
-            key.append((k, tuple(v.items())))  # (its keys: a non-str key fails the writer anyway)
+    def head(self, route: Route) -> tuple[str, str]:
+        """``(the id as written, the match line)``."""
+        match = route.match
+        body = self.bodies.get(match)
+        if body is None:
+            body = self.bodies[match] = _match_body(match)
+        host = route.host
+        if host is None:
+            line = f"  match: {{{body}}}\n"
         else:
-            return _match(match)
-    tkey = tuple(key)
-    text = _body_cache.get(tkey)
-    return text if text is not None else _remember(_body_cache, tkey, _match(match))
+            lead = self.leads.get(host)
+            if lead is None:
+                lead = self.leads[host] = f"  match: {{host: {_str(host)}"
+            line = f"{lead}, {body}}}\n" if body else f"{lead}}}\n"
+        rid = route.id
+        if _sure_plain(rid) is None or rid.isalpha():
+            rid = _str(rid)
+        return rid, line
+
+    def behavior(self, b: Behavior) -> str:
+        text = self.behaviors.get(b)
+        if text is None:
+            text = self.old_behaviors.get(b)
+            if text is None:
+                text = _behavior_text(b)
+            self.behaviors[b] = text
+        return text
+
+    def routes_pieces(self, routes: Sequence[Route]) -> Pieces:
+        """Each route's pieces: its id and ``order`` lines, match line and behavior text (shared
+        by the routes of a rule); a route the fast writer cannot write as one piece of its own."""
+        texts: list[str] = []
+        ends: list[int] = []
+        sizes: list[int] = []
+        append, end, size = texts.append, ends.append, sizes.append
+        old, new = self.old_routes, self.routes
+        keep = self.cache is not None
+        write_head, behavior = self.head, self.behavior
+        n = 0
+        for route in routes:
+            n += 1
+            try:
+                if keep:
+                    lines = old.get(route)
+                    if lines is None:
+                        lines = write_head(route)
+                    new[route] = lines
+                else:
+                    lines = write_head(route)
+                tail = behavior(route.behavior)
+            except (_LongKey, _Fallback):
+                text = _fragment(route_data(route, n))
+                append(text)
+                size(utf8_size(text))
+                end(len(texts))
+                continue
+            head = f"- id: {lines[0]}\n  order: {n}\n"
+            match = lines[1]
+            append(head)
+            append(match)
+            append(tail)
+            # the writers' text is ASCII (non-ASCII is escaped): len is the size
+            size(len(head) + len(match) + len(tail))
+            end(len(texts))
+        return Pieces(texts, ends, sizes)
+
+    def clusters_pieces(self, clusters: Sequence[Cluster]) -> Pieces:
+        texts: list[str] = []
+        sizes: list[int] = []
+        old = self.cache.clusters if self.cache is not None else {}
+        kept: dict[Cluster, str] = {}
+        for c in clusters:
+            text = old.get(c)
+            if text is None:
+                try:
+                    text = _cluster_text(c, self.destinations)
+                except (_LongKey, _Fallback):
+                    text = _fragment(cluster_data(c))
+            if self.cache is not None:
+                kept[c] = text
+            texts.append(text)
+            sizes.append(utf8_size(text))
+        if self.cache is not None:
+            self.cache.clusters = kept
+        return Pieces(texts, list(range(1, len(texts) + 1)), sizes)
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.routes = self.routes
+            self.cache.behaviors = self.behaviors
 
 
-def match_body(match: Mapping[str, Any]) -> str | None:
-    """The text of a ``match`` without a host as :func:`route_head_of_host` writes it (to hand
-    it the text of a match written many times); None when the fast writer cannot write it."""
-    try:
-        if type(match) is dict and "host" not in match:
-            return _match_body(match)
-    except (_LongKey, _Fallback):
-        pass
-    return None
+def route_text(route: Route, order: int) -> str:
+    """One route's text, as :func:`emit` writes it."""
+    return "".join(_Writer(None).routes_pieces([route]).texts).replace("  order: 1\n", f"  order: {order}\n", 1)
 
 
-def match_lead(host: str) -> str:
-    """The start of the match line of a route with this (non-empty) host: for a match body
-    (:func:`match_body`) other than ``{}`` and an id the caller knows is plain,
-    :func:`route_head_of_host` is ``("- id: <id>\\n", match_lead(host) + body[1:] + "\\n")``
-    (a test checks it), which the render writes once per data-plane route."""
-    return f"  match: {{host: {_str(host)}, "
+def cluster_text(cluster: Cluster) -> str:
+    """One cluster's text, as :func:`emit` writes it."""
+    return "".join(_Writer(None).clusters_pieces([cluster]).texts)
 
 
-def route_head_of_host(route_id: str, host: str | None, match: Mapping[str, Any],
-                       body: str | None = None, plain_id: bool = False) -> tuple[str, str] | None:
-    """:func:`route_head` of ``route_id`` and ``{"host": host, **match}`` (no host when
-    ``host`` is empty) for a ``match`` without a host of its own, whose text is shared by
-    every route with the same match. ``body``: :func:`match_body` of ``match``, when the
-    caller has it; ``plain_id``: the caller checked that ``_SURE_PLAIN`` matches ``route_id``
-    and that it is not all letters (it is written as it is)."""
-    try:
-        if type(route_id) is str and type(match) is dict and "host" not in match and (not host or type(host) is str):
-            id_line = f"- id: {route_id if plain_id else _str(route_id)}\n"
-            if body is None:
-                body = _match_body(match)
-            if not host:
-                return id_line, f"  match: {body}\n"
-            if body == "{}":
-                return id_line, f"  match: {{host: {_str(host)}}}\n"  # type: ignore[arg-type]
-            return id_line, f"{match_lead(host)}{body[1:]}\n"  # type: ignore[arg-type]
-    except (_LongKey, _Fallback):
-        pass
-    return None
-
-
-def cluster_fragment(cluster: Mapping[str, Any], lists: dict[int, tuple[Any, str]] | None = None) -> str:
-    """``_fragment(canonical_cluster(cluster))`` without the copies. ``lists``: a memo for the
-    clusters written in one go, which keeps their ``destinations`` lists alive and unchanged:
-    the clusters of one Service port with different settings share one list (backends.py),
-    whose lines are then written once."""
-    try:
-        if isinstance(cluster, Mapping) and cluster.keys() <= _CLUSTER_KEY_SET:
-            return _shaped(cluster, CLUSTER_KEYS, _CLUSTER_LIST_SHAPES, _CLUSTER_MAP_SHAPES, lists=lists)
-    except (_LongKey, _Fallback):
-        pass
-    return _fragment(canonical_cluster(cluster))
-
-
-class _Raw(str):
-    """Text already written in flow style (not a scalar to quote)."""
-
-
-def _head(schema_version: str, listeners: Sequence[Mapping[str, Any]], certificates: Sequence[Mapping[str, Any]],
-          include: Sequence[Mapping[str, Any]] | None = None) -> str:
+def _head(listeners: Sequence[m.Listener], certificates: Sequence[m.Certificate],
+          include: Sequence[tuple[str, str]] | None = None) -> str:
     """The root's head in the same style as the items: one flow line per listener,
     certificate item and include entry."""
-    try:
-        out = [f"schemaVersion: {_flow(schema_version)}\n"]
-        out.append("listeners:\n" if listeners else "listeners: []\n")
-        out.extend([f"- {_flow(x)}\n" for x in listeners])
-        out.append("certificates:\n  items:\n" if certificates else "certificates:\n  items: []\n")
-        out.extend([f"  - {_flow(x)}\n" for x in certificates])
-        if include is not None:
-            out.append("include:\n" if include else "include: []\n")
-            out.extend([f"- {_flow(x)}\n" for x in include])
-        return "".join(out)
-    except (_LongKey, _Fallback):
-        data: dict[str, Any] = {"schemaVersion": schema_version, "listeners": [dict(x) for x in listeners],
-                                "certificates": {"items": [dict(c) for c in certificates]}}
-        if include is not None:
-            data["include"] = [dict(i) for i in include]
-        return dump(data)
-
-
-#: A fragment: its text, or the pieces it is the concatenation of (joined only when written)
-Fragment = str | tuple[str, ...]
+    out = [f"schemaVersion: {_str(SCHEMA_VERSION)}\n"]
+    out.append("listeners:\n" if listeners else "listeners: []\n")
+    out.extend([f"- {{host: 0.0.0.0, port: {x.port}, type: transparent, decryptSsl: {'true' if x.decrypt_ssl else 'false'}}}\n"
+                for x in listeners])
+    out.append("certificates:\n  items:\n" if certificates else "certificates:\n  items: []\n")
+    for c in certificates:
+        hosts = "[" + ", ".join([_str(h) for h in c.hosts]) + "]"
+        out.append(f"  - {{file: {_str(c.file)}, hosts: {hosts}{', default: true' if c.default else ''}}}\n")
+    if include is not None:
+        out.append("include:\n" if include else "include: []\n")
+        out.extend([f"- {{file: {_str(name)}, sha256: {_str(sha)}}}\n" for name, sha in include])
+    return "".join(out)
 
 
 class Pieces:
     """Items (routes or clusters) already written, as one flat list of strings: item ``i`` is
     ``texts[ends[i - 1]:ends[i]]`` (from 0 for the first), ``sizes[i]`` its UTF-8 size in
-    bytes. The render hands its routes over this way (``RenderContext.take_ordered_routes``):
-    a part is one ``join`` of a slice, with no tuple per route. Iterating gives each item's
-    pieces as a tuple (a :data:`Fragment`)."""
+    bytes. A part is one ``join`` of a slice, with no tuple per item. Iterating gives each
+    item's pieces as a tuple."""
 
     __slots__ = ("texts", "ends", "sizes")
 
@@ -682,24 +664,15 @@ class Pieces:
         return self.ends[i - 1] if i else 0
 
     @classmethod
-    def of(cls, items: Iterable[Mapping[str, Any] | Fragment], write: Callable[[Any], str]) -> Pieces:
-        """Items given one by one: their text, their pieces, or a dict written with ``write``.
-        Sizes: ``len`` of ASCII text; the pieces of a tuple are the fast writer's, which writes
-        ASCII only (non-ASCII is escaped; only the PyYAML fallback writes UTF-8, and never into
-        a tuple), so their ``len`` is their size."""
+    def of(cls, items: Iterable[str], write: Callable[[Any], str] | None = None) -> Pieces:
+        """Items given one by one as their text (or written with ``write``)."""
         texts: list[str] = []
-        ends: list[int] = []
         sizes: list[int] = []
         for item in items:
-            if type(item) is tuple:
-                texts += item
-                sizes.append(sum(map(len, item)))
-            else:
-                text = item if type(item) is str else write(item)
-                texts.append(text)  # type: ignore[arg-type]
-                sizes.append(utf8_size(text))  # type: ignore[arg-type]
-            ends.append(len(texts))
-        return cls(texts, ends, sizes)
+            text = item if type(item) is str or write is None else write(item)
+            texts.append(text)
+            sizes.append(utf8_size(text))
+        return cls(texts, list(range(1, len(texts) + 1)), sizes)
 
 
 def _list_block(key: str, items: Pieces, first: int, stop: int) -> list[str]:
@@ -725,29 +698,19 @@ class Emitted:
     delivery_error: str = ""
 
 
-def emit(
-    listeners: Sequence[Mapping[str, Any]],
-    certificates: Sequence[Mapping[str, Any]],
-    routes: Iterable[Mapping[str, Any] | Fragment],
-    clusters: Iterable[Mapping[str, Any] | str],
-    *,
-    part_limit: int,
-    max_parts: int,
-) -> Emitted:
-    """Assemble the root document (and parts past ``part_limit`` bytes).
+def emit(document: Document, *, part_limit: int, max_parts: int, cache: EmitCache | None = None) -> Emitted:
+    """The document's bytes: the root ``twp.yaml``, and parts past ``part_limit`` bytes (routes
+    then clusters, in order, greedily into parts of at most ``part_limit`` bytes).
 
-    ``routes`` are route dicts (with ``order``) or their fragments already written, as one
-    string or as the tuple of strings it is made of (joined only into the part that holds it),
-    or :class:`Pieces` (the render's: ``id and order lines, match line, tail`` of each route,
-    text its cache keeps anyway); ``clusters`` are dicts or fragments.
-    Memory: fragments are measured with ``len`` (ASCII), only the output returned is built, and
+    Memory: items are measured with ``len`` (ASCII), only the output returned is built, and
     each part's pieces are released once the part is encoded, so the peak holds about one copy
-    of the document plus the output.
-    """
-    route_items = routes if type(routes) is Pieces else Pieces.of(routes, route_fragment)
-    lists: dict[int, tuple[Any, str]] = {}  # (the clusters keep their lists alive meanwhile)
-    cluster_items = Pieces.of(clusters, lambda cluster: cluster_fragment(cluster, lists))
-    head = _head(SCHEMA_VERSION, listeners, certificates)
+    of the document's text plus the output."""
+    writer = _Writer(cache)
+    route_items = writer.routes_pieces(document.routes)
+    cluster_items = writer.clusters_pieces(document.clusters)
+    writer.close()
+    del writer
+    head = _head(document.listeners, document.certificates)
     n_routes, n_clusters = len(route_items), len(cluster_items)
     route_size, cluster_size = sum(route_items.sizes), sum(cluster_items.sizes)
     whole_size = (utf8_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
@@ -762,7 +725,6 @@ def emit(
         data = text.encode()
         del text
         return Emitted(data, hashlib.sha256(data).hexdigest())
-    # split: routes then clusters, in order, greedily into parts of at most part_limit bytes
     sizes = route_items.sizes + cluster_items.sizes
     total = len(sizes)
     bounds: list[int] = [0]  # part n holds items bounds[n] to bounds[n + 1] - 1 (routes, then clusters)
@@ -795,8 +757,8 @@ def emit(
         part_files.append((f"twp.part-{len(part_files) + 1}.yaml", text.encode()))
         del text
     del route_items, cluster_items
-    include = [{"file": name, "sha256": hashlib.sha256(body).hexdigest()} for name, body in part_files]
-    root = _head(SCHEMA_VERSION, listeners, certificates, include).encode()
+    include = [(name, hashlib.sha256(body).hexdigest()) for name, body in part_files]
+    root = _head(document.listeners, document.certificates, include).encode()
     if not error and len(part_files) > max_parts:
         error = (f"the config is {whole_size} bytes: it needs {len(part_files)} parts of at most {part_limit} bytes, "
                  f"but the data-plane pods mount only {max_parts}")

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import ConditionList, existing_conditions
 from titanium_gateway.render.precedence import creation_timestamp
@@ -35,16 +36,6 @@ from titanium_gateway.render.result import ObjectStatus
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": "HTTPRoute"}
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _port(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        return None
-    return value
 
 
 MAX_MESSAGE = 1024
@@ -182,13 +173,13 @@ def _addresses(ctx: RenderContext) -> list[dict[str, str]]:
         for item in ingress:
             if not isinstance(item, Mapping):
                 continue
-            if _s(item.get("ip")):
+            if f.text(item.get("ip")):
                 out.append({"type": "IPAddress", "value": item["ip"]})
-            elif _s(item.get("hostname")):
+            elif f.text(item.get("hostname")):
                 out.append({"type": "Hostname", "value": item["hostname"]})
     if not out:
         spec = svc.get("spec")
-        cluster_ip = _s(spec.get("clusterIP")) if isinstance(spec, Mapping) else ""
+        cluster_ip = f.text(spec.get("clusterIP")) if isinstance(spec, Mapping) else ""
         if cluster_ip and cluster_ip != "None":
             out.append({"type": "IPAddress", "value": cluster_ip})
     return out
@@ -196,7 +187,7 @@ def _addresses(ctx: RenderContext) -> list[dict[str, str]]:
 
 def _gateway_sort_key(gw: Mapping[str, Any]) -> tuple[str, str, str]:
     meta = gw.get("metadata") if isinstance(gw.get("metadata"), Mapping) else {}
-    return (creation_timestamp(gw), _s(meta.get("namespace")) or "default", _s(meta.get("name")))
+    return (creation_timestamp(gw), f.text(meta.get("namespace")) or "default", f.text(meta.get("name")))
 
 
 def _certificates(
@@ -214,12 +205,12 @@ def _certificates(
         if not isinstance(ref, Mapping):
             reason, message = reason or "InvalidCertificateRef", message or "malformed certificateRef"
             continue
-        group, kind = _s(ref.get("group")), _s(ref.get("kind")) or "Secret"
-        name = _s(ref.get("name"))
-        ns = _s(ref.get("namespace")) or gw_ns
+        group, kind = f.string(ref.get("group")), f.string(ref.get("kind")) or "Secret"
+        name = f.text(ref.get("name"))
+        ns = f.text(ref.get("namespace")) or gw_ns
         if group != "" or kind != "Secret":
             reason = reason or "InvalidCertificateRef"
-            message = message or f"certificateRef {group}/{kind} {name} is not a core Secret"
+            message = message or f"certificateRef {f.shown(group)}/{f.shown(kind)} {name} is not a core Secret"
             continue
         if not ctx.grants.allows(
             from_group=GATEWAY_GROUP, from_kind="Gateway", from_namespace=gw_ns,
@@ -242,7 +233,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
     gateways = [
         gw for gw in ctx.snapshot.gateways.values()
         if isinstance(gw, Mapping) and isinstance(gw.get("spec"), Mapping)
-        and _s(gw["spec"].get("gatewayClassName")) in classes
+        and f.string(gw["spec"].get("gatewayClassName")) in classes
     ]
     gateways.sort(key=_gateway_sort_key)
     addresses = _addresses(ctx)
@@ -255,7 +246,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
         spec = gw["spec"]
         status = gw.get("status") if isinstance(gw.get("status"), Mapping) else {}
         old_listeners = {
-            _s(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
+            f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
         } if isinstance(status.get("listeners"), list) else {}
         gconds = ctx.conditions(gw, existing_conditions(status))
         unsupported_address = bool(spec.get("addresses"))
@@ -266,14 +257,14 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
         for index, raw in enumerate(raw_listeners):
             if not isinstance(raw, Mapping):
                 continue
-            lname = _s(raw.get("name")) or f"listener-{index}"
+            lname = f.text(raw.get("name")) or f"listener-{index}"
             if lname in seen_names:
                 continue
             seen_names.add(lname)
-            port = _port(raw.get("port")) or 0
-            protocol = _s(raw.get("protocol"))
+            port = f.port(raw.get("port")) or 0
+            protocol = f.string(raw.get("protocol"))
             raw_hostname = raw.get("hostname")
-            hostname = _s(raw_hostname).lower() or None
+            hostname = f.text(raw_hostname).lower() or None
             li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0,
                               protocol, hostname)
             lc = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
@@ -283,7 +274,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
             tls = raw.get("tls") if isinstance(raw.get("tls"), Mapping) else {}
             if protocol not in ("HTTP", "HTTPS"):
                 accepted_reason, accepted_msg = "UnsupportedProtocol", f"protocol {protocol!r} is not supported"
-            elif protocol == "HTTPS" and _s(tls.get("mode") or "Terminate") != "Terminate":
+            elif protocol == "HTTPS" and f.string(tls.get("mode") or "Terminate") != "Terminate":
                 accepted_reason, accepted_msg = "UnsupportedProtocol", "TLS mode Passthrough is not supported"
             elif raw_hostname is not None and (hostname is None or not valid_hostname(hostname)):
                 shown = repr(raw_hostname[:64]) if isinstance(raw_hostname, str) else f"a {type(raw_hostname).__name__}"
@@ -296,7 +287,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
             # allowed routes
             allowed = raw.get("allowedRoutes") if isinstance(raw.get("allowedRoutes"), Mapping) else {}
             namespaces = allowed.get("namespaces") if isinstance(allowed.get("namespaces"), Mapping) else {}
-            li.allowed_from = _s(namespaces.get("from")) or "Same"
+            li.allowed_from = f.string(namespaces.get("from")) or "Same"
             li.allowed_selector = namespaces.get("selector")
             kinds_ok = True
             kinds = allowed.get("kinds")
@@ -305,7 +296,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
             elif isinstance(kinds, list) and kinds:
                 li.serves_httproute = False
                 for k in kinds:
-                    if isinstance(k, Mapping) and (_s(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
+                    if isinstance(k, Mapping) and (f.string(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
                             and k.get("kind") == "HTTPRoute":
                         li.serves_httproute = True
                     else:

@@ -1,8 +1,9 @@
-"""Ingress (networking.k8s.io/v1) translation into the shared render.
+"""Ingress (networking.k8s.io/v1) -> model routes + clusters + statuses and events.
 
 :func:`translate` is called by :func:`titanium_gateway.render.render` after the Gateway
 listeners and HTTPRoutes are in the :class:`~titanium_gateway.render.builder.RenderContext`.
-It:
+:class:`Translator` (one render's state of the Ingress translation, in the HTTPRoute
+translator's style: memos keyed by values):
 
 1. selects the Ingresses this controller owns (:func:`select_ingresses`: ingressClassName,
    the default IngressClass, the legacy ``kubernetes.io/ingress.class`` annotation);
@@ -25,26 +26,48 @@ import base64
 import binascii
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from cryptography import x509
 
+from titanium_gateway.render import fields as f
 from titanium_gateway.render import ingress_annotations as ia
-from titanium_gateway.render import memo, precedence
-from titanium_gateway.render.backends import DEFAULT_SETTINGS, ClusterSettings, resolve_backend
-from titanium_gateway.render.emit import kind_lines, match_body, plain_name, route_tail
+from titanium_gateway.render import memo
+from titanium_gateway.render.backends import resolve_backend
+from titanium_gateway.render.builder import RenderContext, with_id_suffix
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
+from titanium_gateway.render.model import (
+    DEFAULT_SETTINGS,
+    Behavior,
+    Cluster,
+    ClusterSettings,
+    Cors,
+    DirectResponse,
+    ExtAuth,
+    Forward,
+    IpAllowDeny,
+    Match,
+    MaxRequestBodySize,
+    PathRegexReplace,
+    Policy,
+    RateLimit,
+    Route,
+    Source,
+    Split,
+    WeightedCluster,
+)
 from titanium_gateway.render.precedence import (
     TIER_DEFAULT_BACKEND,
+    TIER_DEGRADED,
     TIER_NORMAL,
     creation_timestamp,
     key_from_parts,
     match_part,
     owner_part,
 )
+from titanium_gateway.render.regex import regex_escape
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 
 INGRESS_API_VERSION = "networking.k8s.io/v1"
@@ -54,38 +77,14 @@ LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 LEGACY_CLASS_NAME = "titanium"
 #: Timeout of the ExtAuth subrequest (the seed gives none; see docs/ingress.md).
 EXT_AUTH_TIMEOUT = "00:00:05"
-#: Tier of the 500 route of a path whose pathType is unknown: its match (that exact path) is
-#: only an approximation, so it is ordered after every normal route and never shadows one.
-TIER_DEGRADED: int = getattr(precedence, "TIER_DEGRADED", TIER_NORMAL)
 #: Value of the canary-by-header header that forces the canary.
 CANARY_HEADER_VALUE = "always"
 
 PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
-_PATH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f?#]")
+#: whitespace, control characters, ``?``, ``#`` and lone surrogates (which no YAML can hold)
+_PATH_FORBIDDEN = re.compile("[\\s\\x00-\\x1f\\x7f?#\ud800-\udfff]")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
-_REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")  # .NET/ECMAScript metacharacters only
-
-
-# -- small safe accessors -------------------------------------------------------------------
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    if type(value) is dict:  # the common case, without the slower ABC check
-        return value
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _meta(obj: Any) -> Mapping[str, Any]:
-    return _map(_map(obj).get("metadata"))
+_first = operator.itemgetter(0)
 
 
 # -- class selection ------------------------------------------------------------------------
@@ -95,23 +94,21 @@ def owned_classes(ingress_classes: Mapping[str, Any], controller_name: str) -> t
     names: set[str] = set()
     has_default = False
     for key, cls in ingress_classes.items():
-        if _str(_map(_map(cls).get("spec")).get("controller")) != controller_name:
+        if f.string(f.mapping(f.mapping(cls).get("spec")).get("controller")) != controller_name:
             continue
-        name = _str(_meta(cls).get("name")) or str(key)
-        names.add(name)
-        if _str(_map(_meta(cls).get("annotations")).get(DEFAULT_CLASS_ANNOTATION)) == "true":
+        meta = f.metadata(cls)
+        names.add(f.string(meta.get("name")) or str(key))
+        if f.string(f.mapping(meta.get("annotations")).get(DEFAULT_CLASS_ANNOTATION)) == "true":
             has_default = True
     return names, has_default
 
 
-def is_owned(
-    ingress: Any, owned: set[str], has_default: bool, watch_legacy_annotation: bool
-) -> bool:
+def is_owned(ingress: Any, owned: set[str], has_default: bool, watch_legacy_annotation: bool) -> bool:
     """Whether this controller serves ``ingress`` (see the Ingress page, "Choosing")."""
-    class_name = _map(_map(ingress).get("spec")).get("ingressClassName")
+    class_name = f.mapping(f.mapping(ingress).get("spec")).get("ingressClassName")
     if isinstance(class_name, str) and class_name:
         return class_name in owned  # ingressClassName always wins
-    legacy = _map(_meta(ingress).get("annotations")).get(LEGACY_CLASS_ANNOTATION)
+    legacy = f.mapping(f.metadata(ingress).get("annotations")).get(LEGACY_CLASS_ANNOTATION)
     if legacy is not None:
         ours = isinstance(legacy, str) and (legacy in owned or legacy == LEGACY_CLASS_NAME)
         if not ours:
@@ -132,13 +129,9 @@ def _select(snapshot: Any, options: Any) -> list[tuple[tuple[str, str, str], Map
     watch_legacy = options.watch_legacy_annotation
     selected: list[tuple[tuple[str, str, str], Mapping[str, Any]]] = []
     for ing in snapshot.ingresses.values():
-        if type(ing) is not dict and not isinstance(ing, Mapping):
-            continue
-        meta = ing.get("metadata")
-        if type(meta) is not dict:
-            meta = _map(meta)
-        name = _str(meta.get("name"))
-        if not name:
+        meta = f.metadata(ing)
+        name, ns = f.name_of(meta), f.namespace_of(meta)
+        if not name or ns is None:
             continue
         spec = ing.get("spec")
         class_name = spec.get("ingressClassName") if type(spec) is dict else None
@@ -150,20 +143,14 @@ def _select(snapshot: Any, options: Any) -> list[tuple[tuple[str, str, str], Map
         created = meta.get("creationTimestamp")
         if type(created) is not str or not created:
             created = creation_timestamp(ing)
-        selected.append(((created, _str(meta.get("namespace")) or "default", name), ing))
-    selected.sort(key=_first)  # stable: equal keys keep the snapshot's order, as before
+        selected.append(((created, ns, name), ing))
+    selected.sort(key=_first)  # stable: equal keys keep the snapshot's order
     return selected
 
 
-_first = operator.itemgetter(0)
-
-
-def _namespace(ing: Any) -> str:
-    return _str(_meta(ing).get("namespace")) or "default"
-
-
 def _age_key(ing: Any) -> tuple[str, str, str]:
-    return (creation_timestamp(ing), _namespace(ing), _str(_meta(ing).get("name")))
+    meta = f.metadata(ing)
+    return (creation_timestamp(ing), f.namespace_of(meta) or "default", f.name_of(meta))
 
 
 # -- host / path helpers --------------------------------------------------------------------
@@ -187,9 +174,9 @@ def normalize_path(raw_path: Any, path_type: Any) -> tuple[str | None, str | Non
 
     ``Exact`` keeps the path; ``Prefix`` and ``ImplementationSpecific`` are a segment prefix with
     a trailing ``/`` stripped (except ``/`` itself). A path that is not absolute, or that holds
-    whitespace, a control character, ``?`` or ``#``, is an error, as is another pathType.
-    An absent or empty path with pathType ``ImplementationSpecific`` (which the Ingress API
-    allows: "an unspecified path matches all paths") is the Prefix ``/``.
+    whitespace, a control character, ``?``, ``#`` or a lone surrogate, is an error, as is another
+    pathType. An absent or empty path with pathType ``ImplementationSpecific`` (which the
+    Ingress API allows: "an unspecified path matches all paths") is the Prefix ``/``.
     """
     if path_type == "ImplementationSpecific" and raw_path in (None, ""):
         return "/", "Prefix", ""
@@ -211,7 +198,7 @@ def invalid_path_match(raw_path: Any, path_type: Any) -> tuple[str | None, str |
     with the kind of its pathType (an unknown pathType: ``Exact``). A non-absolute path such as
     ``z`` can match no request (request paths start with ``/``), so its route shadows nothing.
     An absent or empty path is "every path" (the Ingress API: an unspecified path matches all
-    paths): (None, None). The route goes in the degraded tier (:meth:`_Translator.tier`), after
+    paths): (None, None). The route goes in the degraded tier (:meth:`Translator.tier`), after
     every normal route, so it never shadows another path.
     """
     if not isinstance(raw_path, str) or not raw_path:
@@ -221,12 +208,7 @@ def invalid_path_match(raw_path: Any, path_type: Any) -> tuple[str | None, str |
     return raw_path, "Exact"
 
 
-def regex_escape(text: str) -> str:
-    """Escapes a literal for a .NET regular expression."""
-    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
-
-
-def rewrite_transform(path: str | None, kind: str | None, target: str) -> dict[str, Any] | None:
+def rewrite_transform(path: str | None, kind: str | None, target: str) -> PathRegexReplace | None:
     """The PathRegexReplace transform of ``titanium.io/rewrite-target`` for one route.
 
     Exact: the whole path becomes ``target``. Prefix (and the defaultBackend, a prefix ``/``):
@@ -248,13 +230,23 @@ def rewrite_transform(path: str | None, kind: str | None, target: str) -> dict[s
         else:
             pattern = f"^{regex_escape(prefix)}(?=/|$)"
             replacement = "" if tgt == "/" else tgt
-    return {"kind": "PathRegexReplace", "parameters": {"pattern": pattern, "replacement": replacement}}
+    return PathRegexReplace(pattern, replacement)
 
 
-def timespan(seconds: int) -> str:
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours:02d}:{minutes:02d}:{secs:02d}"
+def shared_policies(ann: IngressAnnotations) -> tuple[tuple[Policy, ...], tuple[Policy, ...]]:
+    """The policies of an annotation set before and after its RateLimit (the one policy that
+    names its Ingress), in the contract's order."""
+    before: list[Policy] = []
+    if ann.whitelist_source_range is not None:
+        before.append(IpAllowDeny(tuple(ann.whitelist_source_range)))
+    after: list[Policy] = []
+    if ann.cors_allow_origin is not None:
+        after.append(Cors(tuple(ann.cors_allow_origin)))
+    if ann.proxy_body_size is not None:
+        after.append(MaxRequestBodySize(ann.proxy_body_size))
+    if ann.auth_url is not None:
+        after.append(ExtAuth(ann.auth_url, EXT_AUTH_TIMEOUT))
+    return tuple(before), tuple(after)
 
 
 # -- per-Ingress state ----------------------------------------------------------------------
@@ -269,12 +261,12 @@ class _Ingress:
     is_canary: bool
     #: precedence.owner_part of the Ingress (its part of its routes' precedence keys)
     owner_key: str
+    source: Source
     settings: ClusterSettings | None = None  # None: upstream TLS Secret unusable
     settings_error: str = ""
     id_suffix: str = ""
-    #: its route ids ("ingress/<ns>/<name>/...") are written as they are (see
-    #: emit.route_head_of_host): the namespace and name hold plain characters only
-    plain_ids: bool = False
+    #: its routes' policies (the annotation set's, with its own RateLimit), once made
+    policies: tuple[Policy, ...] | None = None
 
     @property
     def ref(self) -> str:
@@ -294,9 +286,9 @@ class _Path:
     backend: Any
     error_reason: str = ""
     error_message: str = ""
-    #: (canary, its cluster (added only when the primary forwards), canary route id): at most
-    #: one (a second canary is a CanaryConflict); () until there is one
-    canaries: Sequence[tuple[_Ingress, dict[str, Any], str]] = ()
+    #: (canary path, its cluster (added only when the primary forwards)): at most one (a second
+    #: canary is a CanaryConflict); () until there is one
+    canaries: tuple[tuple[_Path, Cluster], ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -321,8 +313,13 @@ class _Path:
         return f"host {host} path {self.path} ({self.path_type})"
 
 
-class _Translator:
-    def __init__(self, ctx: Any, cache: Any = None) -> None:
+Resolved = tuple[Cluster | None, str, str]
+
+
+class Translator:
+    """The Ingress translation of one render (see the module doc)."""
+
+    def __init__(self, ctx: RenderContext, cache: memo.RenderCache | None = None) -> None:
         self.ctx = ctx
         #: render/memo.py: recordings of ``emit`` per path, valid while ``path_deps`` hold
         self.cache = cache
@@ -337,29 +334,20 @@ class _Translator:
         self.http_ok, self.http_why = self._port_usable(self.http_port, "HTTP")
         self.https_ok, self.https_why = self._port_usable(self.https_port, "HTTPS")
         self.https_needed = False
+        # Per-render memos, each value a pure function of its key and of this render's input.
         self._upstream: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
-        # Per-render memos of the route writing (see emit): every value is a pure function
-        # of its key and of this render's snapshot and options.
         #: (path, pathType) of exact types (str or None) -> normalize_path of them
         self._paths: dict[tuple[Any, Any], tuple[str | None, str | None, str]] = {}
-        #: (id of an Ingress's annotations, its namespace) -> (them, what they parse to)
-        self._annotations: dict[tuple[int, str], tuple[Any, IngressAnnotations]] = {}
-        #: id of an annotation set -> (it, cluster settings or None, why not, cluster id suffix)
-        self._settings: dict[int, tuple[IngressAnnotations, ClusterSettings | None, str, str]] = {}
-        #: backend (by exact-typed content) -> (settings kept alive, (cluster, reason, message))
-        #: and (id of a backend object, namespace, id of settings, suffix) -> (them, the same)
-        self._backend_objects: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
-        self._resolved: dict[tuple[Any, ...], tuple[Any, tuple[dict[str, Any] | None, str, str]]] = {}
-        #: (path, kind) -> (match without host, its precedence part); never modified
-        self._bodies: dict[tuple[Any, Any], tuple[dict[str, Any], Any, str | None]] = {}
-        #: the text of one key of a route's tail ("" for none; None: the fast writer cannot)
-        self._action_text: dict[tuple[Any, ...], str | None] = {}
-        self._transform_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
-        self._policies_text: dict[tuple[Any, ...], tuple[IngressAnnotations, str | None]] = {}
-        #: id of an annotation set -> (it, the lines of its policies before and after a RateLimit)
-        self._policy_lines: dict[int, tuple[IngressAnnotations, str | None, str | None]] = {}
-        #: (action, transforms, policies) texts -> their concatenation (one shared string)
-        self._tails: dict[tuple[str, str, str], str] = {}
+        #: what cluster settings read of an annotation set -> (settings or None, why not, id suffix)
+        self._settings: dict[tuple[Any, ...], tuple[ClusterSettings | None, str, str]] = {}
+        #: what the shared policies read of an annotation set -> (before, after) its RateLimit
+        self._policies: dict[tuple[Any, ...], tuple[tuple[Policy, ...], tuple[Policy, ...]]] = {}
+        #: a backend by exact-typed content -> (cluster, reason, message)
+        self._resolved: dict[tuple[Any, ...], Resolved] = {}
+        #: (path, kind) -> the match (host aside) and its precedence part
+        self._matches: dict[tuple[Any, Any], tuple[Match, str]] = {}
+        #: (rewrite target, path, kind) -> the transforms of a route
+        self._transforms: dict[tuple[Any, ...], tuple[PathRegexReplace, ...]] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def event(self, ing: _Ingress, reason: str, message: str) -> None:
@@ -427,31 +415,21 @@ class _Translator:
 
     def prepare(self, obj: Mapping[str, Any], created: str, namespace: str, name: str) -> _Ingress:
         """``created``, ``namespace``, ``name``: the Ingress's :func:`_age_key`."""
-        meta = obj.get("metadata")  # (obj: a mapping, see _select)
-        if type(meta) is not dict:
-            meta = _map(meta)
-        raw = _map(meta.get("annotations"))
-        # the compacted informer caches store equal annotation sets once: parsed once per render
-        # for each set object (kept alive in the value) and namespace
-        hit = self._annotations.get((id(raw), namespace))
-        if hit is not None and hit[0] is raw:
-            ann = hit[1]
-        else:
-            ann = parse_annotations(raw, namespace)
-            self._annotations[(id(raw), namespace)] = (raw, ann)
+        meta = f.metadata(obj)
+        ann = parse_annotations(f.mapping(meta.get("annotations")), namespace)  # (by content: shared)
         ing = _Ingress(
             obj=obj,
             namespace=namespace,
             name=name,
-            uid=_str(meta.get("uid")),
+            uid=f.string(meta.get("uid")),
             created=created,
             ann=ann,
             is_canary=ann.canary,
-            plain_ids=plain_name(namespace) is not None and plain_name(name) is not None,
             owner_key=owner_part(created, namespace, name),
+            source=Source("Ingress", namespace, name),
         )
-        for name in ann.unknown:
-            self.event(ing, "UnknownAnnotation", f"{name} is not a known annotation; it is ignored")
+        for unknown in ann.unknown:
+            self.event(ing, "UnknownAnnotation", f"{unknown} is not a known annotation; it is ignored")
         for err in ann.errors:
             self.event(ing, "InvalidAnnotation", err.message)
         if ann.valid and not ing.is_canary:
@@ -463,13 +441,14 @@ class _Translator:
 
     # -- cluster settings -----------------------------------------------------------------
     def cluster_settings(self, ing: _Ingress) -> None:
-        """The Ingress's cluster settings, made once per annotation set (parse_annotations
-        shares equal sets), so the Ingresses of one set share one settings object."""
+        """The Ingress's cluster settings, made once per render for what they read of its
+        annotations, so the Ingresses of one annotation set share one settings object."""
         ann = ing.ann
-        hit = self._settings.get(id(ann))
-        if hit is None or hit[0] is not ann:  # (the annotations kept alive in the value)
-            hit = self._settings[id(ann)] = (ann, *self._cluster_settings(ann))
-        _, ing.settings, ing.settings_error, ing.id_suffix = hit
+        key = (ann.proxy_read_timeout, ann.load_balance, ann.affinity, ann.backend_protocol, ann.upstream_tls_secret)
+        hit = self._settings.get(key)
+        if hit is None:
+            hit = self._settings[key] = self._cluster_settings(ann)
+        ing.settings, ing.settings_error, ing.id_suffix = hit
         if ing.settings_error:
             self.event(ing, "InvalidAnnotation", ing.settings_error)
 
@@ -482,7 +461,7 @@ class _Translator:
                 return None, error, ""
             tls = files
         settings = ClusterSettings(
-            request_timeout=timespan(ann.proxy_read_timeout) if ann.proxy_read_timeout else None,
+            request_timeout=f.timespan(ann.proxy_read_timeout * 1000) if ann.proxy_read_timeout else None,
             algorithm=ann.load_balance,
             affinity_cookie=ia.AFFINITY_COOKIE_NAME if ann.affinity == "cookie" else None,
             use_https=ann.backend_protocol == "HTTPS",
@@ -507,9 +486,9 @@ class _Translator:
     def _load_upstream_tls(self, ref: ia.UpstreamTLSRef) -> tuple[tuple[tuple[str, str], ...], str]:
         label = f"{ia.UPSTREAM_TLS_SECRET}: Secret {ref.namespace}/{ref.name}"
         secret = self.ctx.snapshot.secrets.get(f"{ref.namespace}/{ref.name}")
-        if not isinstance(secret, Mapping):
+        conversion = self.ctx.convert(ref.namespace, ref.name)
+        if conversion is None or not f.is_mapping(secret):
             return (), f"{label} not found"
-        conversion = self.ctx.convert(secret)
         if not conversion.ok:
             return (), f"{label}: {conversion.error}"
         crt = _secret_bytes(secret, "tls.crt")
@@ -536,17 +515,17 @@ class _Translator:
     # -- paths ----------------------------------------------------------------------------
     def paths(self, ing: _Ingress) -> list[_Path]:
         """Every route candidate of one Ingress, InvalidPath reported here."""
-        spec = _map(ing.obj.get("spec"))
+        spec = f.mapping(ing.obj.get("spec"))
         out: list[_Path] = []
         prefix = f"ingress/{ing.namespace}/{ing.name}/"
-        for r, rule in enumerate(_list(spec.get("rules"))):
-            rule = _map(rule)
+        for r, rule in enumerate(f.items(spec.get("rules"))):
+            rule = f.mapping(rule)
             host, host_error = normalize_host(rule.get("host"))
-            for p, item in enumerate(_list(_map(rule.get("http")).get("paths"))):
+            for p, item in enumerate(f.items(f.mapping(rule.get("http")).get("paths"))):
                 if host_error:
                     self.event(ing, "InvalidPath", f"rule {r}: {host_error}")
                     continue
-                item = _map(item)
+                item = f.mapping(item)
                 raw_path, raw_type = item.get("path"), item.get("pathType")
                 if (raw_path is None or type(raw_path) is str) and (raw_type is None or type(raw_type) is str):
                     # a few paths recur across thousands of Ingresses: normalized once per render
@@ -557,40 +536,38 @@ class _Translator:
                 else:
                     path, kind, error = normalize_path(raw_path, raw_type)
                 if error:
-                    # Never dropped: the path answers 500 for its own match (spec audit F10).
+                    # Never dropped: the path answers 500 for its own match (spec audit F10), but
+                    # for a path no request can have (a lone surrogate: it cannot be written either).
                     self.event(ing, "InvalidPath", f"rule {r} path {p}: {error}")
                     path, kind = invalid_path_match(raw_path, raw_type)
-                    out.append(_Path(ing, f"{prefix}r{r}p{p}", r, p, host, path, kind, _str(raw_type),
+                    if path is not None and not f.writable(path):
+                        continue
+                    out.append(_Path(ing, f"{prefix}r{r}p{p}", r, p, host, path, kind, f.string(raw_type),
                                      item.get("backend"), "InvalidPath", error))
                     continue
-                out.append(_Path(ing, f"{prefix}r{r}p{p}", r, p, host, path, kind, _str(raw_type),
+                out.append(_Path(ing, f"{prefix}r{r}p{p}", r, p, host, path, kind, f.string(raw_type),
                                  item.get("backend")))
         if "defaultBackend" in spec and spec.get("defaultBackend") is not None:
-            out.append(
-                _Path(
-                    ing, f"ingress/{ing.namespace}/{ing.name}/default", -1, 0, None, None, None, "",
-                    spec.get("defaultBackend"),
-                )
-            )
+            out.append(_Path(ing, f"{prefix}default", -1, 0, None, None, None, "", spec.get("defaultBackend")))
         return out
 
     # -- TLS ------------------------------------------------------------------------------
     def tls(self, ing: _Ingress) -> None:
-        entries = _list(_map(ing.obj.get("spec")).get("tls"))
+        entries = f.items(f.mapping(ing.obj.get("spec")).get("tls"))
         if entries and not self.https_ok:
             # One cause, one event: the port is PortUnavailable (once per Ingress, not an
             # InvalidTLS per entry); each entry is still validated below, so a bad Secret is
             # reported too, yet nothing is bound and no decrypting listener opened.
             self.event(ing, "PortUnavailable", self.https_why)
         for t, entry in enumerate(entries):
-            entry = _map(entry)
-            secret = entry.get("secretName")
-            if not isinstance(secret, str) or not secret:
+            entry = f.mapping(entry)
+            secret = f.text(entry.get("secretName"))
+            if not secret:
                 self.event(ing, "InvalidTLS", f"tls {t}: no secretName")
                 continue
             hosts: list[str] = []
             bad = False
-            for raw in _list(entry.get("hosts")):
+            for raw in f.items(entry.get("hosts")):
                 host, error = normalize_host(raw)
                 if error or host is None:
                     self.event(ing, "InvalidTLS", f"tls {t} (Secret {secret}): {error or 'empty host'}")
@@ -614,26 +591,18 @@ class _Translator:
     def check_tls_secret(self, namespace: str, name: str) -> str:
         """Why the Secret ``namespace/name`` cannot be a certificate ("" when it can), with the
         same messages as ``ctx.bind_certificate``, but binding nothing."""
-        secret = self.ctx.snapshot.secrets.get(f"{namespace}/{name}")
-        if secret is None:
+        conversion = self.ctx.convert(namespace, name)
+        if conversion is None:
             return f"Secret {namespace}/{name} not found"
-        conversion = self.ctx.convert(secret)
         return "" if conversion.ok else f"Secret {namespace}/{name}: {conversion.error}"
 
     # -- backends -------------------------------------------------------------------------
-    def backend_cluster(
-        self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str
-    ) -> tuple[dict[str, Any] | None, str, str]:
+    def backend_cluster(self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str) -> Resolved:
         """(cluster, reason, message): resolves an Ingress backend (the caller adds the cluster
         to the context only when a route uses it). Once per render for each distinct backend:
         a Service is usually the backend of many paths. The key is the backend's content with
         exact types (``True``, ``1.0`` and ``"1"`` are not the port ``1``); any other shape is
         resolved every time."""
-        # the compacted informer caches store equal backends once: first by object
-        by_object = (id(backend), ing.namespace, id(settings), id_suffix)
-        seen = self._backend_objects.get(by_object)
-        if seen is not None and seen[0] is backend and seen[1] is settings:
-            return seen[2]
         key: tuple[Any, ...] | None = None
         if type(backend) is dict and "resource" not in backend:
             service = backend.get("service")
@@ -642,30 +611,25 @@ class _Translator:
                 if type(name) is str and type(port) is dict:
                     number, port_name = port.get("number"), port.get("name")
                     if (number is None or type(number) is int) and (port_name is None or type(port_name) is str):
-                        # settings by identity (kept alive in the value): equal settings of
-                        # two Ingresses only cost a second resolution, never a wrong one
-                        key = (ing.namespace, name, number, port_name, id(settings), id_suffix)
+                        key = (ing.namespace, name, number, port_name, settings, id_suffix)
         if key is None:
             return self._backend_cluster(ing, backend, settings, id_suffix)
         hit = self._resolved.get(key)
-        if hit is None or hit[0] is not settings:
-            hit = self._resolved[key] = (settings, self._backend_cluster(ing, backend, settings, id_suffix))
-        self._backend_objects[by_object] = (backend, settings, hit[1])  # (both kept alive)
-        return hit[1]
+        if hit is None:
+            hit = self._resolved[key] = self._backend_cluster(ing, backend, settings, id_suffix)
+        return hit
 
-    def _backend_cluster(
-        self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str
-    ) -> tuple[dict[str, Any] | None, str, str]:
-        backend = _map(backend)
+    def _backend_cluster(self, ing: _Ingress, backend: Any, settings: ClusterSettings, id_suffix: str) -> Resolved:
+        backend = f.mapping(backend)
         if backend.get("resource") is not None:
             return None, "UnsupportedBackend", "backend.resource is not supported"
         service = backend.get("service")
         if not isinstance(service, Mapping):
             return None, "InvalidBackend", "the backend names no Service"
-        name = _str(service.get("name"))
+        name = f.text(service.get("name"))
         if not name:
             return None, "InvalidBackend", "the backend Service has no name"
-        port = _map(service.get("port"))
+        port = f.mapping(service.get("port"))
         number, port_name = port.get("number"), port.get("name")
         ref: int | str
         if number is not None and port_name is not None:
@@ -674,7 +638,7 @@ class _Translator:
             if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 65535:
                 return None, "InvalidBackend", f"the backend Service {name} port {number!r} is not 1-65535"
             ref = number
-        elif isinstance(port_name, str) and port_name:
+        elif f.text(port_name):
             # A named port resolves to its number, so the cluster is shared with every other
             # reference to the same Service port (HTTPRoute backendRefs use numbers).
             entry = self.ctx.backends.service_port(ing.namespace, name, port_name)
@@ -692,10 +656,7 @@ class _Translator:
             reason = resolution.reason if resolution.reason == "BackendNotFound" else "InvalidBackend"
             return None, reason, resolution.message
         cluster = resolution.cluster
-        if id_suffix:
-            cluster = dict(cluster)
-            cluster["id"] = f"{cluster['id']}{id_suffix}"
-        return cluster, "", ""
+        return (with_id_suffix(cluster, id_suffix) if id_suffix else cluster), "", ""
 
     # -- canary ---------------------------------------------------------------------------
     def canary(self, ing: _Ingress, owners: Mapping[tuple[str, str, str], _Path]) -> None:
@@ -713,18 +674,16 @@ class _Translator:
                     ing,
                     "CanaryConflict",
                     f"{p.describe()} of Ingress {primary.ing.ref} already has the canary "
-                    f"{primary.canaries[0][0].ref}",
+                    f"{primary.canaries[0][0].ing.ref}",
                 )
                 continue
             if primary.ing.settings is None:
                 continue  # the primary answers 500 (its own events say why)
-            cluster, reason, message = self.backend_cluster(
-                ing, p.backend, primary.ing.settings, primary.ing.id_suffix
-            )
+            cluster, reason, message = self.backend_cluster(ing, p.backend, primary.ing.settings, primary.ing.id_suffix)
             if reason or cluster is None:
                 self.event(ing, reason, f"{p.describe()}: {message}")
                 continue
-            primary.canaries = [(ing, cluster, p.route_id)]
+            primary.canaries = ((p, cluster),)
 
     # -- memo (render/memo.py) ---------------------------------------------------------------
     def _open_path_memo(self) -> None:
@@ -750,9 +709,9 @@ class _Translator:
             return
         sig: Any = memo.resource_version(p.ing.obj)
         if sig is not None and p.canaries:
-            canary, _, canary_id = p.canaries[0]
-            ver = memo.resource_version(canary.obj)
-            sig = None if ver is None else (sig, canary.ref, ver, canary_id)
+            canary = p.canaries[0][0]
+            ver = memo.resource_version(canary.ing.obj)
+            sig = None if ver is None else (sig, canary.ing.ref, ver, canary.route_id)
         if sig is None:
             self.emit(p)
             return
@@ -768,7 +727,7 @@ class _Translator:
     def emit(self, p: _Path) -> None:
         ing = p.ing
         reason, message = p.error_reason, p.error_message
-        cluster: dict[str, Any] | None = None
+        cluster: Cluster | None = None
         if not reason:
             settings = ing.settings or DEFAULT_SETTINGS
             cluster, reason, message = self.backend_cluster(ing, p.backend, settings, ing.id_suffix)
@@ -778,132 +737,67 @@ class _Translator:
             reason, message = "InvalidAnnotation", "; ".join(e.message for e in ing.ann.errors)
         if not reason and ing.settings is None:
             reason, message = "InvalidAnnotation", ing.settings_error
-        body, ranks, body_text = self.match_body(p)
+        match, ranks = self.match(p.path, p.kind)
+        intern = self.ctx.intern
         if reason or cluster is None:
-            text = f"{reason or 'BackendNotFound'}: {message}"
-            self.add_route(p, p.route_id, body, ranks, {"directResponse": {"status": 500, "body": text}},
-                           ("d", text), False, body_text)
+            behavior = intern(Behavior(DirectResponse(500, f"{reason or 'BackendNotFound'}: {message}")))
+            self.add_route(p, p, p.route_id, match, ranks, behavior)
             return
         cid = self.ctx.add_cluster(cluster)
+        transforms, policies = self.transforms(p), self.policies(ing)
         canary = p.canaries[0] if p.canaries else None
         if canary is None:
-            self.add_route(p, p.route_id, body, ranks, {"clusterId": cid}, ("c", cid), True, body_text)
+            self.add_route(p, p, p.route_id, match, ranks, intern(Behavior(Forward(cid), None, transforms, policies)))
             return
-        canary_cid = self.ctx.add_cluster(canary[1])
-        weight = canary[0].ann.canary_weight
-        self.add_route(
-            p, p.route_id, body, ranks,
-            {"clusters": [{"clusterId": cid, "weight": 100 - weight}, {"clusterId": canary_cid, "weight": weight}]},
-            ("w", cid, 100 - weight, canary_cid, weight), True, body_text,
-        )
-        header = canary[0].ann.canary_by_header
+        canary_path, canary_cluster = canary
+        canary_cid = self.ctx.add_cluster(canary_cluster)
+        weight = canary_path.ing.ann.canary_weight
+        split = Split((WeightedCluster(cid, 100 - weight), WeightedCluster(canary_cid, weight)))
+        self.add_route(p, p, p.route_id, match, ranks, intern(Behavior(split, None, transforms, policies)))
+        header = canary_path.ing.ann.canary_by_header
         if header:
-            header_body = {**body, "headers": {header: CANARY_HEADER_VALUE}}
-            self.add_route(p, canary[2], header_body, match_part(header_body), {"clusterId": canary_cid},
-                           ("c", canary_cid), True)
+            header_match = Match(match.path, match.path_kind, headers=((header, CANARY_HEADER_VALUE),))
+            self.add_route(p, canary_path, canary_path.route_id, header_match, match_part(header_match),
+                           intern(Behavior(Forward(canary_cid), None, transforms, policies)))
 
-    def match_body(self, p: _Path) -> tuple[dict[str, Any], Any, str | None]:
+    def match(self, path: str | None, kind: str | None) -> tuple[Match, str]:
         """The route's match without its host (shared by every path with the same path and
-        kind: never modified), its precedence part and its text (:func:`emit.match_body`)."""
-        key = (p.path, p.kind) if p.path is not None and p.kind is not None else (None, None)
-        hit = self._bodies.get(key)
+        kind) and its precedence part."""
+        key = (path, kind) if path is not None and kind is not None else (None, None)
+        hit = self._matches.get(key)
         if hit is None:
-            body = {"path": p.path, "pathKind": p.kind} if key[0] is not None else {}
-            hit = self._bodies[key] = (body, match_part(body), match_body(body))
+            match = Match(path, kind) if key[0] is not None else Match()
+            hit = self._matches[key] = (match, match_part(match))
         return hit
 
-    def decorate(self, route: dict[str, Any], p: _Path) -> None:
-        """Transforms and policies of the primary's annotations."""
-        transform = self.transform(p)
-        if transform is not None:
-            route["transforms"] = [transform]
-        policies = self.policies(p.ing)
-        if policies:
-            route["policies"] = policies
-
-    @staticmethod
-    def transform(p: _Path) -> dict[str, Any] | None:
+    def transforms(self, p: _Path) -> tuple[PathRegexReplace, ...]:
+        """The transforms of the primary's annotations for one path."""
         target = p.ing.ann.rewrite_target
-        return None if target is None else rewrite_transform(p.path, p.kind, target)
+        if target is None:
+            return ()
+        key = (target, p.path, p.kind)
+        hit = self._transforms.get(key)
+        if hit is None:
+            transform = rewrite_transform(p.path, p.kind, target)
+            hit = self._transforms[key] = () if transform is None else (transform,)
+        return hit
 
-    @staticmethod
-    def policies(ing: _Ingress) -> list[dict[str, Any]]:
-        before, after = _Translator.shared_policies(ing.ann)
-        rate = [_Translator.rate_limit(ing)] if ing.ann.limit_rps is not None else []
-        return [*before, *rate, *after]
-
-    @staticmethod
-    def shared_policies(ann: IngressAnnotations) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The policies of an annotation set before and after its RateLimit (the one policy
-        that names its Ingress), in the contract's order."""
-        before: list[dict[str, Any]] = []
-        if ann.whitelist_source_range is not None:
-            before.append({"kind": "IpAllowDeny", "parameters": {"allow": list(ann.whitelist_source_range)}})
-        after: list[dict[str, Any]] = []
-        if ann.cors_allow_origin is not None:
-            after.append({"kind": "Cors", "parameters": {"allowOrigins": list(ann.cors_allow_origin)}})
-        if ann.proxy_body_size is not None:
-            after.append({"kind": "MaxRequestBodySize", "parameters": {"bytes": str(ann.proxy_body_size)}})
-        if ann.auth_url is not None:
-            after.append({"kind": "ExtAuth", "parameters": {"url": ann.auth_url, "timeout": EXT_AUTH_TIMEOUT}})
-        return before, after
-
-    @staticmethod
-    def rate_limit(ing: _Ingress) -> dict[str, Any]:
-        """The RateLimit policy of an Ingress with a limit-rps annotation: one partition per Ingress."""
-        return {
-            "kind": "RateLimit",
-            "parameters": {
-                "requestsPerSecond": str(ing.ann.limit_rps),
-                "window": "00:00:01",
-                "partition": f"ingress/{ing.namespace}/{ing.name}",
-            },
-        }
-
-    # The text after a route's match line is the text of each of its keys in the contract's
-    # order (emit.route_tail writes one key's lines from its value alone; a test checks the
-    # concatenation): the action, the transforms (per annotation set and path) and the
-    # policies (per annotation set, and Ingress for a RateLimit partition) are each written
-    # once per render and shared.
-    def action_text(self, key: tuple[Any, ...], action: dict[str, Any]) -> str | None:
-        """``key``: the action's content, strings and validated ints only (equal keys, equal
-        text)."""
-        text = self._action_text.get(key, "")
-        if text == "":
-            text = self._action_text[key] = route_tail(action)
-        return text
-
-    def transform_text(self, p: _Path) -> str | None:
-        ann = p.ing.ann
-        if ann.rewrite_target is None:
-            return ""
-        key = (id(ann), p.path, p.kind)  # the annotations by identity, kept alive in the value
-        hit = self._transform_text.get(key)
-        if hit is None or hit[0] is not ann:
-            transform = self.transform(p)
-            hit = self._transform_text[key] = (ann, "" if transform is None else route_tail({"transforms": [transform]}))
-        return hit[1]
-
-    def policies_text(self, ing: _Ingress) -> str | None:
-        """``route_tail({"policies": self.policies(ing)})`` ("" for none): the lines of an
-        annotation set's shared policies once per render, a RateLimit's line once per Ingress."""
-        ann = ing.ann
-        key = (id(ann), ing.ref if ann.limit_rps is not None else None)
-        hit = self._policies_text.get(key)
-        if hit is None or hit[0] is not ann:
-            shared = self._policy_lines.get(id(ann))
-            if shared is None or shared[0] is not ann:
-                before, after = self.shared_policies(ann)
-                shared = self._policy_lines[id(ann)] = (ann, kind_lines(before), kind_lines(after))
-            _, before_text, after_text = shared
-            rate = kind_lines([self.rate_limit(ing)]) if ann.limit_rps is not None else ""
-            if before_text is None or rate is None or after_text is None:
-                text = None
+    def policies(self, ing: _Ingress) -> tuple[Policy, ...]:
+        """The policies of the primary's annotations: the annotation set's, with a RateLimit of
+        the Ingress's own partition."""
+        if ing.policies is None:
+            ann = ing.ann
+            key = (ann.whitelist_source_range, ann.cors_allow_origin, ann.proxy_body_size, ann.auth_url)
+            shared = self._policies.get(key)
+            if shared is None:
+                shared = self._policies[key] = shared_policies(ann)
+            before, after = shared
+            if ann.limit_rps is not None:
+                rate = RateLimit(ann.limit_rps, "00:00:01", f"ingress/{ing.namespace}/{ing.name}")
+                ing.policies = (*before, rate, *after)
             else:
-                lines = before_text + rate + after_text
-                text = "  policies:\n" + lines if lines else ""
-            hit = self._policies_text[key] = (ann, text)
-        return hit[1]
+                ing.policies = before + after
+        return ing.policies
 
     @staticmethod
     def tier(p: _Path) -> int:
@@ -911,43 +805,21 @@ class _Translator:
             return TIER_DEFAULT_BACKEND
         return TIER_DEGRADED if p.error_reason == "InvalidPath" else TIER_NORMAL
 
-    def add_route(self, p: _Path, route_id: str, body: dict[str, Any], ranks: Any, action: dict[str, Any],
-                  action_key: tuple[Any, ...], decorated: bool, body_text: str | None = None) -> None:
-        """Adds the route ``{"id", "match": {"host": p.host, **body}, **action}`` (with the
-        primary's transforms and policies when ``decorated``) as text; the route dict only
-        when the fast writer cannot write it. ``body_text``: ``emit.match_body(body)``, if known."""
-        ing = p.ing
-        host = p.host
-        key = key_from_parts(self.tier(p), self.ctx.host_part(host), ranks, ing.owner_key, max(p.rule, 0), p.index)
-        tail = self.action_text(action_key, action)
-        if decorated and tail is not None:
-            transforms, policies = self.transform_text(p), self.policies_text(ing)
-            if transforms is None or policies is None:
-                tail = None
-            elif transforms or policies:
-                parts = (tail, transforms, policies)
-                joined = self._tails.get(parts)
-                if joined is None:
-                    joined = self._tails[parts] = "".join(parts)
-                tail = joined
-        plain_id = ing.plain_ids and route_id is p.route_id  # (a canary's route has its Ingress's id)
-        if tail is not None and self.ctx.add_route_text(route_id, host, body, key, tail, body_text, plain_id) is not None:
-            return
-        route: dict[str, Any] = {"id": route_id, "match": {"host": host, **body} if host is not None else dict(body)}
-        route.update(action)
-        if decorated:
-            self.decorate(route, p)
-        self.ctx.add_route(route, key)
+    def add_route(self, p: _Path, source: _Path, route_id: str, match: Match, ranks: str, behavior: Behavior) -> None:
+        """A route of path ``p`` (its precedence); ``source``: the path it is made of (``p``, or
+        the canary path of its canary-by-header route)."""
+        key = key_from_parts(self.tier(p), self.ctx.host_part(p.host), ranks, p.ing.owner_key, max(p.rule, 0), p.index)
+        self.ctx.add_route(Route(route_id, p.host, match, behavior, key, source.ing.source, source.rule, source.index))
 
 
 def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes | None:
-    data = _map(secret.get("data"))
+    data = f.mapping(secret.get("data"))
     if isinstance(data.get(key), str):
         try:
             return base64.b64decode(data[key], validate=True)
         except (binascii.Error, ValueError):
             return None
-    string_data = _map(secret.get("stringData"))
+    string_data = f.mapping(secret.get("stringData"))
     if isinstance(string_data.get(key), str):
         return str(string_data[key]).encode()
     return None
@@ -961,29 +833,30 @@ def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[d
     if not isinstance(svc, Mapping):
         return []
     out: list[dict[str, str]] = []
-    for entry in _list(_map(_map(svc.get("status")).get("loadBalancer")).get("ingress")):
-        entry = _map(entry)
+    for entry in f.items(f.mapping(f.mapping(svc.get("status")).get("loadBalancer")).get("ingress")):
+        entry = f.mapping(entry)
         item = {k: entry[k] for k in ("ip", "hostname") if isinstance(entry.get(k), str) and entry[k]}
         if item and item not in out:
             out.append(item)
     if out:
         return out
-    cluster_ip = _map(svc.get("spec")).get("clusterIP")
+    cluster_ip = f.mapping(svc.get("spec")).get("clusterIP")
     if isinstance(cluster_ip, str) and cluster_ip and cluster_ip != "None":
         return [{"ip": cluster_ip}]
     return []
 
 
-def translate(ctx: Any, cache: Any = None) -> None:
+def translate(ctx: RenderContext, cache: memo.RenderCache | None = None) -> None:
     """Translate every owned Ingress of ``ctx.snapshot`` into ``ctx`` (routes, clusters,
     listeners, certificates, TLS files, events, statuses). See the module docstring. With a
     :class:`~titanium_gateway.render.memo.RenderCache`, the routes of a path whose Ingress (and
     canary) did not change are replayed (render/memo.py)."""
-    _Translator(ctx, cache).run()
+    Translator(ctx, cache).run()
 
 
 __all__: tuple[str, ...] = (
     "translate",
+    "Translator",
     "select_ingresses",
     "is_owned",
     "owned_classes",
@@ -991,5 +864,6 @@ __all__: tuple[str, ...] = (
     "normalize_path",
     "invalid_path_match",
     "rewrite_transform",
+    "shared_policies",
     "load_balancer_ingress",
 )

@@ -22,6 +22,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from titanium_gateway.render.fields import writable
+
 PREFIX = "titanium.io/"
 
 SSL_REDIRECT = PREFIX + "ssl-redirect"
@@ -159,6 +161,8 @@ def parse_rewrite_target(value: str) -> str | AnnotationError:
         return _err(REWRITE_TARGET, value, "uses a capture group ($1), which is not supported")
     if _PATH_FORBIDDEN.search(value):
         return _err(REWRITE_TARGET, value, "contains whitespace, a control character, ? or #")
+    if not writable(value):
+        return _err(REWRITE_TARGET, value, "holds a lone UTF-16 surrogate")
     return value
 
 
@@ -233,7 +237,7 @@ def _origin_ok(origin: str) -> bool:
         return False
     if port is not None and not 1 <= port <= 65535:
         return False
-    return not _PATH_FORBIDDEN.search(origin) and origin == origin.strip()
+    return not _PATH_FORBIDDEN.search(origin) and origin == origin.strip() and writable(origin)
 
 
 def parse_cors_allow_origin(value: str) -> tuple[str, ...] | AnnotationError:
@@ -260,6 +264,8 @@ def parse_auth_url(value: str) -> str | AnnotationError:
     """An absolute http or https URL with a host, without credentials or fragment."""
     if _CONTROL_OR_SPACE.search(value):
         return _err(AUTH_URL, value, "contains whitespace or a control character")
+    if not writable(value):
+        return _err(AUTH_URL, value, "holds a lone UTF-16 surrogate")
     try:
         parts = urlsplit(value)
         port = parts.port

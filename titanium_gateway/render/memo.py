@@ -4,8 +4,8 @@ The render is a pure function of its snapshot, so a reconcile after one Endpoint
 would translate 10k unchanged HTTPRoutes again (benchmarks/FINDINGS.md R5). A
 :class:`RenderCache` passed to :func:`titanium_gateway.render.render` remembers, per source
 object, the *effects* its translation had on the :class:`~titanium_gateway.render.builder.RenderContext`
-(a :class:`Recording`: routes already written as text, clusters as the Service port they
-resolve, statuses, events, listener counts) and replays them when neither the object nor
+(a :class:`Recording`: its model routes, its clusters by id (each knows the Service port it
+was resolved from), statuses, events, listener counts) and replays them when neither the object nor
 anything its translation reads has changed. The output is byte for byte the output without
 the cache (``tests/render/test_memo.py`` checks it over every golden input and sequences of
 changes); the cache only decides how much work it takes.
@@ -34,25 +34,24 @@ render's worth of text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway.render.emit import EmitCache
 from titanium_gateway.render.result import EventRecord, ObjectStatus
-
-#: (namespace, service, port, settings, id suffix): a cluster resolved again on replay.
-ClusterRecipe = tuple[str, str, Any, Any, str]
 
 
 @dataclass(slots=True)
 class Recording:
     """The effects of translating one source (or every Ingress) on a render context."""
 
-    #: (precedence key, route id, fragment head, fragment tail or None): see builder.add_route
-    routes: list[tuple[Any, str, Any, str | None]] = field(default_factory=list)
-    #: clusters in the order first added: an id (its recipe in ``RenderCache.recipes``) or a
-    #: constant cluster dict (no destinations)
-    clusters: list[str | dict[str, Any]] = field(default_factory=list)
+    #: the model routes it added (see builder.add_route)
+    routes: list[Any] = field(default_factory=list)
+    #: clusters in the order first added: the id of one resolved from a Service port (its
+    #: :class:`~titanium_gateway.render.model.Backend`, resolved again on replay) or a
+    #: constant cluster (no backend, no destinations)
+    clusters: list[Any] = field(default_factory=list)
     cluster_ids: set[str] = field(default_factory=set)
     statuses: list[ObjectStatus] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
@@ -73,7 +72,7 @@ class Recording:
         this one was recording)."""
         self.routes.extend(other.routes)
         for c in other.clusters:
-            cid = c if type(c) is str else str(c["id"])  # type: ignore[index]
+            cid = c if type(c) is str else c.id
             if cid not in self.cluster_ids:
                 self.cluster_ids.add(cid)
                 self.clusters.append(c)
@@ -153,12 +152,12 @@ class RenderCache:
         #: Ingress path route id -> (Ingress + canary versions, recording of its routes)
         self.ingress_path_deps: Any = None
         self.ingress_paths: dict[str, tuple[Any, Recording]] = {}
-        #: cluster id -> recipe of every cluster the recordings of the last render name
-        self.recipes: dict[str, ClusterRecipe] = {}
-        #: the last render's route entries in precedence order (a start for the next sort)
-        self.order: list[Any] = []
-        #: cluster id -> (Service + EndpointSlice versions, cluster, fragment) of the last render
-        self.clusters: dict[str, tuple[Any, dict[str, Any], str]] = {}
+        #: the last render's routes in precedence order (a start for the next sort)
+        self.order: Sequence[Any] = ()
+        #: cluster id -> (Service + EndpointSlice versions, cluster) of the last render
+        self.clusters: dict[str, tuple[Any, Any]] = {}
+        #: the text of the last render's routes and clusters (emit.EmitCache)
+        self.text = EmitCache()
         self.hits = 0
         self.misses = 0
         self.ingress_hits = 0
@@ -170,6 +169,6 @@ class RenderCache:
         self.ingress = None
         self.ingress_path_deps = None
         self.ingress_paths = {}
-        self.recipes = {}
-        self.order = []
+        self.order = ()
         self.clusters = {}
+        self.text.clear()

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway.render.model import Match
+
 PATH_TYPE_RANK = {"Exact": 0, "RegularExpression": 1, "PathPrefix": 2}
 TIER_NORMAL = 0
 #: A 500 route of a rule whose match cannot be expressed exactly (e.g. a header
@@ -108,19 +110,28 @@ def host_part(host: str | None) -> str:
 _PATH_KIND_RANK = {kind: PATH_TYPE_RANK[t] for kind, t in _PATH_KIND_TYPE.items()}
 
 
-def match_part(match: Mapping[str, Any]) -> str:
-    """Items 4-8 of :func:`route_key` for a data-plane ``match`` dict (its host aside)."""
-    path = match.get("path")
-    kind = match.get("pathKind")
+def match_part(match: Match) -> str:
+    """Items 4-8 of :func:`route_key` for a route's match (its host aside)."""
+    path = match.path
+    kind = match.path_kind
     rank = _PATH_KIND_RANK.get(kind) if path is not None and type(kind) is str else None
     if rank is None:
         rank, plen = PATH_TYPE_RANK["PathPrefix"], 1
     else:
         plen = len(path)  # type: ignore[arg-type]
-    headers, query, query_regex = match.get("headers"), match.get("query"), match.get("queryRegex")
-    return (f"{rank}{_longer_first(plen)}{0 if 'method' in match else 1}"
-            f"{_longer_first(len(headers) if headers else 0)}"
-            f"{_longer_first((len(query) if query else 0) + (len(query_regex) if query_regex else 0))}")
+    return (f"{rank}{_longer_first(plen)}{1 if match.method is None else 0}"
+            f"{_longer_first(len(match.headers))}"
+            f"{_longer_first(len(match.query) + len(match.query_regex))}")
+
+
+def match_of(match: Mapping[str, Any]) -> Match:
+    """A data-plane ``match`` mapping (host aside) as a :class:`~titanium_gateway.render.model.Match`."""
+    def pairs(key: str) -> tuple[tuple[str, str], ...]:
+        value = match.get(key)
+        return tuple(value.items()) if isinstance(value, Mapping) else ()
+
+    return Match(match.get("path"), match.get("pathKind"), match.get("method"), pairs("headers"), pairs("query"),
+                 pairs("queryRegex"))
 
 
 #: The 8-hex-digit text of the small list indexes (a lookup is ~4x cheaper than formatting).
@@ -153,5 +164,5 @@ def key_from_match(
     tier: int = TIER_NORMAL,
 ) -> PrecedenceKey:
     """:func:`route_key` computed from a data-plane ``match`` dict (host/path/pathKind/...)."""
-    return key_from_parts(tier, host_part(match.get("host")), match_part(match), owner_part(created, namespace, name),
-                          rule, match_index) + route_id
+    return key_from_parts(tier, host_part(match.get("host")), match_part(match_of(match)),
+                          owner_part(created, namespace, name), rule, match_index) + route_id

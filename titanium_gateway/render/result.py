@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from titanium_gateway.render.model import Document
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
 
@@ -101,3 +104,7 @@ class RenderResult:
     #: Non-empty when the config cannot be delivered (e.g. more parts than the pods mount);
     #: the controller must not write it and Gateways report Programmed False with this.
     delivery_error: str = ""
+    #: The document ``config`` (and ``parts``) is the text of, as model values with their
+    #: provenance: each route's source object, rule and match, each cluster's backend
+    #: (render/model.py). None in results not made by the render.
+    document: Document | None = field(default=None, compare=False, repr=False)

@@ -1,0 +1,263 @@
+"""HTTPRoute -> model routes + clusters + per-parent status.
+
+Modules, one per concern: ``attach`` (parentRefs, listeners, hosts), ``matches``, ``filters``,
+``backendrefs``, ``rules`` (one rule: the three together), ``status``. :class:`Translator` holds
+one render's state of the HTTPRoute translation and turns each route into model values.
+
+Each rule x match x host gives one data-plane route ``httproute/<ns>/<name>/r<i>m<j>`` (plus
+``/<host>`` when the match emits more than one route); the routes of a rule share its match
+over the hosts and its :class:`~titanium_gateway.render.model.Behavior` over the matches. A rule
+that cannot be honoured answers ``directResponse 500`` for its own matches only; a match that
+cannot be expressed exactly (header RegularExpression, a bad regex) is emitted with its
+expressible part in the degraded tier, after every normal route, so it never shadows another rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Mapping
+from typing import Any
+
+from titanium_gateway.render import fields as f
+from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.fields import brief, parse_duration_ms, summarize, timespan
+from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, valid_hostname
+from titanium_gateway.render.httproute.attach import Attachments, Parent, effective_hosts, ref_identity
+from titanium_gateway.render.httproute.backendrefs import Backends
+from titanium_gateway.render.httproute.filters import expand, prefix_rewrite_transforms
+from titanium_gateway.render.httproute.matches import Matches
+from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
+from titanium_gateway.render.httproute.status import API_VERSION, Statuses
+from titanium_gateway.render.memo import Recording, RenderCache, resource_version
+from titanium_gateway.render.model import (
+    RESPONSE_TRANSFORMS,
+    Behavior,
+    DirectResponse,
+    Forward,
+    Redirect,
+    Route,
+    Source,
+    Split,
+)
+from titanium_gateway.render.precedence import (
+    TIER_DEGRADED,
+    TIER_NORMAL,
+    creation_timestamp,
+    key_from_parts,
+    owner_part,
+)
+from titanium_gateway.render.referencegrant import GATEWAY_GROUP
+from titanium_gateway.render.regex import check_regex, regex_escape
+from titanium_gateway.render.result import ObjectStatus
+
+__all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_duration_ms", "timespan",
+           "prefix_rewrite_transforms"]
+
+_NO_REDIRECT_HOST = "RequestRedirect without hostname needs a concrete route hostname"
+
+
+class Translator:
+    """The HTTPRoute translation of one render: its memos are keyed by values (a common-shape
+    match by content, a backendRefs list by content, a parent's listeners by Gateway and
+    reference), so they give the same for equal input whatever object holds it."""
+
+    def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
+        self.ctx = ctx
+        self.gateways = gateways
+        self.matches = Matches()
+        self.backends = Backends(ctx)
+        self.attachments = Attachments(ctx)
+        self.statuses = Statuses(ctx)
+
+    def route(self, route: Mapping[str, Any]) -> list[ListenerInfo]:
+        """One HTTPRoute; returns the listeners whose attachedRoutes it counted (already counted)."""
+        ctx = self.ctx
+        controller = ctx.options.controller_name
+        meta = f.metadata(route)
+        name, ns = f.name_of(meta), f.namespace_of(meta)
+        if not name or ns is None:
+            return []
+        spec = f.mapping(route.get("spec"))
+        old_parents = [p for p in f.items(f.mapping(route.get("status")).get("parents"))
+                       if f.is_mapping(p) and p.get("controllerName") == controller]
+        route_hosts: list[str] = []
+        bad_hosts: list[str] = []
+        for index, h in enumerate(f.items(spec.get("hostnames"))):
+            if isinstance(h, str) and valid_hostname(low := h.lower()):
+                route_hosts.append(low)
+            else:
+                bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
+        parents: list[Parent] = []
+        for ref in f.items(spec.get("parentRefs")):
+            if not f.is_mapping(ref):
+                continue
+            ident = ref_identity(ref, ns)
+            if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
+                continue
+            gw = self.gateways.get((ident[2], ident[3]))
+            if gw is None:
+                continue  # not ours (other class) or absent: never reported
+            if any(p.identity == ident for p in parents):
+                continue
+            ok, reason, message, listeners, counted = self.attachments.attach(gw, ref, ns, route_hosts)
+            if bad_hosts and ok:
+                # emitting the valid names only could widen the route (none left = any host)
+                ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
+            parents.append(Parent(ref, ident, ok, reason, message, listeners, counted))
+        if not parents:
+            if old_parents:
+                ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
+            return []
+        # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
+        if len(parents) == 1:  # (the lists of one parent hold each listener once; read-only)
+            counted_once = parents[0].counted
+            attached = parents[0].listeners if parents[0].accepted else []
+        else:
+            counted_once = list({id(li): li for p in parents for li in p.counted}.values())
+            attached = list({id(li): li for p in parents if p.accepted for li in p.listeners}.values())
+        for li in counted_once:
+            li.attached += 1
+        serving = [li for li in attached if li.usable]
+        # rules are always validated (status), but only emitted when a programmed listener serves them
+        basis = serving or attached
+        ports = {(li.port, li.protocol) for li in basis}
+        one_port = next(iter(ports)) if len(ports) == 1 else None
+        hosts = effective_hosts(basis, route_hosts) if basis else (sorted({h.lower() for h in route_hosts}) or [None])
+        problems = _Problems()
+        self.emit_rules(route, ns, name, spec, hosts, one_port, problems, emit=bool(serving))
+        self.statuses.route(route, ns, name, parents, old_parents, problems.firsts + problems.unsupported,
+                            problems.ref_firsts + [m for _, m in problems.refs],
+                            problems.refs[0][0] if problems.refs else "", len(set(problems.firsts)),
+                            len(set(problems.ref_firsts)))
+        return counted_once
+
+    def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
+                   hosts: list[str | None], one_port: tuple[int, str] | None, problems: _Problems, *,
+                   emit: bool) -> None:
+        ctx = self.ctx
+        source = Source("HTTPRoute", ns, name)
+        owner = owner_part(creation_timestamp(route), ns, name)
+        host_keys = [(host, ctx.host_part(host)) for host in hosts]  # (each host with its precedence part)
+        multi = len(hosts) > 1
+        id_prefix = f"httproute/{ns}/{name}/r"
+        last_clusters: list[Any] = []
+        for ri, rule in enumerate(f.items(spec.get("rules"))):
+            if not f.is_mapping(rule):
+                rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
+            out = translate_rule(self, rule, ns, one_port)
+            problems.refs += out.refs
+            rule_unsupported = out.unsupported
+            if rule_unsupported:
+                problems.firsts.append(rule_unsupported[0])
+            elif out.first_ref and type(out.action) is DirectResponse:
+                problems.ref_firsts.append(out.first_ref)
+            if not emit:  # validated for the status only
+                if out.redirect is not None and not rule_unsupported and not all(h and h[0] != "*" for h in hosts):
+                    self._redirect_behavior(out, None, problems)  # (reports the missing hostname)
+                problems.unsupported += rule_unsupported
+                continue
+            if not rule_unsupported:
+                clusters = out.clusters
+                # (the rules of a route often have the very same backends: adding them again is a no-op)
+                if len(clusters) != len(last_clusters) or any(map(operator.is_not, clusters, last_clusters)):
+                    for cluster in clusters:
+                        ctx.add_cluster(cluster)
+                    last_clusters = clusters
+            shared = self._shared_behavior(out, summarize(rule_unsupported, 3) if rule_unsupported else "")
+            for mi, m in enumerate(out.matches):
+                tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
+                behavior = shared
+                if behavior is None and out.redirect is None:  # transforms made for this match's path
+                    behavior = ctx.intern(Behavior(out.action, out.mirror, expand(out.transforms, m.match.path),  # type: ignore[arg-type]
+                                                   (), out.limits))
+                for host, host_rank in host_keys:
+                    rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
+                    b = behavior if behavior is not None else self._redirect_behavior(out, host, problems)
+                    ctx.add_route(Route(rid, host, m.match, b, key_from_parts(tier, host_rank, m.ranks, owner, ri, mi),
+                                        source, ri, mi))
+            problems.unsupported += rule_unsupported
+
+    def _shared_behavior(self, out: RuleOut, rule_message: str) -> Behavior | None:
+        """The behavior of every route of a rule; None when it depends on the route (a redirect
+        to each route's own hostname; transforms made for each match's path)."""
+        intern = self.ctx.intern
+        if out.unsupported:
+            return intern(Behavior(DirectResponse(500, "UnsupportedValue: " + rule_message)))
+        action = out.action
+        if action is None:
+            return None
+        kind = type(action)
+        if kind is Forward or kind is Split:
+            if out.prefix_rewrite:
+                return None
+            return intern(Behavior(action, out.mirror, expand(out.transforms, None), (), out.limits))
+        if kind is Redirect:  # only response header changes apply to a redirect answer
+            return intern(Behavior(action, transforms=_response_only(out)))
+        return intern(Behavior(action))
+
+    def _redirect_behavior(self, out: RuleOut, host: str | None, problems: _Problems) -> Behavior:
+        assert out.redirect is not None
+        if host and not host.startswith("*"):
+            return self.ctx.intern(Behavior(dataclasses.replace(out.redirect, host=host), transforms=_response_only(out)))
+        if _NO_REDIRECT_HOST not in problems.unsupported:
+            problems.unsupported.append(_NO_REDIRECT_HOST)
+            problems.firsts.append(_NO_REDIRECT_HOST)
+        return self.ctx.intern(Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}")))
+
+
+def _response_only(out: RuleOut) -> tuple[Any, ...]:
+    return tuple(t for t in out.transforms if isinstance(t, RESPONSE_TRANSFORMS))
+
+
+class _Problems:
+    """A route's problems: ``unsupported`` and ``refs`` (reason, message) as they come;
+    ``firsts``/``ref_firsts``: the ones its 500 bodies start with (always listed)."""
+
+    __slots__ = ("unsupported", "refs", "firsts", "ref_firsts")
+
+    def __init__(self) -> None:
+        self.unsupported: list[str] = []
+        self.refs: list[tuple[str, str]] = []
+        self.firsts: list[str] = []
+        self.ref_firsts: list[str] = []
+
+
+def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], cache: RenderCache | None = None,
+              deps: Any = None) -> None:
+    """Every HTTPRoute, in key order. With a ``cache`` and the route dependencies ``deps`` (see
+    render/memo.py; None: nothing is memoized), a route whose ``(uid, resourceVersion)`` and
+    dependencies are unchanged replays its recorded effects instead of being translated."""
+    routes = ctx.snapshot.httproutes
+    if cache is not None and (deps is None or deps != cache.route_deps):
+        cache.routes.clear()
+        cache.route_deps = deps
+    memo = cache.routes if cache is not None and deps is not None else None
+    kept: dict[str, tuple[tuple[str, str], Recording]] = {}
+    listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
+    translator = Translator(ctx, gateways)
+    for key in sorted(routes):
+        route = routes[key]
+        if not f.is_mapping(route):
+            continue
+        version = resource_version(route) if memo is not None else None
+        if version is not None:
+            assert memo is not None and cache is not None
+            hit = memo.get(key)
+            if hit is not None and hit[0] == version and ctx.replay(hit[1]):
+                for lk in hit[1].extra:
+                    listeners[lk].attached += 1
+                kept[key] = hit
+                cache.hits += 1
+                continue
+            rec, counted = ctx.record(translator.route, route)
+            rec.extra = [((li.gateway_ns, li.gateway_name), li.index) for li in counted]
+            if rec.replayable():
+                kept[key] = (version, rec)
+            cache.misses += 1
+        else:
+            translator.route(route)
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
+

@@ -1,0 +1,135 @@
+"""HTTPRoute ``parentRefs``: which Gateway listeners a route attaches to, and its hosts.
+
+Per parentRef to one of our Gateways (refs to other Gateways are never reported): listeners by
+``sectionName`` and ``port`` (none -> NoMatchingParent); of those, the attachable listeners that
+allow the route's namespace and kind (none -> NotAllowedByListeners); of those, the listeners
+whose hostname intersects the route's hostnames (none -> NoMatchingListenerHostname). Routes
+are global in the data plane, so the emitted hosts are the union of the intersections over
+every attached listener (:func:`effective_hosts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from titanium_gateway.render import fields as f
+from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.fields import brief
+from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, intersect_hostname
+from titanium_gateway.render.referencegrant import GATEWAY_GROUP
+
+#: (group, kind, namespace, name, sectionName, port) of a parentRef, defaults filled in
+Identity = tuple[str, str, str, str, str, Any]
+
+
+def ref_identity(ref: Mapping[str, Any], route_ns: str) -> Identity:
+    group = ref.get("group")
+    port = ref.get("port")
+    return (
+        group if isinstance(group, str) else GATEWAY_GROUP,
+        f.string(ref.get("kind")) or "Gateway",
+        f.text(ref.get("namespace")) or route_ns,
+        f.text(ref.get("name")),
+        f.text(ref.get("sectionName")),
+        port if isinstance(port, int) else None,
+    )
+
+
+def parent_ref_echo(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """The parentRef as given, with group/kind defaults filled (as conformance expects)."""
+    out: dict[str, Any] = {
+        "group": ref["group"] if isinstance(ref.get("group"), str) else GATEWAY_GROUP,
+        "kind": f.string(ref.get("kind")) or "Gateway",
+    }
+    if f.text(ref.get("namespace")):
+        out["namespace"] = ref["namespace"]
+    out["name"] = f.text(ref.get("name"))
+    if f.text(ref.get("sectionName")):
+        out["sectionName"] = ref["sectionName"]
+    if isinstance(ref.get("port"), int) and not isinstance(ref.get("port"), bool):
+        out["port"] = ref["port"]
+    return out
+
+
+@dataclass(slots=True)
+class Parent:
+    """One parentRef to one of our Gateways, and what attaching to it gave."""
+
+    ref: Mapping[str, Any]
+    identity: Identity
+    accepted: bool
+    reason: str
+    message: str
+    listeners: list[ListenerInfo]
+    #: listeners whose attachedRoutes count this route (allowedRoutes + parentRef only)
+    counted: list[ListenerInfo]
+
+
+class Attachments:
+    """The listeners a (Gateway, sectionName, port, route namespace) selects, counts and admits,
+    once per render (every route of a namespace usually names its Gateway the same way)."""
+
+    __slots__ = ("ctx", "_made")
+
+    def __init__(self, ctx: RenderContext) -> None:
+        self.ctx = ctx
+        self._made: dict[tuple[Any, ...], tuple[bool, list[ListenerInfo], list[ListenerInfo], bool]] = {}
+
+    def _listeners(self, gw: GatewayInfo, section: str, port: int | None, route_ns: str
+                   ) -> tuple[bool, list[ListenerInfo], list[ListenerInfo], bool]:
+        key = (gw.namespace, gw.name, section, port, route_ns)
+        hit = self._made.get(key)
+        if hit is None:
+            selected = [li for li in gw.listeners
+                        if (not section or li.name == section) and (port is None or li.port == port)]
+            counted = [li for li in selected if li.serves_httproute and li.allows_namespace(self.ctx, route_ns)]
+            allowed = [li for li in counted if li.attachable]
+            hit = self._made[key] = (bool(selected), counted, allowed, any(li.hostname is not None for li in allowed))
+        return hit
+
+    def attach(self, gw: GatewayInfo, ref: Mapping[str, Any], route_ns: str, route_hosts: list[str]
+               ) -> tuple[bool, str, str, list[ListenerInfo], list[ListenerInfo]]:
+        """``(accepted, reason, message, attached listeners, counted listeners)`` (the lists are
+        shared: read-only)."""
+        section = f.text(ref.get("sectionName"))
+        port = f.integer(ref.get("port"))
+        any_selected, counted, allowed, hostnames = self._listeners(gw, section, port, route_ns)
+        if not any_selected:
+            what = f"sectionName {brief(section)}" if section else ""
+            what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
+            return (False, "NoMatchingParent",
+                    f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [], [])
+        if not allowed:
+            if not gw.accepted:
+                return False, "NotAllowedByListeners", "the Gateway is not accepted", [], counted
+            return (False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", [],
+                    counted)
+        # (a listener without a hostname accepts every route hostname: then the shared list)
+        matched = allowed if not route_hosts or not hostnames else [
+            li for li in allowed if li.hostname is None or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
+        if not matched:
+            return (False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames",
+                    [], counted)
+        return True, "Accepted", "the route is accepted", matched, counted
+
+
+def effective_hosts(listeners: list[ListenerInfo], route_hosts: list[str]) -> list[str | None]:
+    """The match hosts of a route's data-plane routes. ``route_hosts``: its valid hostnames,
+    lowercased."""
+    hosts: set[str] = set()
+    for li in listeners:
+        if not route_hosts:
+            if li.hostname is None:
+                return [None]
+            hosts.add(li.hostname.lower())
+        elif li.hostname is None:
+            hosts.update(route_hosts)  # (intersect_hostname(None, h) is h)
+        else:
+            for h in route_hosts:
+                got = intersect_hostname(li.hostname, h)
+                if got:
+                    hosts.add(got.lower())
+    # a wildcard that covers an exact host already emitted is kept: exact ranks first anyway
+    return sorted(hosts)

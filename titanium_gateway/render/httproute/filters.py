@@ -1,0 +1,234 @@
+"""HTTPRoute ``rules[].filters[]`` -> model transforms, a redirect, a mirror.
+
+Each filter type has one branch in :func:`rule_filters`; what it makes goes into
+:class:`RuleFilters`, whose every field the rule's :class:`~titanium_gateway.render.model.Behavior`
+is built from (``rules.py``). A filter the data plane cannot honour is a problem (the rule then
+answers 500 with it, and the route is not Accepted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from titanium_gateway.render import fields as f
+from titanium_gateway.render.fields import brief, has_control, plain
+from titanium_gateway.render.httproute.matches import normalize_prefix
+from titanium_gateway.render.model import (
+    HostSet,
+    PathRegexReplace,
+    PathSet,
+    Redirect,
+    RequestHeaderAppend,
+    RequestHeaderRemove,
+    RequestHeaderSet,
+    ResponseHeaderAppend,
+    ResponseHeaderRemove,
+    ResponseHeaderSet,
+    Transform,
+)
+from titanium_gateway.render.regex import regex_escape
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixRewrite:
+    """URLRewrite ReplacePrefixMatch: made into transforms per match (each match is its own
+    data-plane route, and the pattern is its path), see :func:`expand`."""
+
+    replacement: str
+
+
+@dataclass(slots=True)
+class RuleFilters:
+    """What a rule's filters make."""
+
+    #: in order; a :class:`PrefixRewrite` stands for the transforms of each match's path
+    transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
+    #: a RequestRedirect (``host`` "" when the filter names none: each route redirects to
+    #: its own hostname)
+    redirect: Redirect | None = None
+    #: the RequestMirror's ``(backendRef, percent)`` (resolved with the rule's backends)
+    mirror: tuple[Mapping[str, Any], float] | None = None
+    problems: list[str] = field(default_factory=list)
+    #: a PrefixRewrite is among the transforms
+    prefix_rewrite: bool = False
+
+
+_HEADER_KINDS: dict[tuple[str, str], type[Any]] = {
+    ("Request", "set"): RequestHeaderSet, ("Request", "add"): RequestHeaderAppend,
+    ("Request", "remove"): RequestHeaderRemove, ("Response", "set"): ResponseHeaderSet,
+    ("Response", "add"): ResponseHeaderAppend, ("Response", "remove"): ResponseHeaderRemove,
+}
+
+
+def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleFilters) -> None:
+    for verb in ("set", "add"):
+        kind = _HEADER_KINDS[(prefix, verb)]
+        for item in f.items(spec.get(verb)):
+            item = f.mapping(item)
+            name, value = f.string(item.get("name")), item.get("value")
+            if not name or not isinstance(value, str):
+                out.problems.append(f"{prefix}HeaderModifier.{verb} entry is malformed")
+                continue
+            if has_control(name) or has_control(value):
+                out.problems.append(f"{prefix}HeaderModifier.{verb} header {brief(name)} has a control character "
+                                    "(CR, LF, NUL...)")
+                continue
+            if not (f.writable(name) and f.writable(value)):
+                out.problems.append(f"{prefix}HeaderModifier.{verb} header {brief(name)} holds a lone UTF-16 surrogate")
+                continue
+            out.transforms.append(kind(name, value))
+    remove = _HEADER_KINDS[(prefix, "remove")]
+    for name in f.items(spec.get("remove")):
+        if not isinstance(name, str) or not name or has_control(name) or not f.writable(name):
+            out.problems.append(f"{prefix}HeaderModifier.remove entry is malformed")
+            continue
+        out.transforms.append(remove(name))
+
+
+def _unsafe_strings(spec: Mapping[str, Any], what: str, out: RuleFilters) -> bool:
+    """Does a hostname or path of a rewrite/redirect filter hold a control character or a lone
+    surrogate (reported)?"""
+    path = f.mapping(spec.get("path"))
+    values = [v for v in (spec.get("hostname"), path.get("replaceFullPath"), path.get("replacePrefixMatch"))
+              if isinstance(v, str)]
+    if any(has_control(v) for v in values):
+        out.problems.append(f"{what} has a control character (CR, LF, NUL...) in its hostname or path")
+        return True
+    if not all(map(f.writable, values)):
+        out.problems.append(f"{what} has a lone UTF-16 surrogate in its hostname or path")
+        return True
+    return False
+
+
+def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out: RuleFilters) -> None:
+    if _unsafe_strings(spec, "URLRewrite", out):
+        return
+    if f.string(spec.get("hostname")):
+        out.transforms.append(HostSet(spec["hostname"]))
+    path = f.mapping(spec.get("path"))
+    ptype = f.string(path.get("type"))
+    if ptype == "ReplaceFullPath" and f.string(path.get("replaceFullPath")).startswith("/"):
+        out.transforms.append(PathSet(path["replaceFullPath"]))
+    elif ptype == "ReplacePrefixMatch" and isinstance(path.get("replacePrefixMatch"), str) and (
+            path["replacePrefixMatch"] == "" or path["replacePrefixMatch"].startswith("/")):
+        if any(kind != "Prefix" for kind in path_kinds):
+            out.problems.append("URLRewrite ReplacePrefixMatch needs PathPrefix matches")
+        else:
+            out.transforms.append(PrefixRewrite(path["replacePrefixMatch"]))
+            out.prefix_rewrite = True
+    elif path:
+        out.problems.append(f"URLRewrite path {plain(ptype) if ptype else 'malformed'} is not supported")
+
+
+def _redirect(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: RuleFilters) -> Redirect:
+    if _unsafe_strings(spec, "RequestRedirect", out):
+        return Redirect(status_code=302, host="invalid")
+    status = spec.get("statusCode", 302)
+    if status not in (301, 302) or isinstance(status, bool):
+        out.problems.append(f"RequestRedirect statusCode {brief(status)} is not supported (301 or 302 only)")
+    scheme = f.string(spec.get("scheme"))
+    if scheme and scheme not in ("http", "https"):
+        out.problems.append(f"RequestRedirect scheme {brief(scheme)} is not supported")
+    port = spec.get("port")
+    if port is not None and f.port(port) is None:
+        out.problems.append(f"RequestRedirect port {brief(port)} is invalid")
+        port = None
+    effective_scheme = scheme or (one_port[1].lower() if one_port else "")
+    if port is None and not scheme and one_port is not None:
+        port = one_port[0]
+    if port is not None and ((effective_scheme == "http" and port == 80) or (effective_scheme == "https" and port == 443)):
+        port = None
+    path = f.mapping(spec.get("path"))
+    ptype = f.string(path.get("type"))
+    new_path: str | None = None
+    if ptype == "ReplaceFullPath" and f.string(path.get("replaceFullPath")).startswith("/"):
+        new_path = path["replaceFullPath"]
+    elif ptype == "ReplacePrefixMatch":
+        out.problems.append("RequestRedirect with ReplacePrefixMatch is not supported")
+    elif path:
+        out.problems.append("RequestRedirect path is malformed")
+    return Redirect(status_code=status if status in (301, 302) and not isinstance(status, bool) else 302,
+                    scheme=scheme or None, host=f.string(spec.get("hostname")), port=port, path=new_path)
+
+
+def _mirror(spec: Mapping[str, Any], out: RuleFilters) -> None:
+    percent = 100.0
+    if "percent" in spec:
+        p = spec.get("percent")
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 100:
+            out.problems.append(f"RequestMirror percent {brief(p)} is invalid")
+            return
+        percent = float(p)
+    elif "fraction" in spec:
+        frac = f.mapping(spec.get("fraction"))
+        num, den = frac.get("numerator"), frac.get("denominator", 100)
+        if (not isinstance(num, int) or not isinstance(den, int) or isinstance(num, bool) or isinstance(den, bool)
+                or den <= 0 or not 0 <= num <= den):
+            out.problems.append("RequestMirror fraction is invalid")
+            return
+        percent = round(num * 100.0 / den, 4)
+    out.mirror = (f.mapping(spec.get("backendRef")), percent)
+
+
+def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None
+                 ) -> RuleFilters:
+    """What a rule's ``filters`` make. ``path_kinds``: the pathKind of each of the rule's
+    matches (ReplacePrefixMatch needs them all Prefix); ``one_port``: the (port, protocol) of
+    the one listener port the route is attached to, if one (a redirect's default port)."""
+    out = RuleFilters()
+    mirrors: list[Mapping[str, Any]] = []
+    rewrite_seen = False
+    for flt in filters:
+        flt = f.mapping(flt)
+        ftype = f.string(flt.get("type"))
+        if ftype == "RequestHeaderModifier":
+            _header_transforms("Request", f.mapping(flt.get("requestHeaderModifier")), out)
+        elif ftype == "ResponseHeaderModifier":
+            _header_transforms("Response", f.mapping(flt.get("responseHeaderModifier")), out)
+        elif ftype == "URLRewrite":
+            rewrite_seen = True
+            _url_rewrite(f.mapping(flt.get("urlRewrite")), path_kinds, out)
+        elif ftype == "RequestRedirect":
+            out.redirect = _redirect(f.mapping(flt.get("requestRedirect")), one_port, out)
+        elif ftype == "RequestMirror":
+            mirrors.append(f.mapping(flt.get("requestMirror")))
+        else:
+            out.problems.append(f"filter type {plain(ftype) if ftype else 'missing'} is not supported")
+    if out.redirect is not None and rewrite_seen:
+        out.problems.append("RequestRedirect and URLRewrite cannot be combined")
+    if len(mirrors) > 1:
+        out.problems.append("more than one RequestMirror in a rule is not supported")
+    elif mirrors:
+        _mirror(mirrors[0], out)
+    return out
+
+
+def prefix_rewrite_transforms(prefix: str, replacement: str) -> list[PathRegexReplace]:
+    """PathRegexReplace transforms for URLRewrite ReplacePrefixMatch (contract Decisions).
+
+    ``/foo`` + ``/bar``: ``/foo/x`` -> ``/bar/x``, ``/foo`` -> ``/bar``; ``/foo`` + ``/``:
+    ``/foo/bar`` -> ``/bar``, ``/foo`` -> ``/`` (never ``//bar``).
+    """
+    p = normalize_prefix(prefix)
+    replacement = replacement or "/"  # "" removes the prefix, as "/" does (/foo/bar -> /bar)
+    if p == "/":
+        if replacement.endswith("/"):
+            return [PathRegexReplace("^/", replacement)]
+        return [PathRegexReplace("^(?=/.)", replacement), PathRegexReplace("^/$", replacement)]
+    esc = regex_escape(p)
+    if replacement.endswith("/"):
+        return [PathRegexReplace(f"^{esc}/?", replacement)]
+    return [PathRegexReplace(f"^{esc}", replacement)]
+
+
+def expand(transforms: Sequence[Transform | PrefixRewrite], path: str | None) -> tuple[Transform, ...]:
+    """A rule's transforms for one of its matches (a :class:`PrefixRewrite` made for its path)."""
+    out: list[Transform] = []
+    for t in transforms:
+        if type(t) is PrefixRewrite:
+            out += prefix_rewrite_transforms(path or "/", t.replacement)
+        else:
+            out.append(t)  # type: ignore[arg-type]
+    return tuple(out)

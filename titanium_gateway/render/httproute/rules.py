@@ -1,0 +1,122 @@
+"""One HTTPRoute rule -> its matches, filters, backends and the problems they report.
+
+:func:`translate_rule` reads the rule in the order its problems are reported: matches,
+timeouts, filters (a mirror's backend with them), backends. What it makes (:class:`RuleOut`)
+is what the rule's routes are built from (``Translator.emit_rules``): each of its matches x the
+route's hosts is one data-plane route sharing the rule's
+:class:`~titanium_gateway.render.model.Behavior`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from titanium_gateway.render import fields as f
+from titanium_gateway.render.fields import brief
+from titanium_gateway.render.httproute.filters import PrefixRewrite, rule_filters
+from titanium_gateway.render.httproute.matches import MatchOut
+from titanium_gateway.render.model import (
+    DEFAULT_SETTINGS,
+    Action,
+    Cluster,
+    ClusterSettings,
+    Limits,
+    Mirror,
+    Redirect,
+    Transform,
+)
+
+if TYPE_CHECKING:
+    from titanium_gateway.render.httproute import Translator
+
+
+@dataclass(slots=True)
+class RuleOut:
+    """What one rule makes (a plain slotted class: one per rule at 10k+)."""
+
+    matches: list[MatchOut] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+    #: (reason, message) of each reference that does not resolve
+    refs: list[tuple[str, str]] = field(default_factory=list)
+    #: the backend problem the rule's 500 body names
+    first_ref: str = ""
+    #: the clusters to add (a mirror's first)
+    clusters: list[Cluster] = field(default_factory=list)
+    #: the action; None when ``redirect`` needs the host of each route
+    action: Action | None = None
+    #: a RequestRedirect without a hostname: each route redirects to its own hostname
+    redirect: Redirect | None = None
+    mirror: Mirror | None = None
+    transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
+    prefix_rewrite: bool = False
+    limits: Limits | None = None
+
+
+def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> ClusterSettings:
+    """A rule's ``timeouts``: the request limit into ``out.limits``, problems into ``out``; the
+    backend request timeout as the settings of its clusters."""
+    timeouts = f.mapping(rule.get("timeouts"))
+    backend_ms: int | None = None
+    request_ms: int | None = None
+    if "request" in timeouts:
+        request_ms = f.parse_duration_ms(timeouts.get("request"))
+        if request_ms is None:
+            out.unsupported.append(f"timeouts.request {brief(timeouts.get('request'))} is not a valid duration")
+    if "backendRequest" in timeouts:
+        backend_ms = f.parse_duration_ms(timeouts.get("backendRequest"))
+        if backend_ms is None:
+            out.unsupported.append(f"timeouts.backendRequest {brief(timeouts.get('backendRequest'))} is not a valid duration")
+    if request_ms and backend_ms and backend_ms > request_ms:
+        out.unsupported.append("timeouts.backendRequest is longer than timeouts.request")
+    if request_ms:
+        out.limits = Limits(f.timespan(request_ms))
+    return ClusterSettings(request_timeout=f.timespan(backend_ms)) if backend_ms else DEFAULT_SETTINGS
+
+
+def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None) -> RuleOut:
+    out = RuleOut()
+    raw_matches = rule.get("matches")
+    if raw_matches is None or raw_matches == []:
+        raw_matches = [{}]
+    elif not isinstance(raw_matches, list):
+        out.unsupported.append("matches is malformed")
+        raw_matches = [None]
+    for raw in raw_matches:
+        m = t.matches.of(raw)
+        out.matches.append(m)
+        if m.problems:
+            out.unsupported += m.problems
+    settings = _timeouts(rule, out) if "timeouts" in rule else DEFAULT_SETTINGS
+    raw_filters = rule.get("filters")
+    redirect: Redirect | None = None
+    if raw_filters:
+        filters = rule_filters(f.items(raw_filters), [m.match.path_kind for m in out.matches], one_port)
+        out.unsupported += filters.problems
+        out.transforms = filters.transforms
+        out.prefix_rewrite = filters.prefix_rewrite
+        redirect = filters.redirect
+        if filters.mirror is not None:
+            spec, percent = filters.mirror
+            cluster, reason, message = t.backends.ref(spec, route_ns, DEFAULT_SETTINGS)
+            if cluster is None:
+                out.refs.append((reason, f"RequestMirror: {message}"))
+            else:
+                out.clusters.append(cluster)
+                if percent > 0:
+                    out.mirror = Mirror(cluster.id, percent)
+    if redirect is not None:
+        if redirect.host:
+            out.action = redirect
+        else:
+            out.redirect = redirect
+        return out
+    got = t.backends.of(f.items(rule.get("backendRefs")), route_ns, settings)
+    out.unsupported += got.unsupported
+    out.refs += got.refs
+    if got.first_ref:
+        out.first_ref = got.first_ref
+    out.clusters += got.clusters
+    out.action = got.action
+    return out

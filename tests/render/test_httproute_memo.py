@@ -7,11 +7,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
 from titanium_gateway.render import emit
+from titanium_gateway.render.httproute import backendrefs as backendrefs_module
+from titanium_gateway.render.httproute import filters as filters_module
 from titanium_gateway.render.httproute import matches as matches_module
 from titanium_gateway.render.httproute import status as status_module
 from titanium_gateway.render.httproute.matches import build_match, match_key
@@ -53,21 +56,64 @@ def test_match_keys_tell_types_apart() -> None:
     assert match_key([]) is None and match_key({"other": 1}) is None
 
 
-@settings(max_examples=60, deadline=None)
-@given(rules=st.lists(st.fixed_dictionaries({"matches": st.lists(_MATCHES, max_size=3)}), min_size=1, max_size=3))
+_WEIRD = st.sampled_from([True, 1, 1.0, 0, False, None, "1", "", "x-a", "v", ["x"], {"a": 1}])
+_HEADER_ITEMS = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["x-a", "x-b"]) | _WEIRD,
+                                                "value": st.sampled_from(["1", "two words", "#1"]) | _WEIRD}),
+                         max_size=2)
+_MODIFIER = st.fixed_dictionaries({}, optional={"set": _HEADER_ITEMS, "add": _HEADER_ITEMS,
+                                                "remove": st.lists(st.sampled_from(["x-c", "x-d"]) | _WEIRD, max_size=2)})
+_FILTERS = st.lists(st.one_of(
+    st.builds(lambda m: {"type": "RequestHeaderModifier", "requestHeaderModifier": m}, _MODIFIER),
+    st.builds(lambda m: {"type": "ResponseHeaderModifier", "responseHeaderModifier": m}, _MODIFIER),
+    st.builds(lambda p: {"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "api", "port": 8080},
+                                                                     "percent": p}}, _WEIRD | st.integers(0, 100)),
+), max_size=2)
+_REFS = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["api", "missing"]) | _WEIRD,
+                                        "port": st.sampled_from([8080, 1]) | _WEIRD},
+                                       optional={"weight": st.integers(0, 3) | _WEIRD}), max_size=2)
+
+
+def _mirror(percent: Any) -> list[dict[str, Any]]:
+    return [{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "api", "port": 8080}, "percent": percent}}]
+
+
+@settings(max_examples=80, deadline=None)
+@example(rules=[{"matches": [], "backendRefs": [{"name": "api", "port": True}]},
+                {"matches": [], "backendRefs": [{"name": "api", "port": 1}]},
+                {"matches": [], "backendRefs": [{"name": "api", "port": 8080, "weight": True}, {"name": "api", "port": 1}]},
+                {"matches": [], "backendRefs": [{"name": "api", "port": 8080, "weight": 1}, {"name": "api", "port": 1}]}])
+@example(rules=[{"matches": [], "filters": _mirror(True)}, {"matches": [], "filters": _mirror(1)},
+                {"matches": [], "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                    "set": [{"name": "x", "value": "1"}]}}]},
+                {"matches": [], "filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                    "set": [{"name": "x", "value": 1}]}}]}])
+@given(rules=st.lists(st.fixed_dictionaries({"matches": st.lists(_MATCHES, max_size=3)},
+                                            optional={"filters": _FILTERS, "backendRefs": _REFS}),
+                      min_size=1, max_size=3))
 def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str, Any]]) -> None:
-    # routes one and three hold the very same lists (as the compacted informer caches do), two copies
+    """The memos of matches, filters (by key, and the last list by equality) and backendRefs
+    lists off: the same render. True, 1 and 1.0 compare equal but are not the same port,
+    weight or percent."""
     for r in rules:
-        r["backendRefs"] = [{"name": "api", "port": 8080}]
+        r.setdefault("backendRefs", [{"name": "api", "port": 8080}])
+    # routes one and three hold the very same lists (as the compacted informer caches do), two copies
     objs = [*base_objects(), route("one", rules=rules), route("two", rules=copy.deepcopy(rules)),
             route("three", rules=rules)]
     with_memo = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
-    original = matches_module.match_key
-    matches_module.match_key = lambda raw: None  # type: ignore[assignment]
-    try:
+    def match(self: Any, raw: Any) -> Any:  # every match, filter list and backendRefs list made anew
+        return matches_module.build_match(raw) if isinstance(raw, dict) else matches_module.MALFORMED
+
+    def filters(self: Any, raw: Any, kinds: Any, one_port: Any) -> Any:
+        return filters_module.rule_filters(raw, kinds, one_port), None
+
+    def backends(self: Any, refs: Any, ns: Any, settings: Any) -> Any:
+        return self._make(refs, ns, settings), None
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(matches_module.Matches, "of", match)
+        m.setattr(filters_module.Filters, "of", filters)
+        m.setattr(backendrefs_module.Backends, "of", backends)
         without = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
-    finally:
-        matches_module.match_key = original
     assert with_memo.config == without.config and with_memo.parts == without.parts
     assert [(s.key, dict(s.status)) for s in with_memo.statuses] == [(s.key, dict(s.status)) for s in without.statuses]
 
@@ -108,7 +154,7 @@ def test_rule_tails_written_by_parts_are_the_routes_written_whole(monkeypatch: A
     def whole_route(self: Any, route: Any) -> Any:
         raise emit._Fallback  # (every route through the generic writer)
 
-    monkeypatch.setattr(emit._Writer, "head", whole_route)
+    monkeypatch.setattr(emit._Writer, "route", whole_route)
     whole = run(copy.deepcopy(objs), now="2026-01-01T00:00:00Z")
     assert by_parts.config == whole.config and by_parts.parts == whole.parts
     assert b'x-b, value: "two words"' in by_parts.config and b"clusterId: svc-apps.other.8080, weight: 1" in by_parts.config

@@ -24,8 +24,6 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
 * ``ctx.add_route(route) -> bool`` — a :class:`~titanium_gateway.render.model.Route` with its
   precedence key (:func:`titanium_gateway.render.precedence.key_from_parts`). False when the
   id is already taken (nothing added).
-* ``ctx.intern(value)`` — the one object of this render equal to ``value`` (for the values
-  many routes share: behaviors, matches).
 * ``ctx.host_part(host)`` — the precedence part of a match host, once per render.
 * ``ctx.convert(namespace, name)`` — the certificate conversion of a Secret (None when there is
   no such Secret), once per render.
@@ -54,7 +52,7 @@ import dataclasses
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
@@ -69,7 +67,6 @@ from titanium_gateway.render.result import CertificateEntry, EventRecord, Listen
 from titanium_gateway.render.snapshot import Snapshot
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-T = TypeVar("T")
 #: The sort key of the routes: precedence key, then id (ids are unique, so the sort never
 #: compares further).
 route_order = operator.attrgetter("key", "id")
@@ -126,8 +123,6 @@ class RenderContext:
         self.known_clusters: Mapping[str, tuple[Any, Cluster]] = {}
         #: the previous render's routes in order: a near-sorted start for the sort
         self.order_hint: Sequence[Route] = ()
-        #: the values of this render that many routes share, by value (see intern)
-        self._interned: dict[Any, Any] = {}
         #: match host -> its precedence part
         self._host_parts: dict[str | None, str] = {}
         #: Secret key ("namespace/name") -> its certificate conversion (None: no such Secret)
@@ -160,11 +155,6 @@ class RenderContext:
         return conv
 
     # -- shared values ----------------------------------------------------------------------
-    def intern(self, value: T) -> T:
-        """The first object equal to ``value`` this render has seen (``value`` itself the
-        first time): the routes that share a value then hold one object."""
-        return self._interned.setdefault(value, value)  # type: ignore[no-any-return]
-
     def host_part(self, host: str | None) -> str:
         """:func:`~titanium_gateway.render.precedence.host_part` once per render for each match
         host (the HTTPRoute and Ingress translators share it)."""
@@ -326,7 +316,6 @@ class RenderContext:
     def end_translation(self) -> None:
         """Drop what only the translation needed once every object is translated: what the
         ordering and emit make next then no longer adds to it at the render's peak."""
-        self._interned.clear()
         self._host_parts.clear()
         self._conversions.clear()
 

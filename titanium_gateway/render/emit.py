@@ -16,12 +16,12 @@ are other printable ASCII, and escaped double-quoted otherwise, so the file is p
 its size is ``len``. A route whose match has a key too long for a YAML implicit key is written
 in block style at every level.
 
-One writer per model class (``_write_*``, ``_*_text``); the text of the values routes share
-(a :class:`~titanium_gateway.render.model.Match`, a
-:class:`~titanium_gateway.render.model.Behavior`, a destinations list) is written once per emit,
-in tables keyed by those values. An :class:`EmitCache` (the controller's, through its
-``RenderCache``) keeps the text of the last emit's routes and clusters, so a render that
-replays most routes writes only the new ones. :func:`route_data`/:func:`cluster_data` give the
+One writer per model class (``_*_text``); the text of the values routes share (a
+:class:`~titanium_gateway.render.model.Match`, a :class:`~titanium_gateway.render.model.Behavior`,
+a destinations tuple: the translators build each once and reference it) is written once per
+emit, in tables keyed by those (immutable) objects. An :class:`EmitCache` (the controller's,
+through its ``RenderCache``) keeps the text of the last emit's routes and clusters, so a render
+that replays most routes writes only the new ones. :func:`route_data`/:func:`cluster_data` give the
 same items as plain data, written by the generic writer :func:`_fragment` (the fallback and
 the benchmarks' floor); a test checks the two writers agree.
 """
@@ -463,18 +463,19 @@ def _dest_text(d: Destination) -> str:
             f"useHttps: {'true' if d.use_https else 'false'}}}\n")
 
 
-def _cluster_text(c: Cluster, destinations: dict[tuple[Destination, ...], str]) -> str:
-    """``destinations``: the lines of each destinations list written in this emit (the clusters
-    of one Service port with other settings share their list)."""
+def _cluster_text(c: Cluster, destinations: Texts) -> str:
+    """``destinations``: the lines of each destinations tuple written in this emit (the
+    clusters of one Service port with other settings share theirs)."""
     out = [f"- id: {_str(c.id)}\n"]
     if c.algorithm is not None:
         out.append(f"  algorithm: {_str(c.algorithm)}\n")
-    if c.destinations:
-        lines = destinations.get(c.destinations)
-        if lines is None:
-            lines = destinations[c.destinations] = "".join([_dest_text(d) for d in c.destinations])
+    dests = c.destinations
+    if dests:
+        hit = destinations.get(id(dests))
+        if hit is None or hit[0] is not dests:
+            hit = destinations[id(dests)] = (dests, "".join([_dest_text(d) for d in dests]))
         out.append("  destinations:\n")
-        out.append(lines)
+        out.append(hit[1])
     else:
         out.append("  destinations: []\n")
     if c.session_affinity is not None:
@@ -490,20 +491,27 @@ def _cluster_text(c: Cluster, destinations: dict[tuple[Destination, ...], str]) 
     return "".join(out)
 
 
-class EmitCache:
-    """The text of the last emit's routes (their id and match lines), behaviors and clusters,
-    by value: an emit takes what it finds and keeps what it used (at most one document's
-    worth). Owned by one caller (the controller's ``RenderCache``)."""
+#: Text of model objects by the object: ``id(obj) -> (obj, text)``. Model values are immutable,
+#: so an object's text never changes, and a table holds every object it has text for, so no id
+#: is reused while it is there. (Keyed by the objects themselves, not by value: equal values
+#: built apart are rare, and hashing a nested value costs more than writing its text.)
+Texts = dict[int, tuple[Any, Any]]
 
-    __slots__ = ("routes", "behaviors", "clusters")
+
+class EmitCache:
+    """The text of the last emit's routes and clusters: an emit takes what it finds (the
+    routes a RenderCache replays are the very objects of the last render) and keeps what it
+    used (at most one document's worth). Owned by one caller (the controller's ``RenderCache``)."""
+
+    __slots__ = ("routes", "clusters")
 
     def __init__(self) -> None:
-        self.routes: dict[Route, tuple[str, str]] = {}
-        self.behaviors: dict[Behavior, str] = {}
-        self.clusters: dict[Cluster, str] = {}
+        #: ``id(route) -> (route, its id as written, its match line, its behavior's text)``
+        self.routes: Texts = {}
+        self.clusters: Texts = {}
 
     def clear(self) -> None:
-        self.routes, self.behaviors, self.clusters = {}, {}, {}
+        self.routes, self.clusters = {}, {}
 
 
 class _Writer:
@@ -511,20 +519,18 @@ class _Writer:
 
     def __init__(self, cache: EmitCache | None) -> None:
         self.cache = cache
-        self.bodies: dict[Match, str] = {}
+        self.bodies: Texts = {}
         self.leads: dict[str, str] = {}
-        self.behaviors: dict[Behavior, str] = {}
-        self.old_behaviors: Mapping[Behavior, str] = cache.behaviors if cache is not None else {}
-        self.old_routes: Mapping[Route, tuple[str, str]] = cache.routes if cache is not None else {}
-        self.routes: dict[Route, tuple[str, str]] = {}
-        self.destinations: dict[tuple[Destination, ...], str] = {}
+        self.behaviors: Texts = {}
+        self.destinations: Texts = {}
 
-    def head(self, route: Route) -> tuple[str, str]:
-        """``(the id as written, the match line)``."""
+    def route(self, route: Route) -> tuple[Route, str, str, str]:
+        """``(route, its id as written, its match line, the text of its behavior)``."""
         match = route.match
-        body = self.bodies.get(match)
-        if body is None:
-            body = self.bodies[match] = _match_body(match)
+        hit = self.bodies.get(id(match))
+        if hit is None or hit[0] is not match:
+            hit = self.bodies[id(match)] = (match, _match_body(match))
+        body = hit[1]
         host = route.host
         if host is None:
             line = f"  match: {{{body}}}\n"
@@ -536,84 +542,77 @@ class _Writer:
         rid = route.id
         if _sure_plain(rid) is None or rid.isalpha():
             rid = _str(rid)
-        return rid, line
+        b = route.behavior
+        hit = self.behaviors.get(id(b))
+        if hit is None or hit[0] is not b:
+            hit = self.behaviors[id(b)] = (b, _behavior_text(b))
+        return route, rid, line, hit[1]
 
-    def behavior(self, b: Behavior) -> str:
-        text = self.behaviors.get(b)
-        if text is None:
-            text = self.old_behaviors.get(b)
-            if text is None:
-                text = _behavior_text(b)
-            self.behaviors[b] = text
-        return text
-
-    def routes_pieces(self, routes: Sequence[Route]) -> Pieces:
+    def routes_pieces(self, routes: Sequence[Route], first: int = 1) -> Pieces:
         """Each route's pieces: its id and ``order`` lines, match line and behavior text (shared
         by the routes of a rule); a route the fast writer cannot write as one piece of its own."""
         texts: list[str] = []
         ends: list[int] = []
         sizes: list[int] = []
         append, end, size = texts.append, ends.append, sizes.append
-        old, new = self.old_routes, self.routes
-        keep = self.cache is not None
-        write_head, behavior = self.head, self.behavior
-        n = 0
+        cache = self.cache
+        old: Texts = cache.routes if cache is not None else {}
+        new: Texts = {}
+        keep = cache is not None
+        write = self.route
+        n = first - 1
         for route in routes:
             n += 1
-            try:
-                if keep:
-                    lines = old.get(route)
-                    if lines is None:
-                        lines = write_head(route)
-                    new[route] = lines
-                else:
-                    lines = write_head(route)
-                tail = behavior(route.behavior)
-            except (_LongKey, _Fallback):
-                text = _fragment(route_data(route, n))
-                append(text)
-                size(utf8_size(text))
-                end(len(texts))
-                continue
-            head = f"- id: {lines[0]}\n  order: {n}\n"
-            match = lines[1]
+            hit = old.get(id(route))
+            if hit is None or hit[0] is not route:
+                try:
+                    hit = write(route)
+                except (_LongKey, _Fallback):
+                    text = _fragment(route_data(route, n))
+                    append(text)
+                    size(utf8_size(text))
+                    end(len(texts))
+                    continue
+            if keep:
+                new[id(route)] = hit
+            _, rid, match, tail = hit
+            head = f"- id: {rid}\n  order: {n}\n"
             append(head)
             append(match)
             append(tail)
             # the writers' text is ASCII (non-ASCII is escaped): len is the size
             size(len(head) + len(match) + len(tail))
             end(len(texts))
+        if cache is not None:
+            cache.routes = new
         return Pieces(texts, ends, sizes)
 
     def clusters_pieces(self, clusters: Sequence[Cluster]) -> Pieces:
         texts: list[str] = []
         sizes: list[int] = []
-        old = self.cache.clusters if self.cache is not None else {}
-        kept: dict[Cluster, str] = {}
+        cache = self.cache
+        old: Texts = cache.clusters if cache is not None else {}
+        kept: Texts = {}
         for c in clusters:
-            text = old.get(c)
-            if text is None:
+            hit = old.get(id(c))
+            if hit is None or hit[0] is not c:
                 try:
                     text = _cluster_text(c, self.destinations)
                 except (_LongKey, _Fallback):
                     text = _fragment(cluster_data(c))
-            if self.cache is not None:
-                kept[c] = text
-            texts.append(text)
-            sizes.append(utf8_size(text))
-        if self.cache is not None:
-            self.cache.clusters = kept
+                hit = (c, text)
+            if cache is not None:
+                kept[id(c)] = hit
+            texts.append(hit[1])
+            sizes.append(utf8_size(hit[1]))
+        if cache is not None:
+            cache.clusters = kept
         return Pieces(texts, list(range(1, len(texts) + 1)), sizes)
-
-    def close(self) -> None:
-        if self.cache is not None:
-            self.cache.routes = self.routes
-            self.cache.behaviors = self.behaviors
 
 
 def route_text(route: Route, order: int) -> str:
     """One route's text, as :func:`emit` writes it."""
-    return "".join(_Writer(None).routes_pieces([route]).texts).replace("  order: 1\n", f"  order: {order}\n", 1)
+    return "".join(_Writer(None).routes_pieces([route], order).texts)
 
 
 def cluster_text(cluster: Cluster) -> str:
@@ -708,7 +707,6 @@ def emit(document: Document, *, part_limit: int, max_parts: int, cache: EmitCach
     writer = _Writer(cache)
     route_items = writer.routes_pieces(document.routes)
     cluster_items = writer.clusters_pieces(document.clusters)
-    writer.close()
     del writer
     head = _head(document.listeners, document.certificates)
     n_routes, n_clusters = len(route_items), len(cluster_items)

@@ -265,8 +265,9 @@ class _Ingress:
     settings: ClusterSettings | None = None  # None: upstream TLS Secret unusable
     settings_error: str = ""
     id_suffix: str = ""
-    #: its routes' policies (the annotation set's, with its own RateLimit), once made
+    #: its routes' policies (the annotation set's, with its own RateLimit) and their key, once made
     policies: tuple[Policy, ...] | None = None
+    policies_key: tuple[Any, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -348,6 +349,8 @@ class Translator:
         self._matches: dict[tuple[Any, Any], tuple[Match, str]] = {}
         #: (rewrite target, path, kind) -> the transforms of a route
         self._transforms: dict[tuple[Any, ...], tuple[PathRegexReplace, ...]] = {}
+        #: (action, transforms, policies keys) -> the behavior of the routes that have them
+        self._behaviors: dict[tuple[Any, ...], Behavior] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def event(self, ing: _Ingress, reason: str, message: str) -> None:
@@ -738,27 +741,48 @@ class Translator:
         if not reason and ing.settings is None:
             reason, message = "InvalidAnnotation", ing.settings_error
         match, ranks = self.match(p.path, p.kind)
-        intern = self.ctx.intern
         if reason or cluster is None:
-            behavior = intern(Behavior(DirectResponse(500, f"{reason or 'BackendNotFound'}: {message}")))
-            self.add_route(p, p, p.route_id, match, ranks, behavior)
+            body = f"{reason or 'BackendNotFound'}: {message}"
+            self.add_route(p, p, p.route_id, match, ranks, self.behavior(("d", body), p, False))
             return
         cid = self.ctx.add_cluster(cluster)
-        transforms, policies = self.transforms(p), self.policies(ing)
         canary = p.canaries[0] if p.canaries else None
         if canary is None:
-            self.add_route(p, p, p.route_id, match, ranks, intern(Behavior(Forward(cid), None, transforms, policies)))
+            self.add_route(p, p, p.route_id, match, ranks, self.behavior(("c", cid), p, True))
             return
         canary_path, canary_cluster = canary
         canary_cid = self.ctx.add_cluster(canary_cluster)
         weight = canary_path.ing.ann.canary_weight
-        split = Split((WeightedCluster(cid, 100 - weight), WeightedCluster(canary_cid, weight)))
-        self.add_route(p, p, p.route_id, match, ranks, intern(Behavior(split, None, transforms, policies)))
+        self.add_route(p, p, p.route_id, match, ranks, self.behavior(("w", cid, 100 - weight, canary_cid, weight), p, True))
         header = canary_path.ing.ann.canary_by_header
         if header:
             header_match = Match(match.path, match.path_kind, headers=((header, CANARY_HEADER_VALUE),))
             self.add_route(p, canary_path, canary_path.route_id, header_match, match_part(header_match),
-                           intern(Behavior(Forward(canary_cid), None, transforms, policies)))
+                           self.behavior(("c", canary_cid), p, True))
+
+    def behavior(self, action: tuple[Any, ...], p: _Path, decorated: bool) -> Behavior:
+        """The behavior of a route of ``p`` with ``action`` (``("c", cluster id)``, ``("w", cluster
+        id, weight, canary cluster id, weight)`` or ``("d", 500 body)``), with the primary's
+        transforms and policies when ``decorated``: one object for the routes of equal content
+        (a few backends and annotation sets serve thousands of paths)."""
+        if decorated:
+            target = p.ing.ann.rewrite_target
+            policies = self.policies(p.ing)
+            key = (action, None if target is None else (target, p.path, p.kind), p.ing.policies_key)
+        else:
+            key = action
+        made = self._behaviors.get(key)
+        if made is None:
+            kind = action[0]
+            if kind == "c":
+                made_action: Any = Forward(action[1])
+            elif kind == "w":
+                made_action = Split((WeightedCluster(action[1], action[2]), WeightedCluster(action[3], action[4])))
+            else:
+                made_action = DirectResponse(500, action[1])
+            made = self._behaviors[key] = (Behavior(made_action, None, self.transforms(p), policies) if decorated
+                                           else Behavior(made_action))
+        return made
 
     def match(self, path: str | None, kind: str | None) -> tuple[Match, str]:
         """The route's match without its host (shared by every path with the same path and
@@ -795,8 +819,10 @@ class Translator:
             if ann.limit_rps is not None:
                 rate = RateLimit(ann.limit_rps, "00:00:01", f"ingress/{ing.namespace}/{ing.name}")
                 ing.policies = (*before, rate, *after)
+                ing.policies_key = (key, ann.limit_rps, rate.partition)
             else:
                 ing.policies = before + after
+                ing.policies_key = key
         return ing.policies
 
     @staticmethod

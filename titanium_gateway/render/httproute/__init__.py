@@ -25,7 +25,7 @@ from titanium_gateway.render.fields import brief, parse_duration_ms, summarize, 
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, valid_hostname
 from titanium_gateway.render.httproute.attach import Attachments, Parent, effective_hosts, ref_identity
 from titanium_gateway.render.httproute.backendrefs import Backends
-from titanium_gateway.render.httproute.filters import expand, prefix_rewrite_transforms
+from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
 from titanium_gateway.render.httproute.status import API_VERSION, Statuses
@@ -58,15 +58,19 @@ _NO_REDIRECT_HOST = "RequestRedirect without hostname needs a concrete route hos
 
 
 class Translator:
-    """The HTTPRoute translation of one render: its memos are keyed by values (a common-shape
-    match by content, a backendRefs list by content, a parent's listeners by Gateway and
-    reference), so they give the same for equal input whatever object holds it."""
+    """The HTTPRoute translation of one render: its memos are keyed by content (a common-shape
+    match, a list of header modifiers, a backendRefs list, a parent's listeners by Gateway and
+    reference), so they give the same for equal input whatever object holds it, and the
+    routes of equal rules share one behavior."""
 
     def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
         self.ctx = ctx
         self.gateways = gateways
         self.matches = Matches()
+        self.filters = Filters()
         self.backends = Backends(ctx)
+        #: a rule's content (RuleOut.key) -> its routes' behavior
+        self._behaviors: dict[tuple[Any, ...], Behavior] = {}
         self.attachments = Attachments(ctx)
         self.statuses = Statuses(ctx)
 
@@ -169,8 +173,8 @@ class Translator:
                 tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
                 behavior = shared
                 if behavior is None and out.redirect is None:  # transforms made for this match's path
-                    behavior = ctx.intern(Behavior(out.action, out.mirror, expand(out.transforms, m.match.path),  # type: ignore[arg-type]
-                                                   (), out.limits))
+                    behavior = Behavior(out.action, out.mirror, expand(out.transforms, m.match.path),  # type: ignore[arg-type]
+                                        (), out.limits)
                 for host, host_rank in host_keys:
                     rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
                     b = behavior if behavior is not None else self._redirect_behavior(out, host, problems)
@@ -179,31 +183,40 @@ class Translator:
             problems.unsupported += rule_unsupported
 
     def _shared_behavior(self, out: RuleOut, rule_message: str) -> Behavior | None:
-        """The behavior of every route of a rule; None when it depends on the route (a redirect
-        to each route's own hostname; transforms made for each match's path)."""
-        intern = self.ctx.intern
+        """The behavior of every route of a rule (one object for the rules of equal content);
+        None when it depends on the route (a redirect to each route's own hostname; transforms
+        made for each match's path)."""
         if out.unsupported:
-            return intern(Behavior(DirectResponse(500, "UnsupportedValue: " + rule_message)))
+            return Behavior(DirectResponse(500, "UnsupportedValue: " + rule_message))
         action = out.action
         if action is None:
             return None
         kind = type(action)
+        if (kind is Forward or kind is Split) and out.prefix_rewrite:
+            return None
+        key = out.key
+        if key is not None:
+            made = self._behaviors.get(key)
+            if made is not None:
+                return made
         if kind is Forward or kind is Split:
-            if out.prefix_rewrite:
-                return None
-            return intern(Behavior(action, out.mirror, expand(out.transforms, None), (), out.limits))
-        if kind is Redirect:  # only response header changes apply to a redirect answer
-            return intern(Behavior(action, transforms=_response_only(out)))
-        return intern(Behavior(action))
+            made = Behavior(action, out.mirror, expand(out.transforms, None), (), out.limits)
+        elif kind is Redirect:  # only response header changes apply to a redirect answer
+            made = Behavior(action, transforms=_response_only(out))
+        else:
+            made = Behavior(action)
+        if key is not None:
+            self._behaviors[key] = made
+        return made
 
     def _redirect_behavior(self, out: RuleOut, host: str | None, problems: _Problems) -> Behavior:
         assert out.redirect is not None
         if host and not host.startswith("*"):
-            return self.ctx.intern(Behavior(dataclasses.replace(out.redirect, host=host), transforms=_response_only(out)))
+            return Behavior(dataclasses.replace(out.redirect, host=host), transforms=_response_only(out))
         if _NO_REDIRECT_HOST not in problems.unsupported:
             problems.unsupported.append(_NO_REDIRECT_HOST)
             problems.firsts.append(_NO_REDIRECT_HOST)
-        return self.ctx.intern(Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}")))
+        return Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}"))
 
 
 def _response_only(out: RuleOut) -> tuple[Any, ...]:

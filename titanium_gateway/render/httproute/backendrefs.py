@@ -98,14 +98,15 @@ class Backends:
             hit = self._refs[key] = resolve_ref(self.ctx, ref, route_ns, settings)
         return hit
 
-    def of(self, refs: list[Any], route_ns: str, settings: ClusterSettings) -> BackendsOut:
+    def of(self, refs: list[Any], route_ns: str, settings: ClusterSettings) -> tuple[BackendsOut, tuple[Any, ...] | None]:
+        """``(what the references make (read-only), their key or None)``."""
         key = _list_key(refs, route_ns, settings)
         if key is None:
-            return self._make(refs, route_ns, settings)
+            return self._make(refs, route_ns, settings), None
         hit = self._lists.get(key)
         if hit is None:
             hit = self._lists[key] = self._make(refs, route_ns, settings)
-        return hit
+        return hit, key
 
     def _make(self, refs: list[Any], route_ns: str, settings: ClusterSettings) -> BackendsOut:
         unsupported: list[str] = []
@@ -163,10 +164,10 @@ def _list_key(refs: list[Any], route_ns: str, settings: ClusterSettings) -> tupl
     types), with what else a list's outcome depends on; None for any other list."""
     out: list[Any] = [route_ns, settings]
     for ref in refs:
-        if type(ref) is not dict or not ref.keys() <= _PLAIN_REF_KEYS:
+        if type(ref) is not dict:
             return None
         name, port, weight = ref.get("name"), ref.get("port"), ref.get("weight", 1)
-        if type(name) is not str or type(port) is not int or type(weight) is not int:
+        if type(name) is not str or type(port) is not int or type(weight) is not int or not ref.keys() <= _PLAIN_REF_KEYS:
             return None
-        out.append((name, port, weight, "weight" in ref))
+        out += (name, port, weight)
     return tuple(out)

@@ -172,6 +172,85 @@ def _mirror(spec: Mapping[str, Any], out: RuleFilters) -> None:
     out.mirror = (f.mapping(spec.get("backendRef")), percent)
 
 
+_MODIFIERS = {"RequestHeaderModifier": "requestHeaderModifier", "ResponseHeaderModifier": "responseHeaderModifier"}
+
+
+def _pairs_key(items: Any) -> tuple[tuple[str, str], ...] | None:
+    if items is None:
+        return ()
+    if type(items) is not list:
+        return None
+    out = []
+    for item in items:
+        if type(item) is not dict:
+            return None
+        name, value = item.get("name"), item.get("value")
+        if type(name) is not str or type(value) is not str:
+            return None
+        out.append((name, value))
+    return tuple(out)
+
+
+def filters_key(filters: list[Any]) -> tuple[Any, ...] | None:
+    """A key of everything :func:`rule_filters` reads of a list of header modifiers (exact
+    types: equal keys make the very same transforms and problems); None for any other list
+    (made every time). Header modifiers read nothing else (matches, ports)."""
+    out = []
+    for flt in filters:
+        if type(flt) is not dict:
+            return None
+        ftype = flt.get("type")
+        field_name = _MODIFIERS.get(ftype) if type(ftype) is str else None
+        if field_name is None:
+            return None
+        spec = flt.get(field_name)
+        if spec is None:
+            out.append((ftype, None))
+            continue
+        if type(spec) is not dict:
+            return None
+        set_key, add_key, remove = _pairs_key(spec.get("set")), _pairs_key(spec.get("add")), spec.get("remove")
+        if set_key is None or add_key is None:
+            return None
+        if remove is None:
+            remove_key: tuple[str, ...] = ()
+        elif type(remove) is list and all(type(r) is str for r in remove):
+            remove_key = tuple(remove)
+        else:
+            return None
+        out.append((ftype, set_key, add_key, remove_key))
+    return tuple(out)
+
+
+class Filters:
+    """The filters of one render: a list of header modifiers (:func:`filters_key`) is made once
+    for every rule that has it (the rules of a route often repeat theirs)."""
+
+    __slots__ = ("_made", "_last")
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[Any, ...], RuleFilters] = {}
+        #: the last list of header modifiers made or found, with what it made and its key
+        self._last: tuple[Any, RuleFilters, tuple[Any, ...]] | None = None
+
+    def of(self, filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None
+           ) -> tuple[RuleFilters, tuple[Any, ...] | None]:
+        """``(what the filters make (read-only), their key or None)``."""
+        last = self._last
+        # a list equal to the last list of header modifiers (whose every leaf is a str: what
+        # equals it is the same strings) makes the same: no key to build
+        if last is not None and filters == last[0]:
+            return last[1], last[2]
+        key = filters_key(filters)
+        if key is None:
+            return rule_filters(filters, path_kinds, one_port), None
+        hit = self._made.get(key)
+        if hit is None:
+            hit = self._made[key] = rule_filters(filters, path_kinds, one_port)
+        self._last = (filters, hit, key)
+        return hit, key
+
+
 def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None
                  ) -> RuleFilters:
     """What a rule's ``filters`` make. ``path_kinds``: the pathKind of each of the rule's

@@ -153,18 +153,19 @@ _NAMED_FIELDS = frozenset({"name", "value", "type"})
 _ABSENT = object()
 
 
-def _named_key(items: Any) -> tuple[tuple[Any, ...], ...] | None:
+def _named_key(items: list[Any], out: list[Any]) -> bool:
     """The content of a headers/queryParams list whose items are mappings of strings (absent
-    fields as None: read with ``get``, as :func:`build_match` does); None otherwise."""
-    out = []
+    fields as None: read with ``get``, as :func:`build_match` does) onto ``out``; False for
+    any other list."""
+    out.append(len(items))
     for item in items:
         if type(item) is not dict or not item.keys() <= _NAMED_FIELDS:
-            return None
+            return False
         name, value, kind = item.get("name"), item.get("value"), item.get("type")
         if type(name) is not str or type(value) is not str or (kind is not None and type(kind) is not str):
-            return None
-        out.append((name, value, kind))
-    return tuple(out)
+            return False
+        out += (name, value, kind)
+    return True
 
 
 def match_key(raw: Any) -> tuple[Any, ...] | None:
@@ -173,25 +174,28 @@ def match_key(raw: Any) -> tuple[Any, ...] | None:
     make the very same match and problems); None for anything else (built every time)."""
     if type(raw) is not dict or not raw.keys() <= _MATCH_FIELDS:
         return None
+    out: list[Any] = []
     path = raw.get("path", _ABSENT)
     if path is _ABSENT:
-        pkey: tuple[Any, ...] | None = None
+        out.append(None)
     elif type(path) is dict and path.keys() <= _PATH_FIELDS:
         ptype, value = path.get("type"), path.get("value")
         if (ptype is not None and type(ptype) is not str) or (value is not None and type(value) is not str):
             return None
-        pkey = (ptype, value, "value" in path, len(path) > 0)  # {} matches nothing, {"type": None} is "/"
+        out += (ptype, value, "value" in path, len(path) > 0)  # {} matches nothing, {"type": None} is "/"
     else:
         return None
     method = raw.get("method")
     if method is not None and type(method) is not str:
         return None
-    headers, query = raw.get("headers"), raw.get("queryParams")
-    hkey = _named_key(headers) if type(headers) is list else None
-    qkey = _named_key(query) if type(query) is list else None
-    if (headers is not None and hkey is None) or (query is not None and qkey is None):
-        return None  # not a list, or an item of another shape
-    return (pkey, method, hkey, qkey)
+    out.append(method)
+    for field in ("headers", "queryParams"):
+        items = raw.get(field)
+        if items is None:
+            out.append(None)
+        elif type(items) is not list or not _named_key(items, out):
+            return None  # not a list, or an item of another shape
+    return tuple(out)
 
 
 class Matches:

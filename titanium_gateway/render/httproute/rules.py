@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief
-from titanium_gateway.render.httproute.filters import PrefixRewrite, rule_filters
+from titanium_gateway.render.httproute.filters import PrefixRewrite
 from titanium_gateway.render.httproute.matches import MatchOut
 from titanium_gateway.render.model import (
     DEFAULT_SETTINGS,
@@ -52,6 +52,9 @@ class RuleOut:
     transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
     prefix_rewrite: bool = False
     limits: Limits | None = None
+    #: the content of what the rule's behavior is made of (backendRefs, filters, timeouts),
+    #: None when it is not of the common shapes: equal keys make equal behaviors
+    key: tuple[Any, ...] | None = None
 
 
 def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> ClusterSettings:
@@ -91,8 +94,9 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
     settings = _timeouts(rule, out) if "timeouts" in rule else DEFAULT_SETTINGS
     raw_filters = rule.get("filters")
     redirect: Redirect | None = None
+    filters_key: tuple[Any, ...] | None = ()
     if raw_filters:
-        filters = rule_filters(f.items(raw_filters), [m.match.path_kind for m in out.matches], one_port)
+        filters, filters_key = t.filters.of(f.items(raw_filters), [m.match.path_kind for m in out.matches], one_port)
         out.unsupported += filters.problems
         out.transforms = filters.transforms
         out.prefix_rewrite = filters.prefix_rewrite
@@ -112,7 +116,9 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
         else:
             out.redirect = redirect
         return out
-    got = t.backends.of(f.items(rule.get("backendRefs")), route_ns, settings)
+    got, refs_key = t.backends.of(f.items(rule.get("backendRefs")), route_ns, settings)
+    if refs_key is not None and filters_key is not None:
+        out.key = (refs_key, filters_key, out.limits.request_timeout if out.limits is not None else None)
     out.unsupported += got.unsupported
     out.refs += got.refs
     if got.first_ref:

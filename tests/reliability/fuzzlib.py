@@ -675,8 +675,12 @@ def snapshot_of(objects: Sequence[Mapping[str, Any]], *, order_seed: int | None 
 
 
 def _load_yaml(data: bytes, what: str) -> Any:
+    """The document as libyaml (the data plane's kind of parser: strict) and the pure-Python
+    loader (lenient: it accepts escaped lone surrogates) read it: the same."""
     text = data.decode("utf-8")  # raises on invalid UTF-8: the data plane reads UTF-8
-    return yaml.safe_load(text)
+    doc = yaml.load(text, Loader=yaml.CSafeLoader)  # noqa: S506 - a safe loader
+    assert doc == yaml.safe_load(text), f"{what}: libyaml and the pure-Python loader read it differently"
+    return doc
 
 
 def _schema_errors(doc: Any) -> list[str]:

@@ -118,7 +118,10 @@ def run(objects: list[dict[str, Any]], **options: Any) -> RenderResult:
 
 
 def config(result: RenderResult) -> dict[str, Any]:
-    return yaml.safe_load(result.config)
+    """The root document as libyaml reads it (and the pure-Python loader: the same)."""
+    doc: dict[str, Any] = yaml.load(result.config, Loader=yaml.CSafeLoader)  # noqa: S506 - a safe loader
+    assert doc == yaml.safe_load(result.config)
+    return doc
 
 
 def routes(result: RenderResult) -> list[dict[str, Any]]:

@@ -56,7 +56,7 @@ import yaml
 from titanium_gateway.offline import certificate_list, event_list, output_files, status_documents
 from titanium_gateway.render.result import RenderResult
 
-from .conftest import INPUT_FILES, TESTDATA, case_names, render_case, update_golden, validate_twp
+from .conftest import INPUT_FILES, TESTDATA, case_names, parse_twp, render_case, update_golden, validate_twp
 
 CASES = case_names()
 ABSENT = "<absent>"
@@ -97,7 +97,7 @@ def test_golden(case: str) -> None:
     for name, data in produced.items():
         if name.startswith("twp"):
             validate_twp(data, f"{case}/{name}")
-    include = (yaml.safe_load(result.config) or {}).get("include") or []
+    include = (parse_twp(result.config) or {}).get("include") or []
     assert [(i["file"], i["sha256"]) for i in include] == [
         (name, hashlib.sha256(data).hexdigest()) for name, data in result.parts
     ], "twp.yaml include must list every part with its sha256, in order"
@@ -183,9 +183,9 @@ def _parent_key(route_ns: str, ref: Mapping[str, Any]) -> str:
 
 def _twp(result: RenderResult) -> dict[str, Any]:
     """The whole config as one document (parts merged in include order)."""
-    doc = dict(yaml.safe_load(result.config) or {})
+    doc = dict(parse_twp(result.config) or {})
     for _, data in result.parts:
-        part = yaml.safe_load(data) or {}
+        part = parse_twp(data) or {}
         for key in ("routes", "clusters"):
             doc[key] = list(doc.get(key) or []) + list(part.get(key) or [])
     return doc

@@ -21,7 +21,7 @@ import yaml
 
 from titanium_gateway.offline import build_snapshot, event_list, status_documents
 
-from .conftest import TESTDATA, case_names, case_objects, case_options, render_case, require_render
+from .conftest import TESTDATA, case_names, case_objects, case_options, parse_twp, render_case, require_render
 
 CASES = [c for c in case_names() if c.startswith("ingress-")]
 EVENT_REASONS = {
@@ -72,9 +72,9 @@ def test_ingress_case(case: str) -> None:
     for e in events:
         if e["involvedObject"]["kind"] == "Ingress" and (e["reason"] not in EVENT_REASONS or e["type"] != "Warning"):
             errors.append(f"event {e!r} is not a Warning with a reason from the Events table")
-    routes = {r["id"]: r for r in yaml.safe_load(result.config).get("routes") or []}
+    routes = {r["id"]: r for r in parse_twp(result.config).get("routes") or []}
     for part in result.parts:
-        routes.update({r["id"]: r for r in yaml.safe_load(part[1]).get("routes") or []})
+        routes.update({r["id"]: r for r in parse_twp(part[1]).get("routes") or []})
     for rid in expect.get("status_500") or []:
         got = routes.get(rid, {}).get("directResponse", {}).get("status")
         if got != 500:

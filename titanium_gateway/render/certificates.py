@@ -51,7 +51,8 @@ def pfx_file_name(namespace: str, name: str) -> str:
     return f"{namespace}.{name}.pfx"
 
 
-def _field(secret: Mapping[str, Any], key: str) -> bytes | None:
+def secret_data(secret: Mapping[str, Any], key: str) -> bytes | None:
+    """``data[key]`` of a Secret decoded (base64), else ``stringData[key]``; None when absent or not base64."""
     data = secret.get("data")
     if isinstance(data, Mapping) and isinstance(data.get(key), str):
         try:
@@ -60,7 +61,10 @@ def _field(secret: Mapping[str, Any], key: str) -> bytes | None:
             return None
     string_data = secret.get("stringData")
     if isinstance(string_data, Mapping) and isinstance(string_data.get(key), str):
-        return string_data[key].encode()
+        try:
+            return string_data[key].encode()
+        except UnicodeEncodeError:  # a lone surrogate: no PEM text
+            return None
     return None
 
 
@@ -190,8 +194,8 @@ def convert_tls_secret(secret: Any) -> CertificateConversion:
     stype = secret.get("type")
     if stype != TLS_SECRET_TYPE:
         return CertificateConversion(None, f"the Secret is of type {str(stype)[:64]!r}, not {TLS_SECRET_TYPE}")
-    crt = _field(secret, "tls.crt")
-    key = _field(secret, "tls.key")
+    crt = secret_data(secret, "tls.crt")
+    key = secret_data(secret, "tls.key")
     if not crt or not key:
         return CertificateConversion(None, "the Secret lacks tls.crt or tls.key")
     digest = hashlib.sha256(len(crt).to_bytes(8, "big") + crt + key).hexdigest()

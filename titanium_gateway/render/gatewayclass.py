@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions
 from titanium_gateway.render.result import ObjectStatus
@@ -16,14 +15,10 @@ def translate(ctx: RenderContext) -> set[str]:
     ours: set[str] = set()
     for key in sorted(ctx.snapshot.gateway_classes):
         gc = ctx.snapshot.gateway_classes[key]
-        if not isinstance(gc, Mapping):
+        if f.mapping(f.mapping(gc).get("spec")).get("controllerName") != ctx.options.controller_name:
             continue
-        spec = gc.get("spec")
-        if not isinstance(spec, Mapping) or spec.get("controllerName") != ctx.options.controller_name:
-            continue
-        meta = gc.get("metadata")
-        name = meta.get("name") if isinstance(meta, Mapping) else None
-        if not isinstance(name, str) or not name:
+        name = f.name_of(f.metadata(gc))
+        if not name:
             continue
         ours.add(name)
         conds = ctx.conditions(gc, existing_conditions(gc.get("status")))

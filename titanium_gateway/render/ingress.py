@@ -22,8 +22,6 @@ number of Ingress paths. Never raises on malformed input; deterministic.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import operator
 import re
 from collections.abc import Mapping
@@ -37,6 +35,7 @@ from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo
 from titanium_gateway.render.backends import resolve_backend
 from titanium_gateway.render.builder import RenderContext, with_id_suffix
+from titanium_gateway.render.certificates import secret_data
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
 from titanium_gateway.render.model import (
     DEFAULT_SETTINGS,
@@ -494,9 +493,9 @@ class Translator:
             return (), f"{label} not found"
         if not conversion.ok:
             return (), f"{label}: {conversion.error}"
-        crt = _secret_bytes(secret, "tls.crt")
-        key = _secret_bytes(secret, "tls.key")
-        ca = _secret_bytes(secret, "ca.crt")
+        crt = secret_data(secret, "tls.crt")
+        key = secret_data(secret, "tls.key")
+        ca = secret_data(secret, "ca.crt")
         if crt is None or key is None:  # convert_tls_secret accepted it, so unreachable
             return (), f"{label} lacks tls.crt or tls.key"
         if ca is not None:
@@ -836,19 +835,6 @@ class Translator:
         the canary path of its canary-by-header route)."""
         key = key_from_parts(self.tier(p), self.ctx.host_part(p.host), ranks, p.ing.owner_key, max(p.rule, 0), p.index)
         self.ctx.add_route(Route(route_id, p.host, match, behavior, key, source.ing.source, source.rule, source.index))
-
-
-def _secret_bytes(secret: Mapping[str, Any], key: str) -> bytes | None:
-    data = f.mapping(secret.get("data"))
-    if isinstance(data.get(key), str):
-        try:
-            return base64.b64decode(data[key], validate=True)
-        except (binascii.Error, ValueError):
-            return None
-    string_data = f.mapping(secret.get("stringData"))
-    if isinstance(string_data.get(key), str):
-        return str(string_data[key]).encode()
-    return None
 
 
 def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[dict[str, str]]:

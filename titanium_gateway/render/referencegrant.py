@@ -9,15 +9,11 @@ namespace of the TARGET; ``spec.from`` lists (group, kind, namespace) of referre
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from titanium_gateway.render.fields import string
 from titanium_gateway.render.snapshot import Snapshot
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 class ReferenceGrantIndex:
@@ -29,7 +25,7 @@ class ReferenceGrantIndex:
             if not isinstance(grant, Mapping):
                 continue
             meta = grant.get("metadata")
-            ns = _s(meta.get("namespace")) if isinstance(meta, Mapping) else ""
+            ns = string(meta.get("namespace")) if isinstance(meta, Mapping) else ""
             ns = ns or "default"
             spec = grant.get("spec")
             if not isinstance(spec, Mapping):
@@ -37,11 +33,11 @@ class ReferenceGrantIndex:
             froms: set[tuple[str, str, str]] = set()
             for item in spec.get("from") if isinstance(spec.get("from"), list) else []:
                 if isinstance(item, Mapping):
-                    froms.add((_s(item.get("group")), _s(item.get("kind")), _s(item.get("namespace"))))
+                    froms.add((string(item.get("group")), string(item.get("kind")), string(item.get("namespace"))))
             tos: list[tuple[str, str, str]] = []
             for item in spec.get("to") if isinstance(spec.get("to"), list) else []:
                 if isinstance(item, Mapping):
-                    tos.append((_s(item.get("group")), _s(item.get("kind")), _s(item.get("name"))))
+                    tos.append((string(item.get("group")), string(item.get("kind")), string(item.get("name"))))
             if froms and tos:
                 self._by_ns.setdefault(ns, []).append((froms, tos))
 

@@ -81,8 +81,11 @@ def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleFilters) -
             out.transforms.append(kind(name, value))
     remove = _HEADER_KINDS[(prefix, "remove")]
     for name in f.items(spec.get("remove")):
-        if not isinstance(name, str) or not name or has_control(name) or not f.writable(name):
+        if not isinstance(name, str) or not name or has_control(name):
             out.problems.append(f"{prefix}HeaderModifier.remove entry is malformed")
+            continue
+        if not f.writable(name):
+            out.problems.append(f"{prefix}HeaderModifier.remove header {brief(name)} holds a lone UTF-16 surrogate")
             continue
         out.transforms.append(remove(name))
 

@@ -85,11 +85,14 @@ def build_match(raw: Mapping[str, Any]) -> MatchOut:
     method: str | None = None
     raw_method = raw.get("method")
     if raw_method is not None:
-        if isinstance(raw_method, str) and raw_method and f.writable(raw_method):
-            method = raw_method.upper()
-        else:
+        if not isinstance(raw_method, str) or not raw_method:
             problems.append("method is malformed")
             degraded = True
+        elif not f.writable(raw_method):
+            problems.append(f"method {brief(raw_method)} holds a lone UTF-16 surrogate")
+            degraded = True
+        else:
+            method = raw_method.upper()
     headers: dict[str, str] = {}
     for h in f.items(raw.get("headers")):
         h = f.mapping(h)

@@ -557,3 +557,27 @@ def test_lists_shared_between_rules_and_routes_render_as_equal_copies_do() -> No
     assert route_by_id(shared, "httproute/apps/two/r3m0")["clusterId"] != route_by_id(
         shared, "httproute/apps/two/r4m0")["clusterId"]  # a backendRequest timeout: its own cluster
     assert any(c["id"] == "svc-apps.mirror.8080" for c in config(shared)["clusters"])  # the mirror's cluster, added with the rule's backends
+
+
+def test_what_a_filter_makes_reaches_every_route_of_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new filter branch in httproute/filters.py (here: every header modifier also makes a
+    policy) renders without touching anything else: the rule's behavior is made of every field
+    of what its filters make."""
+    from titanium_gateway.render.httproute import filters as filters_module
+    from titanium_gateway.render.model import MaxRequestBodySize
+
+    real = filters_module.rule_filters
+
+    def with_policy(*args: Any) -> Any:
+        out = real(*args)
+        out.policies.append(MaxRequestBodySize(1024))
+        return out
+
+    monkeypatch.setattr(filters_module, "rule_filters", with_policy)
+    header = {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x", "value": "1"}]}}
+    res = one([rule(matches=[{"path": {"type": "PathPrefix", "value": "/a"}}, {"method": "GET"}], filters=[header])],
+              hostnames=["a.example.com", "b.example.com"])
+    rendered = routes(res)
+    assert len(rendered) == 4
+    for r in rendered:
+        assert r["policies"] == [{"kind": "MaxRequestBodySize", "parameters": {"bytes": "1024"}}]

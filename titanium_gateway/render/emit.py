@@ -336,8 +336,10 @@ def route_data(route: Route, order: int) -> dict[str, Any]:
         out["clusters"] = [{"clusterId": c.cluster_id, "weight": c.weight} for c in action.clusters]
     elif type(action) is Redirect:
         out["redirect"] = _optional_data(action)
-    else:
+    elif type(action) is DirectResponse:
         out["directResponse"] = _optional_data(action)
+    else:
+        raise TypeError(f"no writer for the action {type(action).__name__}")
     if b.mirror is not None:
         out["mirror"] = _optional_data(b.mirror)
     if b.transforms:

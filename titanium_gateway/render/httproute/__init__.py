@@ -174,7 +174,7 @@ class Translator:
                 behavior = shared
                 if behavior is None and out.redirect is None:  # transforms made for this match's path
                     behavior = Behavior(out.action, out.mirror, expand(out.transforms, m.match.path),  # type: ignore[arg-type]
-                                        (), out.limits)
+                                        tuple(out.policies), out.limits)
                 for host, host_rank in host_keys:
                     rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
                     b = behavior if behavior is not None else self._redirect_behavior(out, host, problems)
@@ -200,7 +200,7 @@ class Translator:
             if made is not None:
                 return made
         if kind is Forward or kind is Split:
-            made = Behavior(action, out.mirror, expand(out.transforms, None), (), out.limits)
+            made = Behavior(action, out.mirror, expand(out.transforms, None), tuple(out.policies), out.limits)
         elif kind is Redirect:  # only response header changes apply to a redirect answer
             made = Behavior(action, transforms=_response_only(out))
         else:

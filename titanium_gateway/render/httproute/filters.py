@@ -19,6 +19,7 @@ from titanium_gateway.render.model import (
     HostSet,
     PathRegexReplace,
     PathSet,
+    Policy,
     Redirect,
     RequestHeaderAppend,
     RequestHeaderRemove,
@@ -45,6 +46,8 @@ class RuleFilters:
 
     #: in order; a :class:`PrefixRewrite` stands for the transforms of each match's path
     transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
+    #: in order (no Gateway API core filter makes one yet)
+    policies: list[Policy] = field(default_factory=list)
     #: a RequestRedirect (``host`` "" when the filter names none: each route redirects to
     #: its own hostname)
     redirect: Redirect | None = None

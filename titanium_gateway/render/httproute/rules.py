@@ -24,6 +24,7 @@ from titanium_gateway.render.model import (
     ClusterSettings,
     Limits,
     Mirror,
+    Policy,
     Redirect,
     Transform,
 )
@@ -50,6 +51,7 @@ class RuleOut:
     redirect: Redirect | None = None
     mirror: Mirror | None = None
     transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
+    policies: list[Policy] = field(default_factory=list)
     prefix_rewrite: bool = False
     limits: Limits | None = None
     #: the content of what the rule's behavior is made of (backendRefs, filters, timeouts),
@@ -99,6 +101,7 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
         filters, filters_key = t.filters.of(f.items(raw_filters), [m.match.path_kind for m in out.matches], one_port)
         out.unsupported += filters.problems
         out.transforms = filters.transforms
+        out.policies = filters.policies
         out.prefix_rewrite = filters.prefix_rewrite
         redirect = filters.redirect
         if filters.mirror is not None:

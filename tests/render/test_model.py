@@ -168,3 +168,41 @@ def test_every_model_field_is_produced_by_some_golden_case() -> None:
     assert not never, f"model fields no golden case produces (a translator branch missing?): {never}"
     stale = sorted(k for k in NOT_PRODUCED if seen.get(k))
     assert not stale, f"listed as not produced, but produced: {stale}"
+
+
+# == provenance ==============================================================================
+def test_routes_know_their_source_rule_match_and_host_and_clusters_their_backend() -> None:
+    from tests.render.core_fixtures import base_objects, route, run, service
+    from tests.render.test_ingress import CLASS, canary, ing, path
+    from tests.render.test_ingress import service as ingress_service
+
+    objs = [*base_objects(), service("web"),
+            route("shop", hostnames=["a.example.com", "b.example.com"], rules=[
+                {"matches": [{"path": {"type": "PathPrefix", "value": "/x"}}, {"method": "GET"}],
+                 "backendRefs": [{"name": "api", "port": 8080}]},
+                {"backendRefs": [{"name": "web", "port": 8080, "weight": 3}, {"name": "api", "port": 8080}]}]),
+            CLASS, *ingress_service("shop"), *ingress_service("shop-v2"),
+            ing("store", paths=[path("/")], default_backend={"service": {"name": "shop", "port": {"number": 8080}}}),
+            canary("store-canary", canary_weight="20", canary_by_header="X-C")]
+    doc = run(objs).document
+    assert doc is not None
+    shop = m.Source("HTTPRoute", "apps", "shop")
+    got = {(r.id, r.rule_index, r.match_index, r.host) for r in doc.routes_of(shop)}
+    assert got == {(f"httproute/apps/shop/r{ri}m{mi}/{h}", ri, mi, h) for ri, mi in ((0, 0), (0, 1), (1, 0))
+                   for h in ("a.example.com", "b.example.com")}
+    by_id = {r.id: r for r in doc.routes}
+    assert by_id["httproute/apps/shop/r0m0/a.example.com"].behavior is by_id["httproute/apps/shop/r0m1/b.example.com"].behavior
+    assert by_id["httproute/apps/shop/r0m0/a.example.com"].match is by_id["httproute/apps/shop/r0m0/b.example.com"].match
+    store = [r for r in doc.routes if r.source == m.Source("Ingress", "apps", "store")]
+    assert {(r.rule_index, r.match_index) for r in store} == {(0, 0), (-1, 0)}
+    header = [r for r in doc.routes if r.source.name == "store-canary"]
+    assert len(header) == 1 and header[0].match.headers == (("x-c", "always"),)
+    for r in doc.routes:
+        for cid in m.cluster_ids(r.behavior.action):
+            cluster = doc.cluster(cid)
+            assert cluster is not None and cluster.backend is not None
+            assert (cluster.backend.namespace, cluster.backend.port) == ("apps", 8080)
+    assert {doc.cluster(cid).backend.service for cid in m.cluster_ids(  # type: ignore[union-attr]
+        by_id["httproute/apps/shop/r1m0/a.example.com"].behavior.action)} == {"web", "api"}
+    assert doc.cluster("nope") is None
+    assert list(doc.routes) == sorted(doc.routes, key=lambda r: (r.key, r.id))

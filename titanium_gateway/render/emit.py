@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -393,19 +394,45 @@ def _match_body(match: Match) -> str:
     return ", ".join(parts)
 
 
-#: The text of the transforms and policies that recur across behaviors, by value.
-_kind_cache: dict[Any, str] = {}
+#: The text of the transforms and policies that recur across behaviors (a header removed by every
+#: route, a policy of an annotation set), by ``(class, *field values)``: exact types (strings,
+#: ints, tuples of strings), so equal keys write the same text.
+_kind_cache: dict[tuple[Any, ...], str] = {}
+#: class -> (its document keys, its values getter), made on first use
+_kind_layout: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def _layout(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    names = tuple(f.name for f in fields(cls))
+    getter = operator.attrgetter(*names) if len(names) > 1 else (lambda x, n=names[0]: (getattr(x, n),))
+    made = _kind_layout[cls] = (tuple(twp_key(n) for n in names), getter)  # type: ignore[assignment]
+    return made  # type: ignore[return-value]
+
+
+#: The header transforms (``{name, value}``: a template each, what a render writes most).
+_NAME_VALUE = frozenset({m.RequestHeaderSet, m.RequestHeaderAppend, m.ResponseHeaderSet, m.ResponseHeaderAppend})
 
 
 def _kind_text(x: Any) -> str:
     """A transform or policy: ``{kind: K, parameters: {p: v, ...}}``, every value a string
     (ints in decimal, tuples as flow lists of strings)."""
-    text = _kind_cache.get(x)
+    cls = type(x)
+    if cls in _NAME_VALUE:
+        name, value = x.name, x.value
+        key: tuple[Any, ...] = (cls, name, value)
+        text = _kind_cache.get(key)
+        if text is None:
+            text = _remember(_kind_cache, key, f"{{kind: {_str(cls.KIND)}, parameters: {{name: {_str(name)}, "
+                                               f"value: {_str(value)}}}}}")
+        return text
+    layout = _kind_layout.get(cls) or _layout(cls)
+    values = layout[1](x)
+    key = (cls, *values)
+    text = _kind_cache.get(key)
     if text is not None:
         return text
     params = []
-    for f in fields(x):
-        v = getattr(x, f.name)
+    for name, v in zip(layout[0], values, strict=True):
         kind = type(v)
         if kind is str:
             shown = _str(v)
@@ -415,8 +442,8 @@ def _kind_text(x: Any) -> str:
             shown = "[" + ", ".join([_str(s) for s in v]) + "]"
         else:
             raise _Fallback
-        params.append(f"{twp_key(f.name)}: {shown}")
-    return _remember(_kind_cache, x, f"{{kind: {_str(x.KIND)}, parameters: {{{', '.join(params)}}}}}")
+        params.append(f"{name}: {shown}")
+    return _remember(_kind_cache, key, f"{{kind: {_str(x.KIND)}, parameters: {{{', '.join(params)}}}}}")
 
 
 def _optional_text(value: Any) -> str:
@@ -425,22 +452,35 @@ def _optional_text(value: Any) -> str:
                             if (v := getattr(value, f.name)) is not None]) + "}"
 
 
-def _behavior_text(b: Behavior) -> str:
-    """The lines of a route after its ``match`` line."""
-    out = []
-    action = b.action
+def _action_text(action: Any) -> str:
+    """The lines of a route's action."""
     kind = type(action)
     if kind is Forward:
-        out.append(f"  clusterId: {_str(action.cluster_id)}\n")
-    elif kind is Split:
-        out.append("  clusters:\n" if action.clusters else "  clusters: []\n")
-        out += [f"  - {{clusterId: {_str(c.cluster_id)}, weight: {c.weight}}}\n" for c in action.clusters]
-    elif kind is Redirect:
-        out.append(f"  redirect: {_optional_text(action)}\n")
-    elif kind is DirectResponse:
-        out.append(f"  directResponse: {{status: {action.status}, body: {_str(action.body)}}}\n")
+        return f"  clusterId: {_str(action.cluster_id)}\n"
+    if kind is Split:
+        return ("  clusters:\n" if action.clusters else "  clusters: []\n") + "".join(
+            [f"  - {{clusterId: {_str(c.cluster_id)}, weight: {c.weight}}}\n" for c in action.clusters])
+    if kind is Redirect:
+        return f"  redirect: {_optional_text(action)}\n"
+    if kind is DirectResponse:
+        return f"  directResponse: {{status: {action.status}, body: {_str(action.body)}}}\n"
+    raise _Fallback
+
+
+def _behavior_text(b: Behavior, actions: Texts | None = None) -> str:
+    """The lines of a route after its ``match`` line. ``actions``: the text of each action
+    written in this emit (the behaviors of a Service's routes share their action)."""
+    action = b.action
+    if actions is None:
+        text = _action_text(action)
     else:
-        raise _Fallback
+        hit = actions.get(id(action))
+        if hit is None or hit[0] is not action:
+            hit = actions[id(action)] = (action, _action_text(action))
+        text = hit[1]
+    if b.mirror is None and not b.transforms and not b.policies and b.limits is None:
+        return text  # type: ignore[no-any-return]
+    out = [text]
     if b.mirror is not None:
         out.append(f"  mirror: {_optional_text(b.mirror)}\n")
     if b.transforms:
@@ -524,6 +564,7 @@ class _Writer:
         self.bodies: Texts = {}
         self.leads: dict[str, str] = {}
         self.behaviors: Texts = {}
+        self.actions: Texts = {}
         self.destinations: Texts = {}
 
     def route(self, route: Route) -> tuple[Route, str, str, str]:
@@ -547,12 +588,12 @@ class _Writer:
         b = route.behavior
         hit = self.behaviors.get(id(b))
         if hit is None or hit[0] is not b:
-            hit = self.behaviors[id(b)] = (b, _behavior_text(b))
+            hit = self.behaviors[id(b)] = (b, _behavior_text(b, self.actions))
         return route, rid, line, hit[1]
 
     def routes_pieces(self, routes: Sequence[Route], first: int = 1) -> Pieces:
-        """Each route's pieces: its id and ``order`` lines, match line and behavior text (shared
-        by the routes of a rule); a route the fast writer cannot write as one piece of its own."""
+        """Each route's pieces: its id, ``order`` and match lines, and its behavior's text
+        (shared by the routes of a rule); a route the fast writer cannot write as one piece."""
         texts: list[str] = []
         ends: list[int] = []
         sizes: list[int] = []
@@ -562,28 +603,51 @@ class _Writer:
         new: Texts = {}
         keep = cache is not None
         write = self.route
+        bodies, leads, behaviors, actions = self.bodies, self.leads, self.behaviors, self.actions
+        sure_plain = _sure_plain
         n = first - 1
         for route in routes:
             n += 1
-            hit = old.get(id(route))
-            if hit is None or hit[0] is not route:
-                try:
-                    hit = write(route)
-                except (_LongKey, _Fallback):
-                    text = _fragment(route_data(route, n))
-                    append(text)
-                    size(utf8_size(text))
-                    end(len(texts))
-                    continue
-            if keep:
-                new[id(route)] = hit
-            _, rid, match, tail = hit
-            head = f"- id: {rid}\n  order: {n}\n"
+            try:
+                if keep:
+                    hit = old.get(id(route))
+                    if hit is None or hit[0] is not route:
+                        hit = write(route)
+                    new[id(route)] = hit
+                    _, rid, line, tail = hit
+                else:  # write(route), inline (once per data-plane route)
+                    match = route.match
+                    made = bodies.get(id(match))
+                    if made is None or made[0] is not match:
+                        made = bodies[id(match)] = (match, _match_body(match))
+                    body = made[1]
+                    host = route.host
+                    if host is None:
+                        line = f"  match: {{{body}}}\n"
+                    else:
+                        lead = leads.get(host)
+                        if lead is None:
+                            lead = leads[host] = f"  match: {{host: {_str(host)}"
+                        line = f"{lead}, {body}}}\n" if body else f"{lead}}}\n"
+                    rid = route.id
+                    if sure_plain(rid) is None or rid.isalpha():
+                        rid = _str(rid)
+                    b = route.behavior
+                    made = behaviors.get(id(b))
+                    if made is None or made[0] is not b:
+                        made = behaviors[id(b)] = (b, _behavior_text(b, actions))
+                    tail = made[1]
+            except (_LongKey, _Fallback):
+                text = _fragment(route_data(route, n))
+                append(text)
+                size(utf8_size(text))
+                end(len(texts))
+                continue
+            head = f"- id: {rid}\n  order: {n}\n{line}"
             append(head)
-            append(match)
             append(tail)
             # the writers' text is ASCII (non-ASCII is escaped): len is the size
-            size(len(head) + len(match) + len(tail))
+            size(len(head) + len(tail))
             end(len(texts))
         if cache is not None:
             cache.routes = new

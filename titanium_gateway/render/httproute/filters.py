@@ -14,7 +14,7 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief, has_control, plain
-from titanium_gateway.render.httproute.matches import normalize_prefix
+from titanium_gateway.render.httproute.matches import MatchOut, normalize_prefix
 from titanium_gateway.render.model import (
     HostSet,
     PathRegexReplace,
@@ -239,7 +239,7 @@ class Filters:
         #: the last list of header modifiers made or found, with what it made and its key
         self._last: tuple[Any, RuleFilters, tuple[Any, ...]] | None = None
 
-    def of(self, filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None
+    def of(self, filters: list[Any], matches: Sequence[MatchOut], one_port: tuple[int, str] | None
            ) -> tuple[RuleFilters, tuple[Any, ...] | None]:
         """``(what the filters make (read-only), their key or None)``."""
         last = self._last
@@ -249,10 +249,10 @@ class Filters:
             return last[1], last[2]
         key = filters_key(filters)
         if key is None:
-            return rule_filters(filters, path_kinds, one_port), None
+            return rule_filters(filters, [m.match.path_kind for m in matches], one_port), None
         hit = self._made.get(key)
         if hit is None:
-            hit = self._made[key] = rule_filters(filters, path_kinds, one_port)
+            hit = self._made[key] = rule_filters(filters, (), one_port)  # (header modifiers read no matches)
         self._last = (filters, hit, key)
         return hit, key
 

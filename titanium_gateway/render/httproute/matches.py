@@ -156,49 +156,52 @@ _NAMED_FIELDS = frozenset({"name", "value", "type"})
 _ABSENT = object()
 
 
-def _named_key(items: list[Any], out: list[Any]) -> bool:
+def _named_key(items: Any) -> tuple[Any, ...] | None:
     """The content of a headers/queryParams list whose items are mappings of strings (absent
-    fields as None: read with ``get``, as :func:`build_match` does) onto ``out``; False for
-    any other list."""
-    out.append(len(items))
+    fields as None: read with ``get``, as :func:`build_match` does); () for none; None for any
+    other value (not a list, an item of another shape)."""
+    if items is _ABSENT or items is None:
+        return ()
+    if type(items) is not list:
+        return None
+    out: list[Any] = []
     for item in items:
         if type(item) is not dict or not item.keys() <= _NAMED_FIELDS:
-            return False
+            return None
         name, value, kind = item.get("name"), item.get("value"), item.get("type")
         if type(name) is not str or type(value) is not str or (kind is not None and type(kind) is not str):
-            return False
+            return None
         out += (name, value, kind)
-    return True
+    return tuple(out)
 
 
 def match_key(raw: Any) -> tuple[Any, ...] | None:
     """A key of everything :func:`build_match` reads of ``raw``, for the common shapes only
     (every value a string, a mapping of strings or a list of mappings of strings, so equal keys
     make the very same match and problems); None for anything else (built every time)."""
-    if type(raw) is not dict or not raw.keys() <= _MATCH_FIELDS:
+    if type(raw) is not dict:
         return None
-    out: list[Any] = []
-    path = raw.get("path", _ABSENT)
+    path, method = raw.get("path", _ABSENT), raw.get("method", _ABSENT)
+    headers, query = raw.get("headers", _ABSENT), raw.get("queryParams", _ABSENT)
+    if len(raw) != (path is not _ABSENT) + (method is not _ABSENT) + (headers is not _ABSENT) + (query is not _ABSENT):
+        return None  # another field
     if path is _ABSENT:
-        out.append(None)
+        pkey: tuple[Any, ...] | None = None
     elif type(path) is dict and path.keys() <= _PATH_FIELDS:
         ptype, value = path.get("type"), path.get("value")
         if (ptype is not None and type(ptype) is not str) or (value is not None and type(value) is not str):
             return None
-        out += (ptype, value, "value" in path, len(path) > 0)  # {} matches nothing, {"type": None} is "/"
+        pkey = (ptype, value, "value" in path, len(path) > 0)  # {} matches nothing, {"type": None} is "/"
     else:
         return None
-    method = raw.get("method")
-    if method is not None and type(method) is not str:
+    if method is _ABSENT:
+        method = None
+    elif method is not None and type(method) is not str:
         return None
-    out.append(method)
-    for field in ("headers", "queryParams"):
-        items = raw.get(field)
-        if items is None:
-            out.append(None)
-        elif type(items) is not list or not _named_key(items, out):
-            return None  # not a list, or an item of another shape
-    return tuple(out)
+    hkey, qkey = _named_key(headers), _named_key(query)
+    if hkey is None or qkey is None:
+        return None
+    return (pkey, method, hkey, qkey)
 
 
 class Matches:

@@ -9,8 +9,7 @@ route's hosts is one data-plane route sharing the rule's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from titanium_gateway.render import fields as f
@@ -33,30 +32,33 @@ if TYPE_CHECKING:
     from titanium_gateway.render.httproute import Translator
 
 
-@dataclass(slots=True)
 class RuleOut:
     """What one rule makes (a plain slotted class: one per rule at 10k+)."""
 
-    matches: list[MatchOut] = field(default_factory=list)
-    unsupported: list[str] = field(default_factory=list)
-    #: (reason, message) of each reference that does not resolve
-    refs: list[tuple[str, str]] = field(default_factory=list)
-    #: the backend problem the rule's 500 body names
-    first_ref: str = ""
-    #: the clusters to add (a mirror's first)
-    clusters: list[Cluster] = field(default_factory=list)
-    #: the action; None when ``redirect`` needs the host of each route
-    action: Action | None = None
-    #: a RequestRedirect without a hostname: each route redirects to its own hostname
-    redirect: Redirect | None = None
-    mirror: Mirror | None = None
-    transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
-    policies: list[Policy] = field(default_factory=list)
-    prefix_rewrite: bool = False
-    limits: Limits | None = None
-    #: the content of what the rule's behavior is made of (backendRefs, filters, timeouts),
-    #: None when it is not of the common shapes: equal keys make equal behaviors
-    key: tuple[Any, ...] | None = None
+    __slots__ = ("matches", "unsupported", "refs", "first_ref", "clusters", "action", "redirect", "mirror",
+                 "transforms", "policies", "prefix_rewrite", "limits", "key")
+
+    def __init__(self) -> None:
+        self.matches: list[MatchOut] = []
+        self.unsupported: list[str] = []
+        #: (reason, message) of each reference that does not resolve
+        self.refs: list[tuple[str, str]] = []
+        #: the backend problem the rule's 500 body names
+        self.first_ref = ""
+        #: the clusters to add (a mirror's first)
+        self.clusters: Sequence[Cluster] = ()
+        #: the action; None when ``redirect`` needs the host of each route
+        self.action: Action | None = None
+        #: a RequestRedirect without a hostname: each route redirects to its own hostname
+        self.redirect: Redirect | None = None
+        self.mirror: Mirror | None = None
+        self.transforms: Sequence[Transform | PrefixRewrite] = ()
+        self.policies: Sequence[Policy] = ()
+        self.prefix_rewrite = False
+        self.limits: Limits | None = None
+        #: the content of what the rule's behavior is made of (backendRefs, filters, timeouts),
+        #: None when it is not of the common shapes: equal keys make equal behaviors
+        self.key: tuple[Any, ...] | None = None
 
 
 def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> ClusterSettings:
@@ -98,7 +100,7 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
     redirect: Redirect | None = None
     filters_key: tuple[Any, ...] | None = ()
     if raw_filters:
-        filters, filters_key = t.filters.of(f.items(raw_filters), [m.match.path_kind for m in out.matches], one_port)
+        filters, filters_key = t.filters.of(f.items(raw_filters), out.matches, one_port)
         out.unsupported += filters.problems
         out.transforms = filters.transforms
         out.policies = filters.policies
@@ -110,7 +112,7 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
             if cluster is None:
                 out.refs.append((reason, f"RequestMirror: {message}"))
             else:
-                out.clusters.append(cluster)
+                out.clusters = (cluster,)
                 if percent > 0:
                     out.mirror = Mirror(cluster.id, percent)
     if redirect is not None:
@@ -126,6 +128,6 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
     out.refs += got.refs
     if got.first_ref:
         out.first_ref = got.first_ref
-    out.clusters += got.clusters
+    out.clusters = (*out.clusters, *got.clusters) if out.clusters else got.clusters
     out.action = got.action
     return out

@@ -70,7 +70,8 @@ class Statuses:
             previous: list[Mapping[str, Any]] = []
             for old in old_parents:
                 old_ref = old.get("parentRef")
-                if isinstance(old_ref, Mapping) and ref_identity(old_ref, ns) == p.identity:
+                # (an equal parentRef has an equal identity: the usual case, our own echo of it)
+                if old_ref == p.ref or (f.is_mapping(old_ref) and ref_identity(old_ref, ns) == p.identity):
                     previous = existing_conditions(old)
                     break
             if not p.accepted:

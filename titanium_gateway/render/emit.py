@@ -548,8 +548,8 @@ class EmitCache:
     __slots__ = ("routes", "clusters")
 
     def __init__(self) -> None:
-        #: ``id(route) -> (route, its id as written, its match line, its behavior's text)``
-        self.routes: Texts = {}
+        #: route id -> (the route, its id as written, its match line, its behavior's text)
+        self.routes: dict[str, tuple[Route, str, str, str]] = {}
         self.clusters: Texts = {}
 
     def clear(self) -> None:
@@ -592,15 +592,17 @@ class _Writer:
         return route, rid, line, hit[1]
 
     def routes_pieces(self, routes: Sequence[Route], first: int = 1) -> Pieces:
-        """Each route's pieces: its id, ``order`` and match lines, and its behavior's text
-        (shared by the routes of a rule); a route the fast writer cannot write as one piece."""
+        """Each route's pieces: its id and ``order`` lines, its match line and its behavior's
+        text (shared by the routes of a rule); a route the fast writer cannot write as one
+        piece. (Three pieces, not one: the match line is kept by the cache, and only the short
+        first piece is new text in each render.)"""
         texts: list[str] = []
         ends: list[int] = []
         sizes: list[int] = []
         append, end, size = texts.append, ends.append, sizes.append
         cache = self.cache
-        old: Texts = cache.routes if cache is not None else {}
-        new: Texts = {}
+        old: dict[str, Any] = cache.routes if cache is not None else {}
+        new: dict[str, Any] = {}
         keep = cache is not None
         write = self.route
         bodies, leads, behaviors, actions = self.bodies, self.leads, self.behaviors, self.actions
@@ -610,10 +612,10 @@ class _Writer:
             n += 1
             try:
                 if keep:
-                    hit = old.get(id(route))
+                    hit = old.get(route.id)
                     if hit is None or hit[0] is not route:
                         hit = write(route)
-                    new[id(route)] = hit
+                    new[route.id] = hit
                     _, rid, line, tail = hit
                 else:  # write(route), inline (once per data-plane route)
                     match = route.match
@@ -643,11 +645,12 @@ class _Writer:
                 size(utf8_size(text))
                 end(len(texts))
                 continue
-            head = f"- id: {rid}\n  order: {n}\n{line}"
+            head = f"- id: {rid}\n  order: {n}\n"
             append(head)
+            append(line)
             append(tail)
             # the writers' text is ASCII (non-ASCII is escaped): len is the size
-            size(len(head) + len(tail))
+            size(len(head) + len(line) + len(tail))
             end(len(texts))
         if cache is not None:
             cache.routes = new

@@ -26,3 +26,17 @@ def test_endpoints() -> None:
         assert requests.get(f"{base}/nope", timeout=5).status_code == 404
     finally:
         srv.stop()
+
+
+def test_healthz_503_says_what_is_wrong() -> None:
+    why = {"text": ""}
+    srv = HealthServer(HealthState(alive=lambda: not why["text"], ready=lambda: True, problem=lambda: why["text"]),
+                       0, host="127.0.0.1", registry=Registry()).start()
+    try:
+        base = f"http://127.0.0.1:{srv.port}"
+        assert requests.get(f"{base}/healthz", timeout=5).text == "ok\n"
+        why["text"] = "core thread died: leader-elector"
+        r = requests.get(f"{base}/healthz", timeout=5)
+        assert (r.status_code, r.text) == (503, "core thread died: leader-elector\n")
+    finally:
+        srv.stop()

@@ -1,6 +1,7 @@
 """The controller's health server: ``/healthz``, ``/readyz`` and ``/metrics``.
 
-``/healthz`` answers 200 while the process loop is alive (``HealthState.alive`` returns True),
+``/healthz`` answers 200 while the process is alive (``HealthState.alive`` returns True: every
+core thread runs and no reconcile hangs), else 503 with what is wrong (``HealthState.problem``);
 ``/readyz`` 200 once every informer has synced, ``/metrics`` the Prometheus text of a registry.
 """
 
@@ -14,9 +15,12 @@ from titanium_gateway.metrics import CONTENT_TYPE, REGISTRY, Registry
 
 
 class HealthState:
-    def __init__(self, alive: Callable[[], bool] | None = None, ready: Callable[[], bool] | None = None) -> None:
+    def __init__(self, alive: Callable[[], bool] | None = None, ready: Callable[[], bool] | None = None,
+                 problem: Callable[[], str] | None = None) -> None:
         self.alive: Callable[[], bool] = alive or (lambda: True)
         self.ready: Callable[[], bool] = ready or (lambda: False)
+        #: why the process is not alive (the 503 body); "" when it does not know
+        self.problem: Callable[[], str] = problem or (lambda: "")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -39,7 +43,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if path == "/healthz":
                 ok = self.state.alive()
-                self._answer(200 if ok else 503, b"ok\n" if ok else b"worker loop stalled\n")
+                why = "" if ok else self.state.problem() or "worker loop stalled"
+                self._answer(200 if ok else 503, b"ok\n" if ok else f"{why}\n".encode())
             elif path == "/readyz":
                 ok = self.state.ready()
                 self._answer(200 if ok else 503, b"ok\n" if ok else b"informers not synced\n")

@@ -35,6 +35,7 @@ from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
 from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
 from titanium_gateway.kube.reflector import Backoff
+from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
 from titanium_gateway.prober.prober import Prober, ProbeResult, awaiting_rollout, ready_endpoints
@@ -198,6 +199,7 @@ class Controller:
         #: exponential from retry_backoff[0], capped at retry_backoff[1], max with the overall bucket)
         self._rate_limiter: RateLimiter = default_controller_rate_limiter(
             clock, base_delay=retry_backoff[0], max_delay=retry_backoff[1])
+        self._max_retry_delay = retry_backoff[1]
         self._worker: threading.Thread | None = None
         self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
         self.stuck_after = stuck_after
@@ -250,7 +252,7 @@ class Controller:
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         self.informers.start()
-        self._worker = threading.Thread(target=self._run_worker, name="reconcile-worker", daemon=True)
+        self._worker = CoreThread(self._run_worker, "reconcile-worker")
         self._worker.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -267,12 +269,32 @@ class Controller:
     def worker_running(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
 
-    def alive(self) -> bool:
-        """The worker thread runs and no reconcile has been running for ``stuck_after`` seconds."""
+    def dead_threads(self) -> list[str]:
+        """The core threads of the controller (reconcile worker, status worker, reflectors) that
+        ended although not stopped: the process is broken (``/healthz`` 503, exit 1)."""
+        stopping = self._stopped.is_set()
+        out = ["reconcile-worker"] if dead(self._worker, stopping) else []
+        if not stopping:
+            out += self.status_writer.dead_threads()
+            out += self.informers.dead_threads()
+        return out
+
+    def health_problem(self) -> str:
+        """"" while healthy, else why not: a core thread died, or a reconcile has been running
+        for ``stuck_after`` seconds."""
         if self._worker is None or not self._worker.is_alive():
-            return False
+            return "reconcile worker not running"
+        gone = self.dead_threads()
+        if gone:
+            return f"core thread died: {', '.join(gone)}"
         busy = self._busy_since
-        return busy is None or time.monotonic() - busy < self.stuck_after
+        if busy is not None and time.monotonic() - busy >= self.stuck_after:
+            return f"a reconcile has been running for more than {self.stuck_after:g} s"
+        return ""
+
+    def alive(self) -> bool:
+        """Every core thread runs and no reconcile has been running for ``stuck_after`` seconds."""
+        return not self.health_problem()
 
     def on_started_leading(self) -> None:
         """A new term: forget what we wrote before (a peer may have written since)."""
@@ -291,12 +313,12 @@ class Controller:
         log.info("informers synced")
         self.trigger.trigger()
         while self.trigger.wait():
-            if self.gc_tuning:
-                self._maybe_freeze_gc()
             start = time.monotonic()
             self._busy_since = start
             result = "success"
             try:
+                if self.gc_tuning:
+                    self._maybe_freeze_gc()
                 if self.reconcile() is None:
                     result = "skipped"  # a follower: caches only
                 self._rate_limiter.forget(RECONCILE_KEY)
@@ -305,7 +327,12 @@ class Controller:
                 log.info("stopped writing: %s", e)
             except Exception as e:
                 result = "error"
-                delay = self.schedule_retry(e)
+                try:
+                    delay = self.schedule_retry(e)
+                except Exception:  # noqa: BLE001 - never lose the worker: retry at the longest back-off
+                    log.exception("scheduling the retry failed")
+                    delay = self._max_retry_delay
+                    self.trigger.trigger(after=delay)
                 log.exception("reconcile failed; retrying", extra={"retry_in_s": delay, "error": str(e)})
             finally:
                 self._busy_since = None

@@ -38,7 +38,15 @@ from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
-from titanium_gateway.prober.prober import Prober, ProbeResult, awaiting_rollout, ready_endpoints
+from titanium_gateway.prober.prober import (
+    DataPlane,
+    Prober,
+    ProbeResult,
+    awaiting_rollout,
+    data_plane,
+    is_data_plane_pod,
+    slice_service_key,
+)
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
@@ -54,8 +62,9 @@ from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_sta
 log = logging.getLogger(__name__)
 
 RenderFn = Callable[[Snapshot, RenderOptions], RenderResult]
-DATA_PLANE_SELECTOR = "app.kubernetes.io/name=titanium,app.kubernetes.io/component=data-plane"
 TLS_SELECTOR = "type=kubernetes.io/tls"
+#: EndpointSlice index: ``namespace/service`` of the slice's Service (the data plane's slices in O(1))
+SLICE_SERVICE_INDEX = "service"
 
 #: informer name -> (resource, Snapshot field or None)
 WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
@@ -171,13 +180,23 @@ class Controller:
                 inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
                                      field_selector=TLS_SELECTOR, name="secrets", **kw)
             elif name == "Pod":
-                inf = SharedInformer(api, res, ns, label_selector=DATA_PLANE_SELECTOR, name="pods", **kw)
+                # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in),
+                # whatever its labels: which are the data plane's is decided from the data-plane
+                # Service at each reconcile (``data_plane``), so a Service whose selector
+                # changes, or a data plane installed without the chart's labels, is followed. The
+                # transform keeps a few fields of each.
+                inf = SharedInformer(api, res, ns, name="pods", **kw)
+            elif name == "EndpointSlice":
+                inf = SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key},
+                                     **kw)
             else:
                 inf = SharedInformer(api, res, name=res.plural, **kw)
-            on_update = self._on_update
+            on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
             if name in STATUS_KINDS:
                 on_update = functools.partial(self._on_status_kind_update, name)
-            inf.add_event_handler(EventHandler(self._on_add, on_update, self._on_delete))
+            elif name == "Pod":
+                on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
+            inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
             self.informers.add(name, inf)
         self.config_writer = ConfigMapWriter(api, ns, opts.config_map, max_parts=opts.config_parts,
                                              guard=self.guard, registry=reg)
@@ -245,6 +264,34 @@ class Controller:
 
     def _on_delete(self, obj: Any) -> None:
         self.trigger.trigger()
+
+    # Pods: every Pod of the data-plane namespace is cached, only the data plane's trigger (the
+    # controller's own pods and any other workload there do not make the controller re-probe)
+    def _is_data_plane_pod(self, pod: Any) -> bool:
+        svc_ns, svc = self.render_options.data_plane_service
+        return is_data_plane_pod(pod, self.informers["Service"].get(svc_ns, svc),
+                                 self.informers["EndpointSlice"].store.by_index(SLICE_SERVICE_INDEX, f"{svc_ns}/{svc}"),
+                                 svc_ns, svc)
+
+    def _on_pod_add(self, obj: Any) -> None:
+        if self._is_data_plane_pod(obj):
+            self.trigger.trigger()
+
+    def _on_pod_update(self, old: Any, new: Any) -> None:
+        if old is not new and (self._is_data_plane_pod(new) or self._is_data_plane_pod(old)):
+            self.trigger.trigger()
+
+    def _on_pod_delete(self, obj: Any) -> None:
+        if self._is_data_plane_pod(obj):
+            self.trigger.trigger()
+
+    def data_plane(self) -> DataPlane:
+        """The data plane of ``--data-plane-service`` as the caches show it now: its pods (poked,
+        stamped) and its ready endpoints (probed)."""
+        svc_ns, svc = self.render_options.data_plane_service
+        return data_plane(self.informers["Service"].get(svc_ns, svc),
+                          self.informers["EndpointSlice"].store.by_index(SLICE_SERVICE_INDEX, f"{svc_ns}/{svc}"),
+                          self.informers["Pod"].list(), svc_ns, svc, pod_namespace=self.opts.data_plane_namespace)
 
     def _current(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.informers[kind].get(namespace or None, name)
@@ -448,9 +495,9 @@ class Controller:
                 result = dataclasses.replace(result, parts=tuple((name, b"") for name, _ in result.parts))
                 self.last_result = result
                 self._parts_released = True
-            pods = self.informers["Pod"].list()
-            self.poker.poke(pods, result.config_hash, result.tls_files)  # a certificate change pokes too
-            self.stamper.stamp(result.listeners, pods)
+            dp = self.data_plane()
+            self.poker.poke(dp.pods, result.config_hash, result.tls_files)  # a certificate change pokes too
+            self.stamper.stamp(result.listeners, dp.pods)
         if not reused:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
@@ -465,7 +512,7 @@ class Controller:
         if bump_due is not None:  # bump on time even when nothing changes (a quiet cluster)
             self.trigger.trigger(after=max(0.0, bump_due - self.clock.now()))
         if not result.delivery_error:
-            self._probe(result, snap)
+            self._probe(result, self.data_plane())
         self._rendered_from = version
         log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
@@ -519,12 +566,12 @@ class Controller:
                                         key[1], key[2], {"parents": []}))
         return out
 
-    def _probe(self, result: RenderResult, snap: Snapshot) -> None:
-        svc_ns, svc = self.render_options.data_plane_service
-        eps = ready_endpoints(self.informers["EndpointSlice"].list(), svc_ns, svc, self.informers["Pod"].list())
+    def _probe(self, result: RenderResult, dp: DataPlane) -> None:
+        eps = dp.endpoints
         # with the listener stamp, a pod confirms only once it was created with the current set
         rollout = awaiting_rollout(eps, canonical_listeners(result.listeners)) if self.opts.data_plane_deployment else ""
-        pr = ProbeResult(None, rollout) if rollout else self.prober.probe(eps, result.config_hash)
+        pr = ProbeResult(None, rollout) if rollout else self.prober.probe(
+            eps, result.config_hash, no_endpoints="" if eps else dp.no_endpoint_message())
         if pr.confirmed_hash == result.config_hash:
             if self._confirmed != result.config_hash:
                 log.info("config confirmed by every ready data-plane pod",

@@ -40,3 +40,20 @@ def test_healthz_503_says_what_is_wrong() -> None:
         assert (r.status_code, r.text) == (503, "core thread died: leader-elector\n")
     finally:
         srv.stop()
+
+
+def test_a_failed_request_is_a_log_record_not_a_traceback_on_stderr(caplog, capsys) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    srv = HealthServer(HealthState(), 0, host="127.0.0.1", registry=Registry())
+    try:
+        with caplog.at_level(logging.DEBUG, logger="titanium_gateway.controller.health"):
+            for err in (BrokenPipeError(32, "Broken pipe"), ValueError("bad request line")):
+                try:
+                    raise err
+                except Exception:
+                    srv._httpd.handle_error(None, ("127.0.0.1", 1))
+        assert [(r.levelname, bool(r.exc_info)) for r in caplog.records] == [("DEBUG", False), ("WARNING", True)]
+        assert capsys.readouterr().err == ""
+    finally:
+        srv._httpd.server_close()

@@ -7,11 +7,16 @@ core thread runs and no reconcile hangs), else 503 with what is wrong (``HealthS
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from titanium_gateway.metrics import CONTENT_TYPE, REGISTRY, Registry
+
+log = logging.getLogger(__name__)
 
 
 class HealthState:
@@ -58,11 +63,24 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET  # noqa: N815
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that failed outside the handler (e.g. the prober hung up mid-answer): one log
+        line through the JSON logging, not socketserver's traceback on stderr."""
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            log.debug("health server: client connection failed", extra={"error": f"{type(err).__name__}: {err}"})
+        else:
+            log.warning("health server: request failed", exc_info=True)
+
+
 class HealthServer:
     def __init__(self, state: HealthState, port: int, host: str = "0.0.0.0",
                  registry: Registry | None = None) -> None:
         handler = type("_BoundHealth", (_Handler,), {"state": state, "registry": registry or REGISTRY})
-        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd = _Server((host, port), handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

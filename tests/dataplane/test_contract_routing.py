@@ -6,7 +6,16 @@ import pytest
 
 from tests.dataplane.docs import config, route
 from tests.dataplane.rules import Row, covers, rows
-from titanium_gateway.contract import ForwardTo, NotFound, RedirectTo, Request, Respond, decide, select_route
+from titanium_gateway.contract import (
+    ForwardTo,
+    NotFound,
+    RedirectTo,
+    Request,
+    Respond,
+    checks,
+    decide,
+    select_route,
+)
 from titanium_gateway.contract.model import WeightedCluster
 
 
@@ -88,6 +97,17 @@ def test_match(row: Row) -> None:
     cfg = config([route("r", 1, match)])
     winner, _ = select_route(cfg, request)
     assert (winner is not None) is expected
+
+
+@rows(*MATCH_ROWS)
+def test_checks_explain_the_match(row: Row) -> None:
+    """``checks`` (for explaining a choice) agrees with the matching, condition by condition."""
+    match, request, expected = row.args
+    r = config([route("r", 1, match)]).routes[0]
+    cs = checks(r, request)
+    assert all(c.ok for c in cs) is expected
+    assert len(cs) == sum(1 for k in match if k != "pathKind") + sum(
+        len(match[k]) - 1 for k in ("headers", "query", "queryRegex") if k in match)
 
 
 @covers("match.path-no-query")
@@ -196,6 +216,7 @@ def test_decision_carries_transforms_policies_and_losers() -> None:
     assert d.route_id == "a" and [t.kind for t in d.transforms] == ["RequestHeaderSet"]
     assert [p.kind for p in d.policies] == ["MaxRequestBodySize"]
     assert [r.id for r in d.losers] == ["b"]
+    assert [(c.field, c.ok) for c in d.why] == [("path", True)]
 
 
 @pytest.mark.parametrize("host,expected", [("h.test:80", "h.test"), ("[::1]:8080", "::1"), ("H.Test", "h.test"),

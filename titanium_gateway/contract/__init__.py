@@ -8,7 +8,8 @@ What a data plane does with each field of ``twp.yaml``, for the reference data p
   part that is missing or whose sha256 differs).
 * :func:`select_route` -> ``(winner, losers)``; :func:`decide` -> :class:`Decision` (route id,
   outcome: forward to weighted clusters / redirect with its Location / direct answer / 404,
-  transforms, policies, losing routes in order).
+  transforms, policies, losing routes in order, and ``why``: the winner's match conditions);
+  :func:`checks` (each condition of a route's match against a request).
 * :func:`apply_request_transforms`, :func:`apply_response_transforms`.
 * :func:`evaluate` (one policy), :class:`FixedWindowLimiter`, :func:`ext_auth_admits`.
 * :func:`select_certificate` (SNI), :func:`choose_cluster`, :class:`Balancer`,
@@ -37,6 +38,7 @@ from titanium_gateway.contract.policies import (
 )
 from titanium_gateway.contract.redirect import location
 from titanium_gateway.contract.routing import (
+    Check,
     Decision,
     ForwardTo,
     NotFound,
@@ -44,15 +46,16 @@ from titanium_gateway.contract.routing import (
     Request,
     Respond,
     Selection,
+    checks,
     decide,
     select_route,
 )
 from titanium_gateway.contract.transforms import apply_request_transforms, apply_response_transforms
 
 __all__ = [
-    "Answer", "AskExtAuth", "Balancer", "Cluster", "Config", "ConfigError", "Decision", "Destination",
+    "Answer", "AskExtAuth", "Balancer", "Check", "Cluster", "Config", "ConfigError", "Decision", "Destination",
     "DirectResponse", "FixedWindowLimiter", "Forward", "ForwardTo", "NotFound", "PartNotReady", "Redirect",
     "RedirectTo", "Request", "Respond", "Route", "Selection", "affinity_value", "apply_request_transforms",
-    "apply_response_transforms", "choose_cluster", "decide", "evaluate", "ext_auth_admits", "load_config",
+    "apply_response_transforms", "checks", "choose_cluster", "decide", "evaluate", "ext_auth_admits", "load_config",
     "load_directory", "location", "select_certificate", "select_route", "sha256_hex", "wildcard_covers",
 ]

@@ -17,7 +17,8 @@ repeated name), ``queryRegex`` full match.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 from urllib.parse import parse_qsl
 
@@ -42,7 +43,6 @@ class Request:
     headers: tuple[tuple[str, str], ...] = ()
     client_address: str = ""
     scheme: str = "http"
-    _query_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_target(cls, method: str, target: str, headers: tuple[tuple[str, str], ...] | list = (),
@@ -54,7 +54,7 @@ class Request:
             host = next((v for k, v in hdrs if k.lower() == "host"), "")
         return cls(method, host, path or "/", query, hdrs, client_address, scheme)
 
-    @property
+    @cached_property
     def hostname(self) -> str:
         """The Host without its port, lower-cased (``[::1]:80`` -> ``::1``)."""
         return hostname_of(self.host)
@@ -67,13 +67,14 @@ class Request:
 
     def query_params(self) -> dict[str, str]:
         """Decoded query parameters, the first value of each name."""
-        cached = self._query_cache.get("q")
-        if cached is None:
-            cached = {}
-            for k, v in parse_qsl(self.query, keep_blank_values=True):
-                cached.setdefault(k, v)
-            self._query_cache["q"] = cached
-        return cached
+        return self._query_params
+
+    @cached_property
+    def _query_params(self) -> dict[str, str]:
+        params: dict[str, str] = {}
+        for k, v in parse_qsl(self.query, keep_blank_values=True):
+            params.setdefault(k, v)
+        return params
 
 
 def hostname_of(host: str) -> str:
@@ -147,6 +148,40 @@ def matches(route: m.Route, request: Request) -> bool:
             and (mt.method is None or mt.method == request.method)
             and headers_match(mt, request)
             and query_matches(mt, request))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One condition of a route's match against a request (for explaining a choice)."""
+
+    field: str  # host | path | method | header <name> | query <name> | queryRegex <name>
+    expected: str
+    actual: str | None
+    ok: bool
+
+
+def checks(route: m.Route, request: Request) -> tuple[Check, ...]:
+    """Every condition of the route's match, what the request has, and whether it holds
+    (an empty tuple: the route matches any request)."""
+    mt = route.match
+    out: list[Check] = []
+    if mt.host is not None:
+        out.append(Check("host", mt.host, request.hostname, host_matches(mt.host, request.hostname)))
+    if mt.path is not None:
+        out.append(Check("path", f"{mt.path_kind} {mt.path}", request.path, path_matches(mt, request.path)))
+    if mt.method is not None:
+        out.append(Check("method", mt.method, request.method, mt.method == request.method))
+    for name, expected in mt.headers:
+        got = request.header(name)
+        out.append(Check(f"header {name}", expected, got,
+                         got is not None and got.strip().lower() == expected.lower()))
+    params = request.query_params()
+    for name, expected in mt.query:
+        out.append(Check(f"query {name}", expected, params.get(name), params.get(name) == expected))
+    for name, regex in mt.query_regex:
+        got = params.get(name)
+        out.append(Check(f"queryRegex {name}", regex.pattern, got, got is not None and regex.fullmatch(got) is not None))
+    return tuple(out)
 
 
 class Selection(NamedTuple):
@@ -226,6 +261,11 @@ class Decision:
     @property
     def policies(self) -> tuple[m.Policy, ...]:
         return () if self.route is None else self.route.policies
+
+    @property
+    def why(self) -> tuple[Check, ...]:
+        """The winner's match conditions and how the request meets them."""
+        return () if self.route is None else checks(self.route, self.request)
 
 
 def outcome_of(route: m.Route | None, request: Request) -> Outcome:

@@ -224,7 +224,7 @@ class Proxy:
                 ssl=ex.state.client_contexts[None] if policy.url.startswith("https:") else None), policy.timeout)
             if ext_auth_admits(resp.status):
                 return None
-            body = await asyncio.wait_for(resp.content.read(EXT_AUTH_BODY_LIMIT), policy.timeout)
+            body = await asyncio.wait_for(_read_bounded(resp.content, EXT_AUTH_BODY_LIMIT), policy.timeout)
             relayed = tuple((k, v) for k, v in end_to_end(_decode(resp.raw_headers)) if k.lower() != "content-length")
             return Answer(resp.status, relayed, body, "ExtAuth")  # type: ignore[arg-type]
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
@@ -363,6 +363,17 @@ class Proxy:
         for task in list(self._mirror_tasks):
             with contextlib.suppress(BaseException):
                 await task
+
+
+async def _read_bounded(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """The body up to ``limit`` bytes (the rest is not read)."""
+    buf = bytearray()
+    while len(buf) < limit:
+        chunk = await content.read(limit - len(buf))
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
 
 
 def _url(dest: m.Destination, path: str, query: str) -> URL:

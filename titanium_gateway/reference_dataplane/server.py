@@ -75,7 +75,7 @@ class DataPlane:
     async def start(self) -> None:
         self.stopped = asyncio.Event()
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+            connector=aiohttp.TCPConnector(limit=0),
             cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, skip_auto_headers=_NO_AUTO_HEADERS,
             timeout=aiohttp.ClientTimeout(total=None), trust_env=False)
         await self._start_admin()

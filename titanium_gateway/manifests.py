@@ -38,9 +38,11 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     _CParser = None
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-#: Largest number of nodes a YAML document may expand to through aliases (a "billion laughs"
-#: document is a few hundred bytes that expands to 10^9 nodes).
+#: A YAML document may expand through its aliases to this many nodes, or to 4 times the nodes
+#: it holds, whichever is more (a "billion laughs" document is a few hundred bytes that
+#: expands to 10^9 nodes; a dump that shares a few lists is far below).
 MAX_ALIAS_EXPANSION = 1_000_000
+ALIAS_EXPANSION_FACTOR = 4
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -423,9 +425,6 @@ def _expansion(node: Any, sizes: dict[int, int], active: set[int]) -> int:
             else:
                 total = 1 + sum(sizes[id(c)] for c in n.value)
             sizes[ident] = total
-            if total > MAX_ALIAS_EXPANSION:
-                m = n.start_mark
-                raise _YAMLProblem(f"aliases expand to more than {MAX_ALIAS_EXPANSION} nodes", m.line + 1, m.column + 1)
             continue
         if ident in sizes:
             continue
@@ -439,7 +438,12 @@ def _expansion(node: Any, sizes: dict[int, int], active: set[int]) -> int:
         todo.append((n, True))
         children = [c for pair in n.value for c in pair] if isinstance(n, _nodes.MappingNode) else n.value
         todo.extend((c, False) for c in children if id(c) not in sizes)
-    return sizes[id(node)]
+    total = sizes[id(node)]
+    limit = max(MAX_ALIAS_EXPANSION, ALIAS_EXPANSION_FACTOR * len(sizes))
+    if total > limit:
+        m = node.start_mark
+        raise _YAMLProblem(f"aliases expand to {total} nodes, more than {limit}", m.line + 1, m.column + 1)
+    return total
 
 
 def _parse_yaml_nodes(text: str) -> list[tuple[Any, int | None, list[int]]]:

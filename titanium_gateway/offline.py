@@ -404,27 +404,58 @@ def _current_object(snapshot: Snapshot, st: ObjectStatus) -> Mapping[str, Any] |
     return obj if isinstance(obj, Mapping) else None
 
 
+def _status_field(current: Mapping[str, Any] | None) -> Any:
+    return current.get("status") if isinstance(current, Mapping) else None
+
+
+def _unmerged(kind: str, wanted: Mapping[str, Any], controller_name: str) -> bool:
+    """Whether ``wanted`` is already the final status of an object without an input status:
+    no ``None`` value in a mapping position (the merge patch would drop it) and, for an
+    HTTPRoute, every parent entry ours (the merge keeps only ours when there are no others)."""
+    todo: list[Any] = [wanted]
+    while todo:
+        m = todo.pop()
+        for k, v in m.items():
+            if v is None or type(k) is not str:
+                return False
+            if isinstance(v, Mapping):
+                todo.append(v)
+    if kind == "HTTPRoute":
+        parents = wanted.get("parents")
+        if not isinstance(parents, list):
+            return False
+        return all(isinstance(p, Mapping) and p.get("controllerName") == controller_name for p in parents)
+    return True
+
+
 def status_documents(
     result: RenderResult,
     snapshot: Snapshot | None = None,
     controller_name: str = DEFAULT_CONTROLLER_NAME,
+    *,
+    copy: bool = True,
 ) -> list[dict[str, Any]]:
     """The ``status.yaml`` documents. With the input ``snapshot``, each status is the one the
     object ends with after the controller's write (``render/statusmerge.py``, the same merge as
     the status writer): an HTTPRoute keeps the ``status.parents`` entries of other controllers
     from its input status, before ours; an HTTPRoute the render no longer reports on but whose
     input status holds a parent entry of ``controller_name`` gets a document with that entry
-    dropped. Without it, the render's own statuses (ours only)."""
+    dropped. Without it, the render's own statuses (ours only). ``copy=False``: a status that
+    needs no merge is the render's own object, not a copy (for writing it out)."""
     statuses = list(result.statuses)
     if snapshot is not None:
         statuses += orphaned_route_statuses(statuses, snapshot.httproutes.values(), controller_name)
     docs: list[dict[str, Any]] = []
     for st in sorted(statuses, key=_status_sort_key):
         meta: dict[str, Any] = {"namespace": st.namespace, "name": st.name} if st.namespace else {"name": st.name}
-        if snapshot is not None:  # (final_status makes a plain copy)
-            status = final_status(st.kind, _current_object(snapshot, st), st.status, controller_name)
+        if snapshot is not None:
+            current = _current_object(snapshot, st)
+            if not copy and not _status_field(current) and _unmerged(st.kind, st.status, controller_name):
+                status: Any = st.status
+            else:  # (final_status makes a plain copy)
+                status = final_status(st.kind, current, st.status, controller_name)
         else:
-            status = _plain(st.status)
+            status = _plain(st.status) if copy else st.status
         docs.append({"apiVersion": st.api_version, "kind": st.kind, "metadata": meta, "status": status})
     return docs
 
@@ -437,7 +468,7 @@ def status_yaml(
     :func:`status_documents`)."""
     return "".join(
         ("---\n" if i else "") + to_yaml(doc)
-        for i, doc in enumerate(status_documents(result, snapshot, controller_name))
+        for i, doc in enumerate(status_documents(result, snapshot, controller_name, copy=False))
     )
 
 
@@ -507,8 +538,8 @@ def write_outputs(
 
 # --- the summary --------------------------------------------------------------------------------
 
-_TOP_KEY = re.compile(rb"^([A-Za-z_][A-Za-z0-9_]*):[ \t]*(\[\])?[ \t]*\r?$", re.M)
-_ITEM = re.compile(rb"\n( *)-[ \n]")
+_LINE_START_KEY = re.compile(rb"\n[A-Za-z_]")
+_COUNTED = (b"listeners", b"routes", b"clusters")
 
 
 def config_counts(result: RenderResult) -> dict[str, int]:
@@ -517,17 +548,23 @@ def config_counts(result: RenderResult) -> dict[str, int]:
     list's indentation) instead of parsing 20 MB of YAML again."""
     counts = {"listeners": 0, "routes": 0, "clusters": 0}
     for data in [result.config, *(d for _, d in result.parts)]:
-        keys = list(_TOP_KEY.finditer(data))
-        for i, m in enumerate(keys):
-            name = m.group(1).decode()
-            if name not in counts or m.group(2):
+        starts = [0] + [m.start() + 1 for m in _LINE_START_KEY.finditer(data)] + [len(data)]
+        for begin, end in zip(starts, starts[1:], strict=False):
+            for key in _COUNTED:
+                if data.startswith(key + b":", begin):
+                    break
+            else:
                 continue
-            end = keys[i + 1].start() if i + 1 < len(keys) else len(data)
-            first = _ITEM.match(data, m.end())
-            if first is None:
+            line_end = data.find(b"\n", begin, end)
+            if line_end < 0 or data[begin + len(key) + 1 : line_end].strip():
+                continue  # "routes: []" (or a value on the key's line): no block items
+            item = data.find(b"-", line_end, end)
+            if item < 0:
                 continue
-            indent = first.group(1)
-            counts[name] += data.count(b"\n" + indent + b"- ", m.end(), end) + data.count(b"\n" + indent + b"-\n", m.end(), end)
+            indent = data[line_end:item]  # "\n" and the items' indentation
+            if indent.strip(b"\n "):
+                continue
+            counts[key.decode()] += data.count(indent + b"- ", line_end, end) + data.count(indent + b"-\n", line_end, end)
     return counts
 
 

@@ -78,10 +78,14 @@ def nginx_classes(manifests: Sequence[Manifest], treat: Sequence[str]) -> set[st
     return names
 
 
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
 def _paths(ingress: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     out = []
-    for rule in _map(ingress.get("spec")).get("rules") or ():
-        for p in _map(_map(rule).get("http")).get("paths") or ():
+    for rule in _list(_map(ingress.get("spec")).get("rules")):
+        for p in _list(_map(_map(rule).get("http")).get("paths")):
             if isinstance(p, Mapping):
                 out.append(p)
     return out
@@ -114,11 +118,13 @@ def convert(ingress: Mapping[str, Any], target_class: str = DEFAULT_TARGET_CLASS
         new_meta["annotations"] = dict(sorted(new_annotations.items()))
     new_spec = copy.deepcopy(dict(spec))
     new_spec["ingressClassName"] = target_class
-    target = na.annotation(annotations, "rewrite-target")
-    idiom = na.rewrite_idiom(path_values, target.strip()) if target and na.uses_capture_groups(target) else None
+    rewrite = next((f for f in analysis.findings if f.annotation == na.PREFIX + "rewrite-target"), None)
+    idiom = None
+    if rewrite is not None and rewrite.verdict == na.MAPPED and na.uses_capture_groups(rewrite.value):
+        idiom = na.rewrite_idiom(path_values, rewrite.value.strip())
     regex = _str(annotations.get(na.PREFIX + "use-regex")).strip() in ("true", "True", "TRUE", "1", "t", "T")
-    for rule in new_spec.get("rules") or ():
-        for p in _map(_map(rule).get("http")).get("paths") or ():
+    for rule in _list(new_spec.get("rules")):
+        for p in _list(_map(_map(rule).get("http")).get("paths")):
             if not isinstance(p, dict):
                 continue
             if idiom is not None and isinstance(p.get("path"), str):

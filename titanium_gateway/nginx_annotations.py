@@ -116,7 +116,10 @@ _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 _CAPTURE = re.compile(r"\$(?:[0-9]|\{)")
 _NGINX_VAR = re.compile(r"\$[A-Za-z_{]")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_ORIGIN = re.compile(r"(https?)://([A-Za-z0-9.-]+)(:[0-9]{1,5})?")
+_PATH_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f?#]")
+_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
+_DNS_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_DNS_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")
 
 
 def _bool(value: str) -> bool | None:
@@ -184,8 +187,7 @@ def _auth_url(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple[str, 
     url = value.strip()
     if _NGINX_VAR.search(url):
         return UNSUPPORTED, "the URL uses nginx variables ($host, $escaped_request_uri, ...), which are not expanded here", {}
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password or parts.fragment:
+    if not _url_ok(url, path_allowed=True):
         return UNSUPPORTED, "titanium.io/auth-url needs an absolute http(s) URL with a host, without credentials or fragment", {}
     note = ("Each request is checked with a GET subrequest without the request body (ingress-nginx: the "
             "original method unless auth-method is set); a 2xx answer admits, any other answer is relayed to "
@@ -194,6 +196,23 @@ def _auth_url(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple[str, 
             "request (auth-response-headers has no equivalent); check which request headers your auth "
             "service reads (ingress-nginx sends X-Original-URL, X-Original-Method, X-Auth-Request-Redirect)")
     return MAPPED, note, _t("auth-url", url)
+
+
+def _url_ok(url: str, path_allowed: bool) -> bool:
+    """An absolute http(s) URL with a host and a valid port, no credentials, no fragment, no
+    whitespace (and, for an origin, no path or query)."""
+    if not url or _SPACE.search(url) or url.endswith("#"):
+        return False
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or parts.fragment:
+        return False
+    if port is not None and not 1 <= port <= 65535:
+        return False
+    return path_allowed or not (parts.path or parts.query)
 
 
 def _auth_method(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple[str, str, dict[str, str]]:
@@ -308,7 +327,7 @@ def _rewrite_target(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple
     target = value.strip()
     if _CAPTURE.search(target):
         conv = rewrite_idiom(ctx.paths, target)
-        if conv is not None:
+        if conv is not None and not _PATH_FORBIDDEN.search(conv[1]):
             _, new_target = conv
             return MAPPED, ("the regular-expression paths (prefix plus (/|$)(.*) or /(.*)) become Prefix paths and "
                             f"the target {new_target!r} replaces the prefix, which is what the capture groups did. "
@@ -316,8 +335,8 @@ def _rewrite_target(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple
                 _t("rewrite-target", new_target)
         return UNSUPPORTED, ("capture groups ($1, $2) are not supported: titanium.io/rewrite-target replaces the "
                              "matched prefix with a fixed path"), {}
-    if not target.startswith("/"):
-        return UNSUPPORTED, "titanium.io/rewrite-target takes a path starting with /", {}
+    if not target.startswith("/") or _PATH_FORBIDDEN.search(target):
+        return UNSUPPORTED, "titanium.io/rewrite-target takes a path starting with /, without spaces, ? or #", {}
     note = ("Only the matched prefix is replaced here (/foo/x with target /new becomes /new/x), while ingress-nginx "
             "replaces the whole path with the target (/foo/x becomes /new) unless capture groups keep the rest; "
             "the same for an Exact path and for a request to the prefix itself. The query string is kept in both")
@@ -452,6 +471,8 @@ def _proxy_ssl_secret(value: str, anns: Mapping[str, str], ctx: _Context) -> tup
     ns, _, name = ref.rpartition("/")
     if ns and ns != ctx.namespace:
         return UNSUPPORTED, f"titanium.io/upstream-tls-secret reads a Secret of the Ingress's own namespace, not {ns}", {}
+    if not _DNS_NAME.fullmatch(name) or (ns and not _DNS_LABEL.fullmatch(ns)):
+        return UNSUPPORTED, "not a Secret name (namespace/name)", {}
     if (_get(anns, "backend-protocol") or "").strip().upper() != "HTTPS":
         return NO_EFFECT, "used only with backend-protocol HTTPS (in ingress-nginx too)", {}
     return MAPPED, ("the Secret must be of type kubernetes.io/tls (tls.crt, tls.key: the client certificate; "
@@ -507,7 +528,7 @@ def _enable_cors(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple[st
     if origins == ["*"]:
         converted = "*"
     else:
-        bad = [o for o in origins if not _ORIGIN.fullmatch(o)]
+        bad = [o for o in origins if not _url_ok(o, path_allowed=False) or "*" in o]
         if bad:
             return UNSUPPORTED, (f"origin(s) {', '.join(bad)} cannot be expressed: titanium.io/cors-allow-origin takes * "
                                  "or http(s)://host[:port] origins (no wildcard subdomains, no other schemes)"), {}
@@ -603,7 +624,8 @@ _RULES: dict[str, _Rule] = {
     "auth-tls-match-cn": _Rule("a client certificate CN check", security=True, note="no client certificate authentication here"),
     "enable-global-auth": _Rule("ingress-nginx's global external auth", security=True, verdict=NO_EFFECT,
                                 note="there is no global external auth here"),
-    "satisfy": _Rule("whether any or all access requirements suffice", security=True, judge=_satisfy),
+    # (ignoring "any" can only refuse more, never admit more: not a security gap)
+    "satisfy": _Rule("whether any or all access requirements suffice", judge=_satisfy),
     # access and limits
     "whitelist-source-range": _Rule("a client address allow-list", security=True, judge=_allow_list),
     "allowlist-source-range": _Rule("a client address allow-list", security=True, judge=_alias_of("whitelist-source-range")),
@@ -839,9 +861,11 @@ def ingress_paths(ingress: Mapping[str, Any]) -> list[str]:
     """``rules[].http.paths[].path`` of an Ingress, in order (strings only)."""
     spec = ingress.get("spec")
     out: list[str] = []
-    for rule in (spec.get("rules") if isinstance(spec, Mapping) else None) or ():
+    rules = spec.get("rules") if isinstance(spec, Mapping) else None
+    for rule in rules if isinstance(rules, list) else ():
         http = rule.get("http") if isinstance(rule, Mapping) else None
-        for p in (http.get("paths") if isinstance(http, Mapping) else None) or ():
+        paths = http.get("paths") if isinstance(http, Mapping) else None
+        for p in paths if isinstance(paths, list) else ():
             if isinstance(p, Mapping) and isinstance(p.get("path"), str):
                 out.append(p["path"])
     return out

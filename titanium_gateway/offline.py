@@ -263,7 +263,7 @@ def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
         return
     if kind == "HTTPRoute":
         yield from _ns_of(spec.get("parentRefs"))
-        for rule in spec.get("rules") or ():
+        for rule in _seq(spec.get("rules")):
             if not isinstance(rule, Mapping):
                 continue
             backends = rule.get("backendRefs")
@@ -273,7 +273,7 @@ def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
                 if isinstance(b, Mapping) and b.get("filters"):
                     yield from _filter_refs(b.get("filters"))
     elif kind == "Gateway":
-        for listener in spec.get("listeners") or ():
+        for listener in _seq(spec.get("listeners")):
             if isinstance(listener, Mapping) and isinstance(listener.get("tls"), Mapping):
                 yield from _ns_of(listener["tls"].get("certificateRefs"))
     elif kind == "ReferenceGrant":

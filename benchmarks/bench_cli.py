@@ -7,7 +7,8 @@ written once as a ``kind: List`` in JSON (what ``kubectl get -o json`` gives) an
 Each run times ``python3 -m titanium_gateway render -f FILE --out DIR`` from the outside
 (process start to exit: interpreter start, imports, reading, rendering, writing every file,
 the summary), and in the same run the floor: ``json.load`` of the JSON input plus
-``json.dumps`` of the rendered document (twp.yaml and its parts, parsed beforehand). Runs
+``json.dumps`` of the rendered document (twp.yaml and its parts, parsed beforehand), each
+timed in a fresh ``python3`` with Python's defaults (its garbage collector on). Runs
 alternate floor, JSON, YAML, so a drift of the machine's speed affects all three; the ratio
 is taken run by run, and the median is reported.
 
@@ -91,16 +92,73 @@ def rendered_document(out: Path) -> list[Any]:
     return [yaml.load(f.read_bytes(), Loader=loader) for f in files]  # noqa: S506 - the safe loader
 
 
-def floor_once(json_path: Path, document: list[Any]) -> tuple[float, float]:
-    """``json.load`` of the input + ``json.dumps`` of the rendered document: (wall, CPU) seconds."""
-    gc.collect()
-    c0, t0 = time.process_time(), time.perf_counter()
-    with json_path.open(encoding="utf-8") as f:
-        data = json.load(f)
-    json.dumps(document)
-    c1, t1 = time.process_time(), time.perf_counter()
-    del data
-    return t1 - t0, c1 - c0
+_FLOOR = """
+import json, sys, time
+w0, c0 = time.perf_counter(), time.process_time()
+with open(sys.argv[1], encoding="utf-8") as f:
+    data = json.load(f)
+w1, c1 = time.perf_counter(), time.process_time()
+del data
+with open(sys.argv[2], encoding="utf-8") as f:
+    document = json.load(f)
+w2, c2 = time.perf_counter(), time.process_time()
+json.dumps(document)
+w3, c3 = time.perf_counter(), time.process_time()
+print(json.dumps({"wall": (w1 - w0) + (w3 - w2), "cpu": (c1 - c0) + (c3 - c2)}))
+"""
+
+
+def floor_once(json_path: Path, document_path: Path) -> tuple[float, float]:
+    """``json.load`` of the input + ``json.dumps`` of the rendered document, each timed in a
+    fresh interpreter with Python's defaults (loading the document is not timed): (wall, CPU)."""
+    proc = subprocess.run([sys.executable, "-c", _FLOOR, str(json_path), str(document_path)],
+                          capture_output=True, text=True, check=True)
+    figures = json.loads(proc.stdout)
+    return figures["wall"], figures["cpu"]
+
+
+_PHASES = """
+import gc, json, sys, time
+gc.disable()  # as the command does
+t = time.process_time()
+from titanium_gateway import fieldcheck, manifests, offline
+from titanium_gateway.render import render
+phases = {"imports": time.process_time() - t}
+
+def timed(name, fn):
+    t = time.process_time()
+    value = fn()
+    phases[name] = phases.get(name, 0.0) + time.process_time() - t
+    return value
+
+path, out, service = sys.argv[1], sys.argv[2], sys.argv[3]
+report = offline.LoadReport()
+found = timed("read and parse", lambda: manifests.read_manifests([path]))
+timed("unknown fields", lambda: [fieldcheck.unknown_fields(m.obj) for m in found])
+loaded = timed("defaults, kinds, duplicates", lambda: offline.load_manifests([path], report, check_fields=False))
+phases["defaults, kinds, duplicates"] -= phases["read and parse"]  # load_manifests reads again
+ns, _, name = service.rpartition("/")
+options = offline.RenderOptions(data_plane_service=(ns, name))
+prepared = timed("snapshot", lambda: offline.prepare([m.obj for m in loaded], defaulted=True))
+result = timed("render", lambda: render(prepared.snapshot, options))
+from pathlib import Path
+timed("write files", lambda: offline.write_outputs(result, Path(out), prepared.snapshot, options.controller_name))
+timed("summary", lambda: offline.summary(result, report, prepared, options))
+print(json.dumps(phases))
+"""
+
+
+def phases(path: Path, out: Path) -> dict[str, float]:
+    """CPU seconds of each step of the command, run in a fresh interpreter as the command runs
+    them (the reading is timed once; the command reads once)."""
+    from benchmarks import workload
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", _PHASES, str(path), str(out),
+                           f"{workload.DATA_PLANE_NAMESPACE}/{workload.DATA_PLANE_SERVICE}"],
+                          env=env, capture_output=True, text=True, check=True)
+    result: dict[str, float] = json.loads(proc.stdout)
+    return result
 
 
 def measure(n: int, runs: int, yaml_input: bool = True, keep: Path | None = None) -> dict[str, Any]:
@@ -111,10 +169,15 @@ def measure(n: int, runs: int, yaml_input: bool = True, keep: Path | None = None
         run_cli(inputs["json"], out)  # warm-up (page cache, .pyc files)
         document = rendered_document(out)
         items = sum(len(d.get(k) or []) for d in document for k in ("routes", "clusters"))
+        document_path = directory / "rendered.json"
+        document_path.write_text(json.dumps(document))
+        parts = len(document) - 1
+        del document
+        gc.collect()
         floors, floor_cpus, walls, cpus, ratios, cpu_ratios = [], [], [], [], [], []
         ywalls, ycpus, yratios, ycpu_ratios = [], [], [], []
         for _ in range(runs):
-            floor, floor_cpu = floor_once(inputs["json"], document)
+            floor, floor_cpu = floor_once(inputs["json"], document_path)
             wall, cpu = run_cli(inputs["json"], out)
             floors.append(floor)
             floor_cpus.append(floor_cpu)
@@ -128,12 +191,14 @@ def measure(n: int, runs: int, yaml_input: bool = True, keep: Path | None = None
                 ycpus.append(ycpu)
                 yratios.append(ywall / floor)
                 ycpu_ratios.append(ycpu / floor_cpu)
+        steps = phases(inputs["json"], out)
         return {
             "n": n,
+            "phases": steps,
             "runs": runs,
             "json_bytes": inputs["json"].stat().st_size,
             "yaml_bytes": inputs["yaml"].stat().st_size,
-            "parts": len(document) - 1,
+            "parts": parts,
             "items": items,
             "floor": floors,
             "floor_cpu": floor_cpus,
@@ -185,9 +250,14 @@ def rows(m: dict[str, Any]) -> list[Row]:
                        f"wall {_range(m['yaml'])} -> {_range(m['yaml_ratio'], _x)} the JSON floor; CPU "
                        f"{seconds(statistics.median(m['yaml_cpu']))} -> {_x(statistics.median(m['yaml_cpu_ratio']))}",
                        f"< {GOAL_RATIO:g}x floor", statistics.median(m["yaml_ratio"]) < GOAL_RATIO))
+    steps = m.get("phases") or {}
+    if steps:
+        total = sum(steps.values())
+        out.append(Row("cli", "where the CPU goes (JSON input, one run)",
+                       "; ".join(f"{k} {seconds(v)}" for k, v in steps.items()) + f"; total {seconds(total)}", "", None))
     out.append(Row("cli", "floor",
                    f"json.load of the JSON input + json.dumps of the rendered twp.yaml + {m['parts']} part(s) "
-                   f"({m['items']} routes and clusters), in the benchmark's process; {m['runs']} runs "
+                   f"({m['items']} routes and clusters), each in a fresh python3; {m['runs']} runs "
                    f"alternating floor, JSON, YAML; medians (load average at the end {m['loadavg']})", "", None))
     return out
 

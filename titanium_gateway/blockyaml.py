@@ -59,11 +59,11 @@ _cache: dict[str, str] = {}
 
 
 def _string(value: str) -> str:
-    if _PLAIN.fullmatch(value) and not (value in _WORDS and _LETTERS.fullmatch(value)):
-        return value
     text = _cache.get(value)
     if text is not None:
         return text
+    if _PLAIN.fullmatch(value) and not (value in _WORDS and _LETTERS.fullmatch(value)):
+        return value
     if "\n" in value or len(value) > _MAX_CACHED:
         raise _Unsure
     dumped = pyyaml_dump({"k": value})
@@ -89,68 +89,117 @@ def _scalar(value: Any) -> str:
     raise _Unsure
 
 
+_keys: dict[str, str] = {}
+
+
 def _key(key: Any) -> str:
+    hit = _keys.get(key) if type(key) is str else None
+    if hit is not None:
+        return hit
     if type(key) is not str or len(key) >= 128 or not _PLAIN.fullmatch(key) or key in _WORDS:
         raise _Unsure  # (PyYAML writes a key of 128 characters or more as "? key")
+    if len(_keys) < 4096:
+        _keys[key] = key
     return key
 
 
-def _mapping(value: Mapping[str, Any], indent: str, out: list[str], first_prefix: str) -> None:
-    """Writes the items of a non-empty mapping; the first line starts with ``first_prefix``
-    (``"- "`` inside a list), the others with ``indent``."""
-    prefix = first_prefix
-    for k, v in value.items():
-        key = _key(k)
-        t = type(v)
-        if t is dict or (t is not str and isinstance(v, Mapping)):
-            if v:
-                out.append(f"{prefix}{key}:\n")
-                _mapping(v, indent + "  ", out, indent + "  ")
-            else:
-                out.append(f"{prefix}{key}: {{}}\n")
-        elif t is list or t is tuple:
-            if v:
-                out.append(f"{prefix}{key}:\n")
-                _sequence(v, indent, out)
-            else:
-                out.append(f"{prefix}{key}: []\n")
-        else:
-            out.append(f"{prefix}{key}: {_scalar(v)}\n")
-        prefix = indent
+class _Writer:
+    """Writes block YAML into ``out``. Containers that recur (the render shares one conditions
+    list among thousands of routes) are written once per indentation and their text reused: the
+    memo keeps a reference to each object, so an id is never reused while it is in the memo."""
 
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, str, str], tuple[Any, str]] = {}
+        #: (line prefix, key) -> "<prefix><key>:"
+        self.heads: dict[tuple[str, Any], str] = {}
 
-def _sequence(value: Any, indent: str, out: list[str]) -> None:
-    for item in value:
-        t = type(item)
-        if t is dict or (t is not str and isinstance(item, Mapping)):
-            if item:
-                _mapping(item, indent + "  ", out, indent + "- ")
-            else:
-                out.append(f"{indent}- {{}}\n")
-        elif t is list or t is tuple:
-            raise _Unsure  # "- - x": rare, left to PyYAML
+    def nested(self, value: Any, indent: str, first_prefix: str, kind: str) -> str:
+        key = (id(value), indent, first_prefix)
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        out: list[str] = []
+        if kind == "m":
+            self.mapping(value, indent, out, first_prefix)
         else:
-            out.append(f"{indent}- {_scalar(item)}\n")
+            self.sequence(value, indent, out)
+        text = "".join(out)
+        self.memo[key] = (value, text)
+        return text
+
+    def mapping(self, value: Mapping[str, Any], indent: str, out: list[str], first_prefix: str) -> None:
+        """The items of a non-empty mapping; the first line starts with ``first_prefix`` (``"- "``
+        inside a list), the others with ``indent``."""
+        prefix = first_prefix
+        deeper = indent + "  "
+        heads = self.heads
+        for k, v in value.items():
+            head = heads.get((prefix, k))
+            if head is None:
+                head = heads[(prefix, k)] = f"{prefix}{_key(k)}:"
+            t = type(v)
+            if t is str:
+                out.append(f"{head} {_string(v)}\n")
+            elif t is dict or isinstance(v, Mapping):
+                if v:
+                    out.append(head + "\n")
+                    out.append(self.nested(v, deeper, deeper, "m"))
+                else:
+                    out.append(head + " {}\n")
+            elif t is list or t is tuple:
+                if v:
+                    out.append(head + "\n")
+                    out.append(self.nested(v, indent, "", "s"))
+                else:
+                    out.append(head + " []\n")
+            else:
+                out.append(f"{head} {_scalar(v)}\n")
+            prefix = indent
+
+    def sequence(self, value: Any, indent: str, out: list[str]) -> None:
+        deeper = indent + "  "
+        dash = indent + "- "
+        for item in value:
+            t = type(item)
+            if t is dict or (t is not str and isinstance(item, Mapping)):
+                if item:
+                    out.append(self.nested(item, deeper, dash, "m"))
+                else:
+                    out.append(f"{dash}{{}}\n")
+            elif t is list or t is tuple:
+                raise _Unsure  # "- - x": rare, left to PyYAML
+            else:
+                out.append(f"{dash}{_scalar(item)}\n")
+
+    def dump(self, value: Any) -> str:
+        out: list[str] = []
+        try:
+            t = type(value)
+            if t is dict or isinstance(value, Mapping):
+                if not value:
+                    return "{}\n"
+                self.mapping(value, "", out, "")
+            elif t is list or t is tuple:
+                if not value:
+                    return "[]\n"
+                self.sequence(value, "", out)
+            else:
+                raise _Unsure
+        except _Unsure:
+            return pyyaml_dump(_plain(value))
+        return "".join(out)
 
 
 def dump(value: Any) -> str:
     """``value`` as PyYAML writes it (see the module doc)."""
-    out: list[str] = []
-    try:
-        t = type(value)
-        if t is dict or isinstance(value, Mapping):
-            if not value:
-                return "{}\n"
-            _mapping(value, "", out, "")
-        elif t is list or t is tuple:
-            if not value:
-                return "[]\n"
-            _sequence(value, "", out)
-        else:
-            raise _Unsure
-    except _Unsure:
-        return pyyaml_dump(_plain(value))
-    return "".join(out)
+    return _Writer().dump(value)
+
+
+def dump_documents(values: Any) -> str:
+    """The values as one multi-document stream (``---`` between documents), each as
+    :func:`dump` writes it; containers shared between documents are written once."""
+    writer = _Writer()
+    return "".join(("---\n" if i else "") + writer.dump(v) for i, v in enumerate(values))
 
 
 def _plain(value: Any) -> Any:
@@ -161,4 +210,4 @@ def _plain(value: Any) -> Any:
     return value
 
 
-__all__ = ["Dumper", "dump", "pyyaml_dump"]
+__all__ = ["Dumper", "dump", "dump_documents", "pyyaml_dump"]

@@ -15,16 +15,59 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 SCHEMA_FILE = Path(__file__).with_name("fieldschemas.json")
 
-# A compiled node: None (anything), or (kind, data): kind _OBJECT with
-# (fields: dict[name, node], structured: tuple[(name, node)] of the non-None ones),
-# _MAP with the value node, _LIST with the item node.
-_OBJECT, _MAP, _LIST = 1, 2, 3
+# A compiled node is None (anything) or a checker: check(value, path, out) appends the paths of
+# the unknown fields under ``value`` (``path`` is the value's own path, "" at the root).
+Check = Callable[[Any, str, list[str]], None]
+
+
+_INDEX = tuple(f"[{i}]" for i in range(64))
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _object(fields: dict[str, Check | None]) -> Check:
+    allowed = fields.keys()
+    structured = tuple((k, "." + k, v) for k, v in fields.items() if v is not None)
+
+    def check(value: Any, path: str, out: list[str]) -> None:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            return
+        keys = value.keys()
+        if not keys <= allowed:
+            out.extend(_join(path, k) for k in keys if k not in allowed)
+        get = value.get
+        for name, dotted, sub in structured:
+            child = get(name)
+            if child is not None:
+                sub(child, path + dotted if path else name, out)
+
+    return check
+
+
+def _list(item: Check) -> Check:
+    def check(value: Any, path: str, out: list[str]) -> None:
+        if type(value) is list:
+            for i, v in enumerate(value):
+                item(v, path + (_INDEX[i] if i < 64 else f"[{i}]"), out)
+
+    return check
+
+
+def _map(item: Check) -> Check:
+    def check(value: Any, path: str, out: list[str]) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                item(v, _join(path, k), out)
+
+    return check
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,7 +80,7 @@ def schemas() -> Mapping[str, Any]:
     defs = raw.get("defs", {})
     compiled: dict[str, Any] = {}
 
-    def compile_node(node: Any) -> Any:
+    def compile_node(node: Any) -> Check | None:
         if not isinstance(node, dict):
             return None
         if "r" in node:
@@ -45,17 +88,13 @@ def schemas() -> Mapping[str, Any]:
             if name not in compiled:
                 compiled[name] = None  # a cycle (not produced by the generator) is unchecked
                 compiled[name] = compile_node(defs[name])
-            return compiled[name]
+            return compiled[name]  # type: ignore[no-any-return]
         if "p" in node:
-            fields = {k: compile_node(v) for k, v in node["p"].items()}
-            return (_OBJECT, (fields, tuple((k, v) for k, v in fields.items() if v is not None)))
-        if "m" in node:
-            sub = compile_node(node["m"])
-            return None if sub is None else (_MAP, sub)
-        if "l" in node:
-            sub = compile_node(node["l"])
-            return None if sub is None else (_LIST, sub)
-        return None
+            return _object({k: compile_node(v) for k, v in node["p"].items()})
+        sub = compile_node(node.get("m", node.get("l")))
+        if sub is None:
+            return None
+        return _map(sub) if "m" in node else _list(sub)
 
     return {key: compile_node(node) for key, node in raw.get("kinds", {}).items()}
 
@@ -70,37 +109,11 @@ def unknown_fields(obj: Mapping[str, Any], api_version: str | None = None, kind:
     (``[]`` for a kind without a schema)."""
     api_version = api_version if api_version is not None else obj.get("apiVersion")
     kind = kind if kind is not None else obj.get("kind")
-    node = schemas().get(f"{api_version}/{kind}")
+    check = schemas().get(f"{api_version}/{kind}")
     out: list[str] = []
-    if node is not None:
-        _walk(obj, node, "", out)
+    if check is not None:
+        check(obj, "", out)
     return out
-
-
-def _join(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
-
-
-def _walk(value: Any, node: Any, path: str, out: list[str]) -> None:
-    kind, data = node
-    if kind == _OBJECT:
-        if not isinstance(value, Mapping):
-            return
-        fields, structured = data
-        keys = value.keys()
-        if not keys <= fields.keys():
-            out.extend(_join(path, k) for k in keys if k not in fields)
-        for name, sub in structured:
-            child = value.get(name)
-            if child is not None:
-                _walk(child, sub, _join(path, name), out)
-    elif kind == _LIST:
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                _walk(item, data, f"{path}[{i}]", out)
-    elif isinstance(value, Mapping):
-        for k, item in value.items():
-            _walk(item, data, _join(path, k), out)
 
 
 __all__ = ["SCHEMA_FILE", "known", "schemas", "unknown_fields"]

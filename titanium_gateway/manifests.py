@@ -54,14 +54,23 @@ class InputError(Exception):
     apiVersion/kind/name. The message names the file and the position."""
 
 
-@dataclass(frozen=True)
 class Origin:
     """Where an object was read: file, document (from 1), List item (from 1), line (from 1)."""
 
-    source: str
-    document: int
-    item: int | None = None
-    line: int | None = None
+    __slots__ = ("source", "document", "item", "line")
+
+    def __init__(self, source: str, document: int, item: int | None = None, line: int | None = None) -> None:
+        self.source, self.document, self.item, self.line = source, document, item, line
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Origin) and (self.source, self.document, self.item, self.line) == (
+            other.source, other.document, other.item, other.line)
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.document, self.item, self.line))
+
+    def __repr__(self) -> str:
+        return f"Origin({self.source!r}, {self.document}, {self.item}, {self.line})"
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line}" if self.line is not None else self.source
@@ -71,12 +80,16 @@ class Origin:
         return text
 
 
-@dataclass
 class Manifest:
     """One object of the input and its origin."""
 
-    obj: dict[str, Any]
-    origin: Origin
+    __slots__ = ("obj", "origin")
+
+    def __init__(self, obj: dict[str, Any], origin: Origin) -> None:
+        self.obj, self.origin = obj, origin
+
+    def __repr__(self) -> str:
+        return f"Manifest({self.obj.get('kind')!r}, {self.origin})"
 
 
 @dataclass
@@ -518,6 +531,12 @@ def parse_documents(text: str, source: str) -> list[tuple[Any, int | None, list[
 
 
 def _check_object(obj: Any, where: Origin) -> dict[str, Any]:
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if (type(obj.get("apiVersion")) is str and obj["apiVersion"] and type(obj.get("kind")) is str and obj["kind"]
+                and type(meta) is dict and type(meta.get("name")) is str and meta["name"]
+                and type(meta.get("namespace", "")) is str):
+            return obj  # the common case, checked in one go
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected an object (a mapping), got {type(obj).__name__}")
     missing = [k for k in ("apiVersion", "kind") if not isinstance(obj.get(k), str) or not obj.get(k)]

@@ -221,16 +221,18 @@ def load_manifests(
         if served[api_version] != api_version:
             obj = dict(obj)
             obj["apiVersion"] = served[api_version]
+        m.obj = obj
         ident = (kind, object_key(obj))
         if ident in position:
             report.notes.append(f"{_describe(obj)} ({m.origin}) replaces an earlier document")
-            kept[position[ident]] = Manifest(obj, m.origin)
+            kept[position[ident]] = m
         else:
             position[ident] = len(kept)
-            kept.append(Manifest(obj, m.origin))
+            kept.append(m)
         report.origins[ident] = m.origin
-    defaulted = apply_defaults(m.obj for m in kept)
-    return [Manifest(obj, m.origin) for obj, m in zip(defaulted, kept, strict=True)]
+    for m, obj in zip(kept, apply_defaults(m.obj for m in kept), strict=True):
+        m.obj = obj
+    return kept
 
 
 def load_objects(
@@ -342,12 +344,15 @@ def prepare(
     objects: Iterable[Mapping[str, Any]],
     now: str = OFFLINE_NOW,
     secret_namespaces: Sequence[str] = (),
+    *,
+    defaulted: bool = False,
     **kwargs: Any,
 ) -> Prepared:
-    """The render snapshot of ``objects`` (defaults applied where missing; absent Namespaces
-    assumed). With ``secret_namespaces`` (the controller's ``--secret-namespaces``), Secrets of
-    other namespaces are left out, as the controller's Secret watch never sees them."""
-    objs = apply_defaults(objects)
+    """The render snapshot of ``objects`` (defaults applied where missing, unless
+    ``defaulted``: they come from :func:`load_manifests`; absent Namespaces assumed). With
+    ``secret_namespaces`` (the controller's ``--secret-namespaces``), Secrets of other
+    namespaces are left out, as the controller's Secret watch never sees them."""
+    objs = list(objects) if defaulted else apply_defaults(objects)
     unread: list[str] = []
     if secret_namespaces:
         allowed = set(secret_namespaces)
@@ -418,7 +423,8 @@ def _unmerged(kind: str, wanted: Mapping[str, Any], controller_name: str) -> boo
         for k, v in m.items():
             if v is None or type(k) is not str:
                 return False
-            if isinstance(v, Mapping):
+            t = type(v)
+            if t is dict or (t is not list and t is not str and isinstance(v, Mapping)):
                 todo.append(v)
     if kind == "HTTPRoute":
         parents = wanted.get("parents")
@@ -466,10 +472,7 @@ def status_yaml(
     """``status.yaml``: one document per owned GatewayClass, Gateway, HTTPRoute and Ingress
     (merged with the input objects' statuses when ``snapshot`` is given, see
     :func:`status_documents`)."""
-    return "".join(
-        ("---\n" if i else "") + to_yaml(doc)
-        for i, doc in enumerate(status_documents(result, snapshot, controller_name, copy=False))
-    )
+    return blockyaml.dump_documents(status_documents(result, snapshot, controller_name, copy=False))
 
 
 def event_list(result: RenderResult) -> list[dict[str, Any]]:
@@ -708,6 +711,30 @@ def not_taking_part(
     return lines
 
 
+#: Up to this many owned objects the summary lists each; above, HTTPRoutes and Ingresses in
+#: their good state are counted instead (the GatewayClasses, Gateways and every object with a
+#: problem are still listed).
+SUMMARY_EVERY_OBJECT_UP_TO = 200
+_CONDENSED_KINDS = frozenset({"HTTPRoute", "Ingress"})
+
+
+def _good(conditions: Any) -> bool:
+    for c in _seq(conditions):
+        if not isinstance(c, Mapping):
+            continue
+        healthy = "False" if c.get("type") == "Conflicted" else "True"
+        if c.get("status") != healthy:
+            return False
+    return True
+
+
+def _healthy(kind: str, status: Mapping[str, Any]) -> bool:
+    if kind == "HTTPRoute":
+        parents = _seq(status.get("parents"))
+        return bool(parents) and all(_good(_map(p).get("conditions")) for p in parents)
+    return True  # an Ingress's status is its addresses; its problems are Events
+
+
 def summary(
     result: RenderResult,
     report: LoadReport | None = None,
@@ -718,9 +745,17 @@ def summary(
     could not take part (with ``prepared`` and ``options``), the assumed Namespaces, the
     warnings (unknown fields) and the notes of the loader."""
     lines: list[str] = []
-    for st in _sorted_statuses(result):
+    statuses = _sorted_statuses(result)
+    condensed = len(statuses) > SUMMARY_EVERY_OBJECT_UP_TO
+    event_objects = {(e.kind, e.namespace, e.name) for e in result.events}
+    quiet: dict[str, int] = {}
+    for st in statuses:
         name = f"{st.namespace}/{st.name}" if st.namespace else st.name
         status = st.status
+        if condensed and st.kind in _CONDENSED_KINDS and (st.kind, st.namespace, st.name) not in event_objects \
+                and _healthy(st.kind, status):
+            quiet[st.kind] = quiet.get(st.kind, 0) + 1
+            continue
         if st.kind == "HTTPRoute":
             parents = _seq(status.get("parents"))
             lines.append(f"{st.kind} {name}: {len(parents)} parent(s)")
@@ -750,6 +785,9 @@ def summary(
             if st.kind == "Gateway":
                 vals = ", ".join(str(a.get("value")) for a in _seq(addresses) if isinstance(a, Mapping))
                 lines.append(f"  addresses: {vals or 'none'}")
+    for kind, n in quiet.items():
+        what = "every parent Accepted, references resolved" if kind == "HTTPRoute" else "served, no Event"
+        lines.append(f"{kind}: {n} not listed: {what} (status.yaml with --out has them all)")
     for e in result.events:
         lines.append(f"Event {e.type} {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")
     counts = config_counts(result)
@@ -941,7 +979,7 @@ def _run(args: argparse.Namespace, options: RenderOptions, report: LoadReport) -
     except ImportError as exc:
         print(f"titanium-gateway render: the render core is not available in this build: {exc}", file=sys.stderr)
         return 1
-    prepared = prepare([m.obj for m in manifests], secret_namespaces=args.secret_namespaces)
+    prepared = prepare([m.obj for m in manifests], secret_namespaces=args.secret_namespaces, defaulted=True)
     del manifests
     result = render(prepared.snapshot, options)
     if args.out is not None:
@@ -951,7 +989,11 @@ def _run(args: argparse.Namespace, options: RenderOptions, report: LoadReport) -
             print(f"titanium-gateway render: error: cannot write {args.out}: {exc}", file=sys.stderr)
             return 2
         sys.stderr.write(summary(result, report, prepared, options))
-        print(f"wrote {', '.join(str(args.out / n) for n in names)}", file=sys.stderr)
+        parts = [n for n in names if n.startswith("twp.part-")]
+        listed = [n for n in names if n not in parts]
+        if parts:
+            listed[0] += f" (+ {len(parts)} part(s) twp.part-1.yaml ... twp.part-{len(parts)}.yaml)"
+        print(f"wrote {args.out}/: {', '.join(listed)}", file=sys.stderr)
     else:
         sys.stdout.buffer.write(result.config)
         sys.stdout.flush()

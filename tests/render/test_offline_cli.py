@@ -606,3 +606,23 @@ def test_commands_and_the_executable(tmp_path: Path, capsys: pytest.CaptureFixtu
     proc = subprocess.run([sys.executable, "-m", "titanium_gateway", "render", "-f", str(tmp_path / "missing.yaml")],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr
+
+
+def test_a_large_input_gets_a_condensed_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Above 200 owned objects the healthy HTTPRoutes are counted, not listed; every object with
+    a problem, and every Gateway, still is."""
+    require_render()
+    routes = [{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+               "metadata": {"name": f"r{i:03d}", "namespace": "apps"},
+               "spec": {"parentRefs": [{"name": "web"}], "hostnames": [f"h{i}.example.com"],
+                        "rules": [{"backendRefs": [{"name": "frontend" if i else "missing", "port": 8080}]}]}}
+              for i in range(250)]
+    path = tmp_path / "routes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": routes}))
+    assert main(["-f", str(QUICKSTART), "-f", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "Gateway apps/web: Accepted=True" in err
+    assert "HTTPRoute apps/r000: 1 parent(s)" in err and "BackendNotFound" in err  # the broken one is listed
+    assert "HTTPRoute apps/r001" not in err
+    assert "HTTPRoute: 250 not listed: every parent Accepted, references resolved" in err  # 249 + the quickstart's shop
+    assert len(err.splitlines()) < 40

@@ -58,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The ``titanium-gateway`` executable (and ``python -m titanium_gateway``)."""
     args = sys.argv[1:]
+    offline = bool(args) and args[0] in OFFLINE
+    if offline:
+        import gc
+
+        gc.disable()  # (see offline.main: no cycles to collect; from the first import on)
     code = main(args)
-    if args and args[0] in OFFLINE:
+    if offline:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import Row, error_row, format_table, machine_info  # noqa: E402
 
-FIGURES = ("render", "size", "pfx", "memory", "startup", "churn", "status")
+FIGURES = ("render", "size", "pfx", "memory", "startup", "churn", "status", "cli")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -40,6 +40,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--churn-rate", type=float, default=200.0, help="EndpointSlice updates per second")
     p.add_argument("--churn-seconds", type=float, default=0.0, help="churn duration (default 30)")
     p.add_argument("--status-n", type=int, default=0, help="HTTPRoutes created at once (default 1000)")
+    p.add_argument("--cli-n", type=int, default=0, help="HTTPRoutes for the offline render command (default 10000)")
     p.add_argument("--controller-args", default="",
                    help="extra controller flags for startup/churn/status, e.g. '--kube-api-qps=500 --kube-api-burst=1000'")
     p.add_argument("--profile", type=int, default=0, metavar="N",
@@ -123,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             from benchmarks import bench_controller
 
             run(fig, lambda: bench_controller.figure_status(args.status_n or (100 if q else 1000)))
+        elif fig == "cli":
+            from benchmarks import bench_cli
+
+            run(fig, lambda: bench_cli.figure_cli(args.cli_n or (300 if q else 10000), 2 if q else 5))
     print(format_table(rows))
     print(f"\nload average at start {load_start}, at end {_loadavg()} (other work on the machine skews timings)")
     if args.machine or not q:

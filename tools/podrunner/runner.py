@@ -304,10 +304,11 @@ class Runner:
             return None
         if rt is None:
             rt = self._admit(pod)
-            if rt is None:
-                return 2.0
         if rt.terminating:
             return None
+        if not self._ensure_network(rt, pod):
+            self._write_status(rt, pod)
+            return 5.0
         again = self._sync_volumes(rt, pod)
         for c in rt.containers.values():
             d = self._sync_container(rt, pod, c)
@@ -333,7 +334,7 @@ class Runner:
                 return 2.0
         return None
 
-    def _admit(self, pod: Obj) -> PodRuntime | None:
+    def _admit(self, pod: Obj) -> PodRuntime:
         meta, spec = pod["metadata"], pod.get("spec") or {}
         key = _key(pod)
         rt = PodRuntime(uid=meta.get("uid", ""), namespace=meta.get("namespace", ""), name=meta.get("name", ""),
@@ -353,6 +354,19 @@ class Runner:
                 c.image = None
                 c.waiting_reason = "PodInitializing"
                 c.waiting_message = "init containers are not supported by the pod runner"
+        os.makedirs(os.path.join(rt.dir, "volumes"), exist_ok=True)
+        with self._lock:
+            self.pods[key] = rt
+        log.info("pod %s: admitted", key)
+        return rt
+
+    def _ensure_network(self, rt: PodRuntime, pod: Obj) -> bool:
+        """The pod's sandbox: its address and, on the own stack, its namespace. A pod none of
+        whose images can run gets none (it could never use them)."""
+        if rt.ip:
+            return True
+        if not any(c.image is not None for c in rt.containers.values()):
+            return False
         old_ip = (pod.get("status") or {}).get("podIP", "")
         try:
             rt.ip = old_ip if old_ip and self.pool.reserve(old_ip) else self.pool.allocate()
@@ -361,16 +375,16 @@ class Runner:
             else:
                 self.net.add_local(rt.ip)
         except Exception as e:  # noqa: BLE001
-            log.error("pod %s: network setup failed: %s", key, e)
+            log.error("pod %s: network setup failed: %s", rt.key, e)
             if rt.ip:
                 self.pool.release(rt.ip)
-            return None
-        os.makedirs(os.path.join(rt.dir, "volumes"), exist_ok=True)
-        with self._lock:
-            self.pods[key] = rt
-        log.info("pod %s: admitted, IP %s (%s stack%s)", key, rt.ip, rt.network,
-                 f", netns {rt.netns}" if rt.netns else "")
-        return rt
+            rt.ip = ""
+            for c in rt.containers.values():
+                if c.image is not None:
+                    c.waiting_reason, c.waiting_message = "ContainerCreating", f"pod sandbox: {e}"
+            return False
+        log.info("pod %s: IP %s (%s stack%s)", rt.key, rt.ip, rt.network, f", netns {rt.netns}" if rt.netns else "")
+        return True
 
     def _sync_volumes(self, rt: PodRuntime, pod: Obj) -> float | None:
         errors = []
@@ -470,7 +484,12 @@ class Runner:
         plan = self._mount_plan(rt, pod, c.spec)
         restart = c.last_exit is not None
         try:
-            argv = [plan.translate(a) for a in c.image.argv(c.spec)]
+            # Only what the pod says is translated, never the image map's own program paths.
+            translated = dict(c.spec)
+            for k in ("command", "args"):
+                if c.spec.get(k):
+                    translated[k] = [plan.translate(str(a)) for a in c.spec[k]]
+            argv = c.image.argv(translated)
             env = dict(BASE_ENV)
             env["HOSTNAME"] = rt.name
             env.update(c.image.env)
@@ -601,10 +620,11 @@ class Runner:
             "phase": phase,
             "conditions": others + conds,
             "hostIP": self.node_ip, "hostIPs": [{"ip": self.node_ip}],
-            "podIP": rt.ip, "podIPs": [{"ip": rt.ip}],
             "startTime": old.get("startTime") or rt.start_time,
             "containerStatuses": statuses,
         }
+        if rt.ip:
+            status["podIP"], status["podIPs"] = rt.ip, [{"ip": rt.ip}]
         if old.get("qosClass"):
             status["qosClass"] = old["qosClass"]
         return status

@@ -5,7 +5,7 @@ IMAGE ?= ghcr.io/justcoding121/titanium-gateway
 TAG ?= dev
 CHART := charts/titanium-gateway
 
-.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance fuzz clean \
+.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance conformance-local fuzz clean \
 	kube-build cluster-up cluster-down
 
 install:  ## install the package and its test dependencies (editable)
@@ -59,6 +59,9 @@ e2e:  ## kind + pytest-kind; skips with a message without Docker/kind
 
 conformance:  ## upstream Gateway API v1.2.1 suite on kind; skips with a message without Docker/kind
 	conformance/run.sh
+
+conformance-local:  ## upstream Gateway API v1.2.1 suite on the local control plane, no Docker (root; conformance/README.md)
+	conformance/local.sh
 
 # The local control plane (docs/development.md): kube-apiserver + etcd, kube-controller-manager,
 # kube-scheduler built from the k8s.io/kubernetes Go modules, run in a network namespace.

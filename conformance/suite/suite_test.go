@@ -5,11 +5,15 @@
 package suite
 
 import (
+	"encoding/json"
 	"flag"
+	"os"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/gateway-api/conformance"
+	"sigs.k8s.io/gateway-api/conformance/tests"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 )
 
 // Our time limits. The suite's defaults (config.DefaultTimeoutConfig) are sized for cloud load
@@ -24,6 +28,7 @@ var (
 	consistency     = flag.Duration("titanium.consistency", 20*time.Second, "MaxTimeToConsistency (the suite's ceiling is 30s)")
 	requestTimeout  = flag.Duration("titanium.request-timeout", 5*time.Second, "RequestTimeout of one HTTP request")
 	testTimeout     = flag.Duration("titanium.test-timeout", 45*time.Second, "DefaultTestTimeout")
+	listTests       = flag.String("titanium.list-tests", "", "TestListTests: write the suite's tests and their features (JSON) to this file")
 )
 
 func TestConformance(t *testing.T) {
@@ -43,4 +48,45 @@ func TestConformance(t *testing.T) {
 	tc.RequestTimeout = *requestTimeout
 	tc.DefaultTestTimeout = *testTimeout
 	conformance.RunConformanceWithOptions(t, opts)
+}
+
+// TestListTests writes the suite's own test list (short names, features, provisional) and the
+// GATEWAY-HTTP profile's core and extended features as JSON, for conformance/summary.py:
+// -test.run '^TestListTests$' -titanium.list-tests=FILE. Without the flag it does nothing.
+func TestListTests(t *testing.T) {
+	if *listTests == "" {
+		t.Skip("no -titanium.list-tests")
+	}
+	type entry struct {
+		Name        string   `json:"name"`
+		Features    []string `json:"features"`
+		Provisional bool     `json:"provisional"`
+	}
+	out := []entry{}
+	for _, test := range tests.ConformanceTests {
+		e := entry{Name: test.ShortName, Provisional: test.Provisional, Features: []string{}}
+		for _, f := range test.Features {
+			e.Features = append(e.Features, string(f))
+		}
+		out = append(out, e)
+	}
+	p := suite.GatewayHTTPConformanceProfile
+	core, extended := []string{}, []string{}
+	for f := range p.CoreFeatures {
+		core = append(core, string(f))
+	}
+	for f := range p.ExtendedFeatures {
+		extended = append(extended, string(f))
+	}
+	doc := map[string]any{
+		"tests":    out,
+		"profiles": map[string]any{string(p.Name): map[string][]string{"core": core, "extended": extended}},
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(*listTests, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

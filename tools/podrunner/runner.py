@@ -57,7 +57,7 @@ class ContainerRuntime:
     proc: ContainerProcess | None = None
     restart_count: int = 0
     last_exit: Exit | None = None
-    last_log: str | None = None
+    logs: list[str] = field(default_factory=list)  # one log file per instance, oldest first
     waiting_reason: str = "ContainerCreating"
     waiting_message: str = ""
     started: bool = False  # its image's listens ports accepted (or it has none)
@@ -190,10 +190,10 @@ class Runner:
         rt = self.pods.get(f"{ns}/{pod}")
         if rt is None or container not in rt.containers:
             return None
-        c = rt.containers[container]
-        if previous:
-            return c.last_log
-        return c.proc.log_path if c.proc else None
+        # "current" is the latest instance, running or not; "previous" the one before it.
+        logs = rt.containers[container].logs
+        index = -2 if previous else -1
+        return logs[index] if len(logs) >= -index else None
 
     def log_alive(self, ns: str, pod: str, container: str) -> bool:
         rt = self.pods.get(f"{ns}/{pod}")
@@ -225,12 +225,13 @@ class Runner:
 
     def _register_node(self) -> None:
         """What the kubelet reports about its node that the API server needs to reach it: the
-        InternalIP (the only address, so the log proxy never tries to resolve a hostname) and
-        the kubelet port."""
+        InternalIP and the kubelet port. The address list is replaced (a merge patch), leaving
+        the InternalIP as the only address: the API server prefers a Hostname address, which
+        nothing here could resolve, for its connections to the kubelet (pods/log)."""
         body = {"status": {"addresses": [{"type": "InternalIP", "address": self.node_ip}],
                            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet_port}}}}
         try:
-            self.api.patch(NODES, None, self.node_name, body, patch_type="strategic", subresource="status")
+            self.api.patch(NODES, None, self.node_name, body, patch_type="merge", subresource="status")
         except ApiError as e:
             log.warning("could not update node %s status: %s", self.node_name, e)
 
@@ -441,7 +442,6 @@ class Runner:
             if not c.started:
                 if self._listening(rt, c):
                     c.started = True
-                    c.backoff = 0.0
                     self._start_probes(rt, c)
                     log.info("pod %s: container %s started", rt.key, c.name)
                     return None
@@ -470,7 +470,6 @@ class Runner:
         assert c.proc is not None and c.proc.exit is not None
         c.stop_probes()
         c.last_exit = c.proc.exit
-        c.last_log = c.proc.log_path
         c.proc = None
         c.started = False
         ran = c.last_exit.finished - c.last_exit.started
@@ -511,6 +510,7 @@ class Runner:
         key = rt.key
         c.proc = ContainerProcess(f"{key}/{c.name}", launch_argv(argv, rt.netns, plan), env, log_path,
                                   cwd=workdir, on_exit=lambda _e: self.queue.add(key))
+        c.logs.append(log_path)
         try:
             c.proc.start()
         except OSError as e:

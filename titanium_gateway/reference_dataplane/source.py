@@ -1,0 +1,129 @@
+"""The config directory: load ``twp.yaml``, its parts and the files it names; reload on change.
+
+:meth:`ConfigSource.poll` compares a signature of the directory (the ``..data`` symlink of a
+projected volume, and the identity, size and mtime of ``twp.yaml`` and of every file the last
+root named) with the last one it tried; when it changed, it loads everything again. The new
+state replaces the old one only when ALL of it loads: a bad document, a part that is missing
+or whose sha256 differs, a PFX or PEM file that is missing or unusable keeps the previous state
+(the reason is logged and kept in ``last_error``), and the load is tried again on the next
+change, or every ``retry_interval`` seconds while failing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from titanium_gateway.contract import model as m
+from titanium_gateway.contract.files import read_file
+from titanium_gateway.contract.load import ROOT_FILE, ConfigError, load_config
+from titanium_gateway.reference_dataplane.tls import CertificateError, client_context, server_context_from_pfx
+
+log = logging.getLogger("titanium.reference_dataplane.config")
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """One loaded config and what it needs at run time (built once per load)."""
+
+    config: m.Config
+    root: bytes
+    server_contexts: dict[str, ssl.SSLContext] = field(repr=False)  # by certificate file
+    client_contexts: dict[m.ClientTls | None, ssl.SSLContext] = field(repr=False)
+    generation: int = 0
+    loaded_at: float = 0.0
+
+    @property
+    def config_hash(self) -> str:
+        return self.config.config_hash
+
+    def certificates(self) -> tuple[tuple[m.CertificateItem, ...], dict[str, ssl.SSLContext]]:
+        return self.config.certificates, self.server_contexts
+
+
+class NotReady(Exception):
+    """A file the config names is missing: not loaded yet."""
+
+
+class ConfigSource:
+    def __init__(self, directory: str | os.PathLike[str], retry_interval: float = 5.0) -> None:
+        self.directory = Path(directory)
+        self.retry_interval = retry_interval
+        self.last_error = ""
+        self.attempts = 0
+        self.generation = 0
+        self._names: tuple[str, ...] = ()
+        self._signature: tuple | None = None
+        self._failed_at: float | None = None
+
+    def signature(self) -> tuple:
+        parts: list[object] = []
+        try:
+            parts.append(os.readlink(self.directory / "..data"))
+        except OSError:
+            parts.append(None)
+        for name in (ROOT_FILE, *self._names):
+            try:
+                st = os.stat(self.directory / name)
+                parts.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                parts.append((name, None))
+        return tuple(parts)
+
+    def poll(self, force: bool = False) -> LoadedState | None:
+        """A new state when the directory changed and everything loads; None otherwise."""
+        sig = self.signature()
+        retry = self._failed_at is not None and time.monotonic() - self._failed_at >= self.retry_interval
+        if not force and not retry and sig == self._signature:
+            return None
+        self._signature = sig
+        self.attempts += 1
+        try:
+            state = self._load()
+        except (ConfigError, NotReady, CertificateError, OSError) as exc:
+            message = str(exc)
+            if message != self.last_error:
+                log.warning("config not loaded, keeping the previous one: %s", message)
+            self.last_error = message
+            self._failed_at = time.monotonic()
+            self._signature = self.signature()  # the names may have changed
+            return None
+        self.last_error = ""
+        self._failed_at = None
+        self._signature = self.signature()
+        return state
+
+    def _load(self) -> LoadedState:
+        root = read_file(self.directory, ROOT_FILE)
+        if root is None:
+            self._names = ()
+            raise NotReady(f"{self.directory / ROOT_FILE} does not exist yet")
+        named: list[str] = []
+
+        def read_part(name: str) -> bytes | None:
+            named.append(name)
+            return read_file(self.directory, name)
+
+        try:
+            config = load_config(root, read_part)
+        finally:
+            self._names = tuple(named)
+        self._names = tuple(named) + config.files
+        files: dict[str, bytes] = {}
+        for name in config.files:
+            data = read_file(self.directory, name)
+            if data is None:
+                raise NotReady(f"{name}: named by the config but not in {self.directory} yet")
+            files[name] = data
+        servers = {c.file: server_context_from_pfx(files[c.file], c.file) for c in config.certificates}
+        clients: dict[m.ClientTls | None, ssl.SSLContext] = {None: client_context(files, None)}
+        for cluster in config.clusters.values():
+            tls = cluster.http_client.tls
+            if tls is not None and tls not in clients:
+                clients[tls] = client_context(files, tls)
+        self.generation += 1
+        return LoadedState(config, root, servers, clients, self.generation, time.time())

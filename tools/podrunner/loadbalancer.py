@@ -17,6 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from titanium_gateway.kube.api import ENDPOINT_SLICES, SERVICES, ApiError, Obj
 from titanium_gateway.kube.informer import SharedInformer
@@ -74,6 +75,7 @@ class LoadBalancer:
         self._thread = threading.Thread(target=self.loop.run_forever, name="loadbalancer", daemon=True)
         self.active: dict[str, _Balanced] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> LoadBalancer:
         self._thread.start()
@@ -164,7 +166,8 @@ class LoadBalancer:
             if port not in bal.servers:
                 try:
                     bal.servers[port] = await asyncio.start_server(
-                        lambda r, w, b=bal, p=port: self._forward(b, p, r, w), bal.ip, port, reuse_address=True)
+                        lambda r, w, b=bal, p=port: self._track(self._forward(b, p, r, w)), bal.ip, port,
+                        reuse_address=True)
                 except OSError as e:
                     log.error("service %s: cannot listen on %s:%s: %s", key, bal.ip, port, e)
         ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
@@ -205,6 +208,12 @@ class LoadBalancer:
         log.info("service %s: load-balancer address %s released", key, bal.ip)
 
     # -- forwarding --------------------------------------------------------------------------------
+    def _track(self, coro: Any) -> None:
+        # The loop keeps only weak references to tasks: hold each connection's task until it ends.
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def _forward(self, bal: _Balanced, port: int, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter) -> None:
         targets = bal.backends.get(port) or []

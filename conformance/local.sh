@@ -100,7 +100,7 @@ rm -rf "$STATE"
 nsenter --net="/run/netns/$TITANIUM_KUBE_NETNS" -- env KUBECONFIG="$DIR/admin.kubeconfig" PYTHONPATH="$ROOT" \
   "$PYTHON" -m tools.podrunner --images conformance/podrunner-images.yaml --var "bin=$BIN" \
   --state-dir "$STATE" --netns-prefix "tgp-$TITANIUM_KUBE_ID-" --node-name "$TITANIUM_KUBE_NODE" \
-  --sync-period 10 --backoff 1 >"$ARTIFACTS/podrunner.log" 2>&1 &
+  --sync-period 10 --backoff 1 --publish-root-ca "$DIR/pki/ca.crt" >"$ARTIFACTS/podrunner.log" 2>&1 &
 RUNNER_PID=$!
 
 step "installing the chart (conformance/local-values.yaml)"
@@ -123,7 +123,7 @@ suite_args=(
 [[ -n "${CONFORMANCE_EXTRA_ARGS:-}" ]] && suite_args+=($CONFORMANCE_EXTRA_ARGS)
 set +e
 (cd "$ARTIFACTS" && "$ROOT/hack/kube/exec.sh" "$BIN/conformance.test" "${suite_args[@]}") 2>&1 | tee "$LOG" \
-  | grep --line-buffered -E '^(=== RUN   TestConformance/[A-Za-z0-9]+$|\s*--- (PASS|FAIL|SKIP): TestConformance/[A-Za-z0-9]+ )' >&2
+  | sed -nu 's/.*: Running \([A-Za-z0-9]*\), relying on.*/   running \1/p; s/.*Test Setup: \(.*\)/   setup: \1/p' >&2
 suite_rc=${PIPESTATUS[0]}
 set -e
 "$BIN/conformance.test" -test.run '^TestListTests$' -titanium.list-tests="$ARTIFACTS/conformance-tests.json" >/dev/null

@@ -75,7 +75,10 @@ def test_quick_start_statuses_config_and_programmed(env: ClusterEnv) -> None:
     env.route(name="cart", host="cart.example.com", backend="api")
     wait_for(lambda: "cart.example.com" in env.route_hosts(), 60, what="the new route in twp.yaml")
     pending = env.wait_condition("Gateway", "web", "Programmed", "False", ns=env.apps, timeout=60)
-    assert pending["reason"] == "Pending" and pods[0].name in pending["message"], pending
+    assert pending["reason"] == "Pending", pending
+    # once probed, the message names the pod that serves an old config
+    wait_for(lambda: pods[0].name in ((c := condition(env.get("Gateway", env.apps, "web"), "Programmed")) or {})
+             .get("message", "") and c["status"] == "False", 60, what="Pending naming the stale pod")
     assert stale.config_hash == digest  # still the old config
     stale.release()
     env.wait_condition("Gateway", "web", "Programmed", ns=env.apps, timeout=90)

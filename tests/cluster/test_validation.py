@@ -4,6 +4,8 @@ server accepts that make no sense to us: conditions with reasons, never a crash.
 
 from __future__ import annotations
 
+import os
+import random
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +15,7 @@ import yaml
 
 from tests.cluster.conftest import GW, ClusterEnv, KubeSession, condition, wait_for
 from tests.support.chartrelease import ChartRelease
+from tests.support.kubeapi import KubeApiError
 
 BACKEND = [{"name": "api", "port": 8080}]
 
@@ -150,4 +153,90 @@ def test_accepted_but_unusable_objects_get_reasons_and_the_controller_carries_on
     assert env.wait_condition("Gateway", "addressed", "Accepted", "False", ns=env.apps)["reason"] == "UnsupportedAddress"
     tcp = wait_for(lambda: ((env.get("Gateway", env.apps, "tcp") or {}).get("status") or {}).get("listeners"), 60)
     assert condition({"status": tcp[0]}, "Accepted")["reason"] == "UnsupportedProtocol"
+    assert ctrl.alive() and ctrl.metric("controller_runtime_reconcile_total", result="error") == 0
+
+
+def _random_rule(rng: random.Random) -> dict[str, Any]:
+    """A rule built from the HTTPRoute schema's pieces, valid or not for the server's rules."""
+    paths = ["/", "/api", "/a b", "/x//y", "api", "/%2f", "/ünï", "/" + "p" * 300, "/a/../b", "(["]
+    match: dict[str, Any] = {}
+    if rng.random() < 0.8:
+        match["path"] = {"type": rng.choice(["PathPrefix", "Exact", "RegularExpression"]), "value": rng.choice(paths)}
+    if rng.random() < 0.4:
+        match["headers"] = [{"name": rng.choice(["x-a", "X-B", "bad header", ":authority"]),
+                             "value": rng.choice(["1", "", "v" * 5000]),
+                             "type": rng.choice(["Exact", "RegularExpression"])}]
+    if rng.random() < 0.3:
+        match["method"] = rng.choice(["GET", "POST", "TRACE"])
+    if rng.random() < 0.3:
+        match["queryParams"] = [{"name": rng.choice(["q", "Q q"]), "value": "1"}]
+    rule: dict[str, Any] = {"matches": [match]} if match else {}
+    filters = []
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        kind = rng.choice(["RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite",
+                           "RequestMirror", "ExtensionRef"])
+        f: dict[str, Any] = {"type": kind}
+        if kind.endswith("HeaderModifier"):
+            f[kind[0].lower() + kind[1:]] = {rng.choice(["set", "add"]): [{"name": "x-h", "value": "1"}],
+                                             "remove": rng.choice([[], ["x-r"], ["x-r", "x-r"]])}
+        elif kind == "RequestRedirect":
+            f["requestRedirect"] = {"statusCode": rng.choice([301, 302]), "scheme": rng.choice(["http", "https"]),
+                                    "port": rng.choice([80, 443, 8443])}
+        elif kind == "URLRewrite":
+            f["urlRewrite"] = {"path": rng.choice([{"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"},
+                                                   {"type": "ReplaceFullPath", "replaceFullPath": "/x"}])}
+        elif kind == "RequestMirror":
+            f["requestMirror"] = {"backendRef": {"name": "api", "port": 8080}}
+        else:
+            f["extensionRef"] = {"group": "example.com", "kind": "Thing", "name": "x"}
+        filters.append(f)
+    if filters:
+        rule["filters"] = filters
+    backends = []
+    for _ in range(rng.choice([0, 1, 2])):
+        b: dict[str, Any] = {"name": rng.choice(["api", "missing", "API"]), "port": rng.choice([8080, 9999, 0])}
+        if rng.random() < 0.2:
+            b["kind"] = rng.choice(["Service", "ConfigMap"])
+            b["group"] = rng.choice(["", "example.com"])
+        if rng.random() < 0.3:
+            b["weight"] = rng.choice([0, 1, 1000000, -1])
+        backends.append(b)
+    if backends:
+        rule["backendRefs"] = backends
+    if rng.random() < 0.2:
+        rule["timeouts"] = {"request": rng.choice(["1s", "10ms", "0s", "1h"])}
+    return rule
+
+
+def test_whatever_the_server_accepts_never_stops_the_controller(env: ClusterEnv) -> None:
+    """Random routes built from the schema's pieces (fixed seed, $TITANIUM_CLUSTER_FUZZ_SEED):
+    the server rejects some (422); every one it accepts gets our parent status, with a reason
+    on each condition, and the controller keeps serving the good route."""
+    seed = int(os.environ.get("TITANIUM_CLUSTER_FUZZ_SEED", "20261201"))
+    rng = random.Random(seed)
+    env.service("api")
+    env.set_load_balancer()
+    ctrl = env.start_controller()
+    env.gateway()
+    env.route(name="good", host="good.example.com")
+    accepted, rejected = [], 0
+    for i in range(40):
+        hostnames = rng.choice([["shop.example.com"], ["*.example.com"], ["a.example.com", "a.example.com"], []])
+        obj = route_obj(f"fuzz-{i}", env.apps, [_random_rule(rng) for _ in range(rng.choice([1, 1, 2, 3]))],
+                        hostnames=hostnames or None)
+        if not hostnames:
+            del obj["spec"]["hostnames"]
+        try:
+            env.api.create(obj)
+            accepted.append(obj["metadata"]["name"])
+        except KubeApiError as e:
+            assert e.status == 422, (e.status, e.message)
+            rejected += 1
+    print(f"seed {seed}: {len(accepted)} accepted, {rejected} rejected by the API server")
+    assert accepted, "the server accepted none: the generator is too strict to test anything"
+    for name in accepted:
+        p = wait_for(lambda n=name: our_parent(env, n), 90, what=f"{name}: our parent status")
+        assert p["conditions"] and all(c.get("reason") for c in p["conditions"]), (name, p)
+    env.wait_condition("Gateway", "web", "Programmed", ns=env.apps, timeout=120)
+    assert "good.example.com" in env.route_hosts()
     assert ctrl.alive() and ctrl.metric("controller_runtime_reconcile_total", result="error") == 0

@@ -134,8 +134,17 @@ class KubeApi:
                 timeout: float | None = None) -> requests.Response:
         data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
         headers = {"Content-Type": content_type} if data is not None else {}
-        r = self.session.request(method, self.server + path, params=params, data=data, headers=headers,
-                                 stream=stream, timeout=timeout or self.timeout, verify=self.verify)
+        for attempt in range(10):
+            r = self.session.request(method, self.server + path, params=params, data=data, headers=headers,
+                                     stream=stream, timeout=timeout or self.timeout, verify=self.verify)
+            # 429: not served (priority and fairness, or a CRD's storage still initializing): again
+            if r.status_code != 429 or 429 in ok or attempt == 9:
+                break
+            r.close()
+            try:
+                time.sleep(min(float(r.headers.get("Retry-After", "1")), 5.0))
+            except ValueError:
+                time.sleep(1.0)
         if r.status_code >= 400 and r.status_code not in ok:
             try:
                 parsed: Any = r.json()
@@ -233,9 +242,15 @@ class KubeApi:
         r = self.request("GET", KINDS[kind].path(namespace), params=params, stream=True,
                          timeout=timeout_seconds + 10)
         try:
-            for line in r.iter_lines():
-                if line:
-                    yield json.loads(line)
+            # chunk_size=None: each piece as it arrives (iter_lines' fixed-size reads would hold
+            # an event back until more bytes follow it)
+            buf = b""
+            for piece in r.iter_content(chunk_size=None):
+                buf += piece
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
         finally:
             r.close()
 

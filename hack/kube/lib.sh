@@ -58,3 +58,27 @@ kill_netns_processes() {
   echo "hack/kube: processes left in $ns: $(ip netns pids "$ns" | tr '\n' ' ')" >&2
   return 1
 }
+
+# start_component DIR NS NAME: start `kube` with the arguments in DIR/run/NAME.args inside NS,
+# in a session of its own (a Ctrl-C in the caller's terminal does not reach it), logging to
+# DIR/logs/NAME.log (appended) and recording its pid in DIR/run/NAME.pid.
+start_component() {
+  local dir="$1" ns="$2" name="$3" args=()
+  mapfile -d '' -t args <"$dir/run/$name.args"
+  ip netns exec "$ns" setsid "$KUBE" "${args[@]}" </dev/null >>"$dir/logs/$name.log" 2>&1 &
+  echo $! >"$dir/run/$name.pid"
+}
+
+api_ready() {
+  ip netns exec "$2" "$KUBE" kubectl --kubeconfig "$1/admin.kubeconfig" get --raw /readyz >/dev/null 2>&1
+}
+
+# wait_api_ready DIR NS TIMEOUT: until /readyz answers; 1 if the API server exits or the time is up.
+wait_api_ready() {
+  local dir="$1" ns="$2" timeout="$3" start=$SECONDS
+  until api_ready "$dir" "$ns"; do
+    kill -0 "$(cat "$dir/run/kube-apiserver.pid")" 2>/dev/null || { echo "kube-apiserver exited" >&2; return 1; }
+    ((SECONDS - start < timeout)) || { echo "kube-apiserver not ready after ${timeout}s" >&2; return 1; }
+    sleep 0.5
+  done
+}

@@ -20,11 +20,9 @@ say() { echo "hack/kube/up.sh: $*" >&2; }
 
 [[ -x "$KUBE" ]] || "$KUBE_ROOT/hack/kube/build.sh"
 
-in_ns() { ip netns exec "$NS" "$@"; }
-kubectl_ns() { in_ns "$KUBE" kubectl --kubeconfig "$ADMIN" "$@"; }
-api_ready() { kubectl_ns get --raw /readyz >/dev/null 2>&1; }
+kubectl_ns() { ip netns exec "$NS" "$KUBE" kubectl --kubeconfig "$ADMIN" "$@"; }
 
-if netns_exists "$NS" && [[ -f "$ADMIN" ]] && api_ready; then
+if netns_exists "$NS" && [[ -f "$ADMIN" ]] && api_ready "$DIR" "$NS"; then
   say "already running in $DIR (network namespace $NS)"
   exit 0
 fi
@@ -51,11 +49,12 @@ ENV
 
 # start NAME ARGS...: run one component in the cluster's namespace, in a session of its own
 # (a Ctrl-C in this terminal does not reach it), logging to DIR/logs/NAME.log.
+# The command line is kept in DIR/run/NAME.args for hack/kube/restart.sh.
 start() {
   local name="$1"
   shift
-  ip netns exec "$NS" setsid "$KUBE" "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
-  echo $! >"$DIR/run/$name.pid"
+  printf '%s\0' "$@" >"$DIR/run/$name.args"
+  start_component "$DIR" "$NS" "$name"
 }
 alive() { kill -0 "$(cat "$DIR/run/$1.pid")" 2>/dev/null; }
 fail() {
@@ -83,11 +82,7 @@ start kube-apiserver apiserver --etcd-dir "$DIR/etcd" --etcd-log "$DIR/logs/etcd
   --cert-dir="$PKI" --profiling=false
 
 start_time=$SECONDS
-until api_ready; do
-  alive kube-apiserver || fail "kube-apiserver exited" kube-apiserver
-  ((SECONDS - start_time < TIMEOUT)) || fail "kube-apiserver not ready after ${TIMEOUT}s" kube-apiserver
-  sleep 0.5
-done
+wait_api_ready "$DIR" "$NS" "$TIMEOUT" || fail "kube-apiserver not ready" kube-apiserver
 say "kube-apiserver ready after $((SECONDS - start_time)) s"
 
 for c in kube-controller-manager kube-scheduler; do

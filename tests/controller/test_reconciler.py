@@ -23,10 +23,12 @@ class ScriptedProber:
     def __init__(self) -> None:
         self.answer: ProbeResult | None = None
         self.calls: list[tuple[list[Endpoint], str]] = []
+        self.no_endpoints = ""
 
-    def probe(self, endpoints: Iterable[Endpoint], expected: str) -> ProbeResult:
+    def probe(self, endpoints: Iterable[Endpoint], expected: str, *, no_endpoints: str = "") -> ProbeResult:
         eps = list(endpoints)
         self.calls.append((eps, expected))
+        self.no_endpoints = no_endpoints
         return self.answer or ProbeResult(None, "pod p0 runs config old")
 
 

@@ -164,3 +164,15 @@ def test_sni_selection(row: Row) -> None:
     items, name, expected = row.args
     chosen = select_certificate(items, name)
     assert (chosen.file if chosen else None) == expected
+
+
+@covers("c.algorithm")
+def test_balancer_forgets_what_a_new_config_drops() -> None:
+    c = _cluster("LeastTime", (1, 1))
+    b = Balancer(random.Random(1))
+    for d in c.destinations:
+        b.started(c, d)
+        b.finished(c, d, 0.1)
+    b.pick(_cluster("RoundRobin", (1, 1)))
+    b.retain([config([route()], [cluster("be", [dest("10.0.0.1", 8080)])]).clusters["be"]])
+    assert list(b._ewma) == [("be", "10.0.0.1:8080")]

@@ -81,8 +81,6 @@ INVALID_ROWS = [
         "host name"),
     Row("match.path-exact", "path without pathKind", _with("routes", [route(match={"path": "/x"})]),
         "path and pathKind"),
-    Row("match.path-exact", "relative path", _with("routes", [route(match={"path": "x", "pathKind": "Exact"})]),
-        "does not start with /"),
     Row("match.path-regex", "regex that does not compile", _with("routes", [route(match={"path": "/(",
                                                                                           "pathKind": "Regex"})]),
         "does not compile"),

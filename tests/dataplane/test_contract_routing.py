@@ -42,6 +42,8 @@ MATCH_ROWS = [
     Row("match.path-exact", "trailing slash differs", {"path": "/foo", "pathKind": "Exact"}, rq("/foo/"), False),
     Row("match.path-exact", "longer", {"path": "/foo", "pathKind": "Exact"}, rq("/foo/bar"), False),
     Row("match.path-exact", "case-sensitive", {"path": "/foo", "pathKind": "Exact"}, rq("/FOO"), False),
+    Row("match.path-prefix", "a relative path (an invalid Ingress path's route) never matches",
+        {"path": "relative", "pathKind": "Prefix"}, rq("/relative"), False),
     Row("match.path-prefix", "itself", {"path": "/foo", "pathKind": "Prefix"}, rq("/foo"), True),
     Row("match.path-prefix", "with slash", {"path": "/foo", "pathKind": "Prefix"}, rq("/foo/"), True),
     Row("match.path-prefix", "below", {"path": "/foo", "pathKind": "Prefix"}, rq("/foo/bar"), True),

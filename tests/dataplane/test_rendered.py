@@ -144,3 +144,18 @@ def test_rendered_https_example_serves_end_to_end(tmp_path: Path, harness, backe
         while chunk := tls.recv(4096):
             data += chunk
     assert data.startswith(b"HTTP/1.1 503")  # routed (the cluster has no ready endpoint), over TLS
+
+
+GOLDEN = REPO / "tests" / "render" / "testdata"
+
+
+@covers("doc.shape", "parts.order")
+@pytest.mark.parametrize("case", sorted(p.name for p in GOLDEN.iterdir() if (p / "twp.yaml").is_file()))
+def test_every_golden_config_loads(case: str) -> None:
+    """Every config the render's golden cases hold loads in the contract library."""
+    from titanium_gateway.contract import load_config
+
+    folder = GOLDEN / case
+    parts = {p.name: p.read_bytes() for p in folder.glob("twp.part-*.yaml")}
+    cfg = load_config((folder / "twp.yaml").read_bytes(), parts)
+    assert cfg.config_hash and len({r.order for r in cfg.routes}) == len(cfg.routes)

@@ -18,7 +18,14 @@ import requests  # noqa: E402
 
 from tests.dataplane.docs import cluster, document, listener, route  # noqa: E402
 from tests.dataplane.rules import Row, covers, rows  # noqa: E402
-from tests.dataplane.support import TOKEN, EchoBackend, Harness, free_port, header_lines  # noqa: E402
+from tests.dataplane.support import (  # noqa: E402
+    TOKEN,
+    EchoBackend,
+    Harness,
+    free_port,
+    header_lines,
+    wait_for,
+)
 
 
 def serve(harness: Harness, routes: list[dict], clusters: list[dict], ports: int = 1, **kw: Any) -> list[int]:
@@ -26,7 +33,6 @@ def serve(harness: Harness, routes: list[dict], clusters: list[dict], ports: int
     numbers = [free_port() for _ in range(ports)]
     harness.write(document(routes, clusters, listeners=[listener(p) for p in numbers]))
     harness.start(**kw)
-    from tests.dataplane.support import wait_for
     wait_for(lambda: harness.dp is not None and harness.dp.ready)
     return numbers
 
@@ -385,12 +391,7 @@ def test_least_requests_end_to_end(harness, backends) -> None:
                                                        algorithm="LeastRequests")])
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         slow = pool.submit(requests.get, f"http://127.0.0.1:{port}/", headers={"x-echo-delay": "1.5"}, timeout=10)
-        time.sleep(0.3)
-        busy = None
-        for bk in (a, b):
-            if bk.requests:
-                busy = bk.name
-        assert busy is not None
+        busy = wait_for(lambda: next((bk.name for bk in (a, b) if bk.requests), None))
         names = {echo(requests.get(f"http://127.0.0.1:{port}/", timeout=5))["backend"] for _ in range(5)}
         assert names == ({"a", "b"} - {busy})  # the one with a request in flight is avoided
         slow.result()

@@ -210,3 +210,17 @@ def test_command_line_exits_1_when_a_listener_cannot_bind(tmp_path: Path) -> Non
                               env=env, capture_output=True, timeout=30)
     assert proc.returncode == 1 and b"cannot bind listener" in proc.stderr
     assert time.monotonic() - start < 30
+
+
+@covers("files.reload")
+def test_same_bytes_rewritten_reload_nothing(harness) -> None:
+    port = free_port()
+    h1 = harness.write(_doc(port, "same"))
+    harness.start()
+    harness.wait_hash(h1)
+    generation = harness.dp.state.generation
+    attempts = harness.dp.source.attempts
+    harness.write((harness.dir / "twp.yaml").read_bytes())  # a new inode, the same content
+    wait_for(lambda: harness.dp.source.attempts > attempts)
+    time.sleep(0.2)
+    assert harness.dp.state.generation == generation and harness.dp.source.last_error == ""

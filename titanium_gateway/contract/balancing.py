@@ -24,7 +24,7 @@ import base64
 import hashlib
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from titanium_gateway.contract import model as m
 
@@ -89,6 +89,16 @@ class Balancer:
             if seconds is not None:
                 old = self._ewma.get(key)
                 self._ewma[key] = seconds if old is None else (1 - EWMA_ALPHA) * old + EWMA_ALPHA * seconds
+
+    def retain(self, clusters: Iterable[m.Cluster]) -> None:
+        """Forget the response times and round-robin positions of clusters and destinations
+        a new config no longer has (requests in flight are forgotten as they finish)."""
+        clusters = list(clusters)
+        live = {(c.id, d.id) for c in clusters for d in c.destinations}
+        ids = {c.id for c in clusters}
+        with self._lock:
+            self._ewma = {k: v for k, v in self._ewma.items() if k in live}
+            self._rr = {k: v for k, v in self._rr.items() if k in ids}
 
     def in_flight(self, cluster_id: str, dest_id: str) -> int:
         return self._in_flight.get((cluster_id, dest_id), 0)

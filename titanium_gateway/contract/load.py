@@ -206,8 +206,6 @@ def _match(ctx: _Ctx, raw: Any, where: str) -> m.Match:
             ctx.fail(f"{where}.pathKind", f"{kind!r} is not one of {', '.join(PATH_KINDS)}")
         if kind == "Regex":
             path_regex = ctx.regex(path, f"{where}.path")
-        elif not path.startswith("/"):
-            ctx.fail(f"{where}.path", f"{path!r} does not start with /")
     method = None
     if "method" in d:
         method = ctx.string(d["method"], f"{where}.method")

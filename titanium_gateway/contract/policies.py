@@ -57,7 +57,7 @@ class FixedWindowLimiter:
     counted per key. Thread-safe; old windows are dropped as the map grows."""
 
     def __init__(self, max_keys: int = 100_000) -> None:
-        self._counts: dict[tuple, tuple[int, int]] = {}
+        self._counts: dict[tuple, tuple[int, int, float]] = {}  # key -> (window index, count, window)
         self._lock = threading.Lock()
         self._max_keys = max_keys
 
@@ -65,11 +65,11 @@ class FixedWindowLimiter:
         """(admitted, Retry-After seconds when not)."""
         index = math.floor(now / window)
         with self._lock:
-            start, count = self._counts.get(key, (index, 0))
+            start, count, _ = self._counts.get(key, (index, 0, window))
             if start != index:
                 count = 0
             count += 1
-            self._counts[key] = (index, count)
+            self._counts[key] = (index, count, window)
             if len(self._counts) > self._max_keys:
                 self._prune(now)
         if count <= permits:
@@ -77,8 +77,7 @@ class FixedWindowLimiter:
         return False, max(1, math.ceil((index + 1) * window - now))
 
     def _prune(self, now: float) -> None:
-        # keys are (partition, client, window) tuples: a window that ended is dropped
-        for key in [k for k, (idx, _) in self._counts.items() if (idx + 1) * k[-1] <= now]:
+        for key in [k for k, (idx, _, window) in self._counts.items() if (idx + 1) * window <= now]:
             del self._counts[key]
 
     def __len__(self) -> int:

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -112,7 +112,6 @@ class Exchange:
     route: m.Route | None = None
     response: web.StreamResponse | None = None
     status: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Proxy:

@@ -131,6 +131,7 @@ class DataPlane:
         self.state = state
         config = state.config
         self.metrics.loaded(config.config_hash, len(config.routes), len(config.clusters), state.loaded_at)
+        self.balancer.retain(config.clusters.values())
         if previous is None or previous.config_hash != state.config_hash:
             log.info("config %s loaded: %d listener(s), %d route(s), %d cluster(s), %d certificate(s)",
                      config.config_hash[:12], len(config.listeners), len(config.routes), len(config.clusters),

@@ -6,11 +6,13 @@ root named) with the last one it tried; when it changed, it loads everything aga
 state replaces the old one only when ALL of it loads: a bad document, a part that is missing
 or whose sha256 differs, a PFX or PEM file that is missing or unusable keeps the previous state
 (the reason is logged and kept in ``last_error``), and the load is tried again on the next
-change, or every ``retry_interval`` seconds while failing.
+change, or every ``retry_interval`` seconds while failing. Files that changed on disk but
+not in content (a rewrite with the same bytes) reload nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import ssl
@@ -49,6 +51,10 @@ class NotReady(Exception):
     """A file the config names is missing: not loaded yet."""
 
 
+class Unchanged(Exception):
+    """The files changed on disk but not in content: nothing to reload."""
+
+
 class ConfigSource:
     def __init__(self, directory: str | os.PathLike[str], retry_interval: float = 5.0) -> None:
         self.directory = Path(directory)
@@ -59,6 +65,7 @@ class ConfigSource:
         self._names: tuple[str, ...] = ()
         self._signature: tuple | None = None
         self._failed_at: float | None = None
+        self._loaded_digest: bytes | None = None  # of every byte the loaded state was built from
 
     def signature(self) -> tuple:
         parts: list[object] = []
@@ -84,6 +91,11 @@ class ConfigSource:
         self.attempts += 1
         try:
             state = self._load()
+        except Unchanged:
+            self.last_error = ""
+            self._failed_at = None
+            self._signature = self.signature()
+            return None
         except (ConfigError, NotReady, CertificateError, OSError) as exc:
             message = str(exc)
             if message != self.last_error:
@@ -111,10 +123,13 @@ class ConfigSource:
             self._names = ()
             raise NotReady(f"{self.directory / ROOT_FILE} does not exist yet")
         named: list[str] = []
+        digest = hashlib.sha256(root)
 
         def read_part(name: str) -> bytes | None:
             named.append(name)
-            return read_file(self.directory, name)
+            data = read_file(self.directory, name)
+            digest.update(b"\0%s\0%s" % (name.encode(), data or b""))
+            return data
 
         try:
             config = load_config(root, read_part)
@@ -127,6 +142,9 @@ class ConfigSource:
             if data is None:
                 raise NotReady(f"{name}: named by the config but not in {self.directory} yet")
             files[name] = data
+            digest.update(b"\0%s\0%s" % (name.encode(), data))
+        if digest.digest() == self._loaded_digest:
+            raise Unchanged
         servers = {c.file: server_context_from_pfx(files[c.file], c.file) for c in config.certificates}
         clients: dict[m.ClientTls | None, ssl.SSLContext] = {None: client_context(files, None)}
         for cluster in config.clusters.values():
@@ -134,4 +152,5 @@ class ConfigSource:
             if tls is not None and tls not in clients:
                 clients[tls] = client_context(files, tls)
         self.generation += 1
+        self._loaded_digest = digest.digest()
         return LoadedState(config, root, servers, clients, self.generation, time.time())

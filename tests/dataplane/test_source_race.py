@@ -46,3 +46,29 @@ def test_a_swap_during_the_load_is_seen_by_the_next_poll(tmp_path, monkeypatch):
     second = src.poll()
     assert second is not None and second.config_hash == hashlib.sha256(two).hexdigest()
     assert src.poll() is None  # and then nothing more to load
+
+
+def test_a_swap_during_an_unchanged_reload_is_seen_by_the_next_poll(tmp_path, monkeypatch):
+    """The same bytes rewritten (a new ..data directory) load nothing; a swap to new content that
+    lands during that check is still loaded on the next poll."""
+    writer = AtomicWriter(str(tmp_path))
+    one, two = _doc("one"), _doc("two")
+    writer.write({"twp.yaml": FileEntry(one, 0o444)})
+    src = source_mod.ConfigSource(tmp_path)
+    assert src.poll().config_hash == hashlib.sha256(one).hexdigest()
+    writer.write({"twp.yaml": FileEntry(one, 0o400)})  # same bytes, another mode: a new ..data
+    real_read = source_mod.read_file
+    swapped = []
+
+    def read_then_swap(directory, name):
+        data = real_read(directory, name)
+        if name == "twp.yaml" and not swapped:
+            swapped.append(True)
+            writer.write({"twp.yaml": FileEntry(two, 0o444)})
+        return data
+
+    monkeypatch.setattr(source_mod, "read_file", read_then_swap)
+    assert src.poll() is None  # unchanged content: nothing new to serve
+    assert swapped
+    state = src.poll()
+    assert state is not None and state.config_hash == hashlib.sha256(two).hexdigest()

@@ -94,7 +94,7 @@ class ConfigSource:
         except Unchanged:
             self.last_error = ""
             self._failed_at = None
-            self._signature = self.signature()
+            self._signature = self._after_load(sig)
             return None
         except (ConfigError, NotReady, CertificateError, OSError) as exc:
             message = str(exc)

@@ -94,7 +94,7 @@ class ConfigSource:
         except Unchanged:
             self.last_error = ""
             self._failed_at = None
-            self._signature = self.signature()
+            self._signature = self._after_load(sig)
             return None
         except (ConfigError, NotReady, CertificateError, OSError) as exc:
             message = str(exc)
@@ -102,12 +102,20 @@ class ConfigSource:
                 log.warning("config not loaded, keeping the previous one: %s", message)
             self.last_error = message
             self._failed_at = time.monotonic()
-            self._signature = self.signature()  # the names may have changed
+            self._signature = self._after_load(sig)  # the names may have changed
             return None
         self.last_error = ""
         self._failed_at = None
-        self._signature = self.signature()
+        self._signature = self._after_load(sig)
         return state
+
+    def _after_load(self, before: tuple) -> tuple:
+        """The signature the next poll compares with: that of the files the load just named, but
+        with the ``..data`` link and ``twp.yaml`` as they were BEFORE the load read them. A change
+        that lands while the load runs (a projected volume's ``..data`` swap between reading
+        ``twp.yaml`` and the end of the load) then shows on the next poll, instead of being taken
+        for the content just loaded and missed until the next change."""
+        return before[:2] + self.signature()[2:]
 
     def _load(self) -> LoadedState:
         root = read_file(self.directory, ROOT_FILE)

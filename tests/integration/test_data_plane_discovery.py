@@ -113,15 +113,18 @@ def test_the_chart_labels_still_work_and_no_ready_endpoint_says_why(env: Env) ->
     assert _poked(env) == {s.name for s in env.fleet}
     for i in range(len(env.fleet)):
         env.fleet.set_ready(i, False)
-    c = wait_for(lambda: (c := condition(env.get("Gateway", "apps", "web"), "Programmed"))
-                 and c["status"] == "False" and c, timeout=10, what="Programmed False")
     svc = f"{env.rel.namespace}/{env.rel.data_plane}"
+    expected = (f"no ready data-plane endpoint: none of the 2 endpoints of the data-plane Service {svc} "
+                f"is ready (pod {env.fleet[0].name}, pod {env.fleet[1].name}); a data-plane pod turns "
+                "ready once it has loaded a config")
+    # The two pods turn unready one after the other, so a reconcile in between may report a
+    # passing state first: wait for the state both changes lead to.
+    c = wait_for(lambda: (c := condition(env.get("Gateway", "apps", "web"), "Programmed"))
+                 and c["status"] == "False" and c["message"] == expected and c, timeout=20,
+                 what="Programmed False naming both unready endpoints")
     assert c["reason"] == "Pending"
-    assert c["message"] == (f"no ready data-plane endpoint: none of the 2 endpoints of the data-plane Service {svc} "
-                            f"is ready (pod {env.fleet[0].name}, pod {env.fleet[1].name}); a data-plane pod turns "
-                            "ready once it has loaded a config")
     for i in range(len(env.fleet)):
         env.fleet.remove(i)
     wait_for(lambda: "has no endpoints: no running pod matches its selector app.kubernetes.io/component=data-plane,"
              in (condition(env.get("Gateway", "apps", "web"), "Programmed") or {}).get("message", ""),
-             timeout=10, what="the selector named")
+             timeout=20, what="the selector named")

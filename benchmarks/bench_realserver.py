@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -68,6 +67,9 @@ def _cluster() -> Iterator[tuple[Any, str]]:
         cluster.stop()
 
 
+_WORK = BENCH_DIR.parent / "bench-work"  # release files and controller logs of the last run
+
+
 def _install(cluster: Any, helm: str) -> Any:
     from tests.support.chartrelease import ChartRelease
 
@@ -75,8 +77,10 @@ def _install(cluster: Any, helm: str) -> Any:
               "controller": {"controllerName": workload.CONTROLLER_NAME,
                              "ingressControllerName": workload.INGRESS_CONTROLLER_NAME},
               "dataPlane": {"configParts": PARTS}}
-    return ChartRelease.install(cluster, helm, RELEASE, namespace=NAMESPACE, values=values,
-                                workdir=tempfile.mkdtemp(prefix="bench-release-"))
+    import shutil
+
+    shutil.rmtree(_WORK, ignore_errors=True)
+    return ChartRelease.install(cluster, helm, RELEASE, namespace=NAMESPACE, values=values, workdir=_WORK)
 
 
 def _for_server(obj: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ test_quickstart.py.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import subprocess
@@ -113,15 +114,26 @@ def kube() -> Iterator[KubeSession]:
     helm = subprocess.run([str(REPO / "hack/helm.sh"), "--print-path"], capture_output=True, text=True)
     if helm.returncode != 0:
         _unavailable(f"no helm (hack/helm.sh: {helm.stderr.strip()[-300:]})")
+    # one tier run per cluster directory at a time (a second run would stop the first's cluster)
+    CLUSTER_DIR.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(f"{CLUSTER_DIR}.lock", "w")  # noqa: SIM115 - held for the session
     try:
-        cluster = LocalCluster.start(CLUSTER_DIR)
-    except RuntimeError as e:
-        pytest.fail(f"cluster tier: {e}", pytrace=False)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"cluster tier: waiting for another run using {CLUSTER_DIR}", flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        yield KubeSession(cluster, helm.stdout.strip())
+        try:
+            cluster = LocalCluster.start(CLUSTER_DIR)
+        except RuntimeError as e:
+            pytest.fail(f"cluster tier: {e}", pytrace=False)
+        try:
+            yield KubeSession(cluster, helm.stdout.strip())
+        finally:
+            if cluster.started_here and not os.environ.get("TITANIUM_CLUSTER_KEEP"):
+                cluster.stop()
     finally:
-        if cluster.started_here and not os.environ.get("TITANIUM_CLUSTER_KEEP"):
-            cluster.stop()
+        lock.close()
 
 
 @pytest.fixture(autouse=True)

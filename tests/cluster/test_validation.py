@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,11 +76,11 @@ REJECTED: list[tuple[str, Any, str]] = [
 
 
 @pytest.fixture(scope="module")
-def installed(kube: KubeSession) -> Iterator[tuple[ChartRelease, str]]:
+def installed(kube: KubeSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ChartRelease, str]]:
     """One release (the chart's CRDs) and a namespace for the whole module: rejections need no controller."""
     with kube.cluster.inside():
         rel = ChartRelease.install(kube.cluster, kube.helm, kube.next_name("val"),
-                                   workdir=tempfile.mkdtemp(prefix="val-"))
+                                   workdir=tmp_path_factory.mktemp("validation-release"))
         ns = f"{rel.rel.name}-apps"
         kube.cluster.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     try:

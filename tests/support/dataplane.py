@@ -2,7 +2,8 @@
 
 ``GET /readyz`` (no auth: 200 once a config is loaded, 503 before), ``GET /version`` and
 ``GET /metrics`` (``Authorization: Bearer <token>``; 401 otherwise). The config comes from
-``load()`` or from following a ConfigMap in a ``FakeApiServer`` (root ``twp.yaml`` plus the
+``load()`` or from following a ConfigMap in a ``FakeApiServer`` or a real API server
+(``follow(KubeApi, ...)``; ``tests.support.kubelet`` runs stubs as real pods) (root ``twp.yaml`` plus the
 ``include``d parts ``<cm>-part-<n>`` / ``twp.part-<n>.yaml`` with their sha256 checked: a
 missing or mismatching part keeps the previous config and retries, as the contract says).
 
@@ -267,7 +268,9 @@ class StubDataPlane:
 
     def follow(self, server: Any, namespace: str, configmap_name: str, *, interval: float = 0.05,
                pod_name: str | None = None, sync_period: float = 60.0) -> None:
-        """Keep loading the ConfigMap ``configmap_name`` (and its parts) from a FakeApiServer.
+        """Keep loading the ConfigMap ``configmap_name`` (and its parts) from ``server``: a
+        FakeApiServer, or anything with its ``get_object(kind, namespace, name)`` read call
+        (None when absent), such as ``tests.support.kubeapi.KubeApi`` for a real API server.
 
         Without ``pod_name`` every change is seen within ``interval``. With ``pod_name`` it
         behaves like a kubelet-mounted volume: the files refresh only when that Pod object

@@ -240,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--helm", default="helm")
     args = ap.parse_args(argv)
     cluster = LocalCluster(args.cluster_dir)
-    release = ChartRelease.attach(cluster, args.helm, args.release, args.namespace)
+    release = ChartRelease.attach(cluster, args.helm, args.release, args.namespace,
+                                  workdir=cluster.dir / "dev" / "kubelet")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -3,7 +3,7 @@
 #   hack/kube/up.sh [DIR]        (DIR: $TITANIUM_KUBE_DIR, else .cache/kube/cluster)
 # kube-apiserver (embedded etcd; RBAC; static tokens; TokenRequest; audit log),
 # kube-controller-manager (deployment, replicaset, endpointslice, namespace, garbage-collector,
-# serviceaccount controllers) and kube-scheduler, one process each, inside the network namespace
+# serviceaccount and root-ca-certificate-publisher controllers) and kube-scheduler, one process each, inside the network namespace
 # tgk-<id> (docs/development.md, "The local cluster"). Writes DIR/admin.kubeconfig; logs in
 # DIR/logs/. A cluster already running in DIR is left as it is; otherwise DIR's old state is
 # wiped and a fresh cluster starts. Stop it with hack/kube/down.sh [DIR].
@@ -89,7 +89,9 @@ for c in kube-controller-manager kube-scheduler; do
   kc="$DIR/$c.kubeconfig"
   extra=()
   if [[ $c == kube-controller-manager ]]; then
-    extra=(--controllers=deployment-controller,replicaset-controller,endpointslice-controller,namespace-controller,garbage-collector-controller,serviceaccount-controller
+    # root-ca-certificate-publisher-controller: the ConfigMap kube-root-ca.crt (ca.crt = the
+    # --root-ca-file) in every namespace, which every pod with a service-account token mounts.
+    extra=(--controllers=deployment-controller,replicaset-controller,endpointslice-controller,namespace-controller,garbage-collector-controller,serviceaccount-controller,root-ca-certificate-publisher-controller
       --use-service-account-credentials=true --service-cluster-ip-range=198.19.0.0/16
       --root-ca-file="$PKI/ca.crt" --cluster-name=titanium)
   fi

@@ -23,7 +23,6 @@ from tools.podrunner.kube import RunnerApi
 from tools.podrunner.kubeletapi import KubeletApiServer
 from tools.podrunner.loadbalancer import LoadBalancer
 from tools.podrunner.network import AddressPool, Network
-from tools.podrunner.rootca import RootCaPublisher
 from tools.podrunner.runner import Runner
 
 log = logging.getLogger("podrunner")
@@ -59,9 +58,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bind-after", type=float, default=5.0,
                    help="bind a pod no scheduler bound within this many seconds")
     p.add_argument("--backoff", type=float, default=10.0, help="first crash-loop back-off (doubles to 300 s)")
-    p.add_argument("--publish-root-ca", metavar="CA_FILE",
-                   help="publish ConfigMap kube-root-ca.crt in every namespace (for a control plane that "
-                        "does not run the root-ca-certificate-publisher controller)")
     p.add_argument("-v", "--verbose", action="store_true")
     return p.parse_args(argv)
 
@@ -93,11 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     kubelet = KubeletApiServer((args.node_ip, args.kubelet_port), args.node_name, runner.log_path,
                                runner.log_alive).start()
     lb = None
-    publisher = None
     try:
-        if args.publish_root_ca:
-            with open(args.publish_root_ca, encoding="utf-8") as fh:
-                publisher = RootCaPublisher(api, fh.read()).start()
         runner.start()
         if not args.no_load_balancer:
             lb = LoadBalancer(api, net, AddressPool.parse(args.lb_range),
@@ -111,8 +103,6 @@ def main(argv: list[str] | None = None) -> int:
             lb.stop()
         runner.stop()
         kubelet.stop()
-        if publisher is not None:
-            publisher.stop()
     return 0
 
 

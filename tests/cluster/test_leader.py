@@ -102,11 +102,9 @@ def test_sigkill_takeover_after_expiry_and_sigterm_hands_over(env: ClusterEnv) -
     wait_for(c.is_leader, 30, what="ctrl-c reports leadership")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "controller bug: a new leader forgets the confirmed config (Controller.on_started_leading) and "
-    "writes Programmed False/Pending (or a new lastTransitionTime) before its first probe confirms "
-    "what the pods already serve, so every failover flips the Gateway's Programmed condition"))
 def test_failover_keeps_programmed_true(env: ClusterEnv) -> None:
+    """The new leader probes the pods before it writes any status: the Programmed condition the
+    old leader wrote stays as it was (True, same lastTransitionTime) through the failover."""
     env.service("api")
     env.gateway()
     env.route()

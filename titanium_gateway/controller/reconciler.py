@@ -209,6 +209,10 @@ class Controller:
         self.stamper = DeploymentStamper(api, ns, opts.data_plane_deployment, guard=self.guard)
         self.prober = prober or Prober(opts.admin_port, opts.admin_token, registry=reg)
         self._confirmed: str | None = None
+        #: True until the data plane was probed in this leadership term (or, without leader
+        #: election, since the start): what the pods run is unknown, so the first pass probes
+        #: before it submits statuses (``reconcile``)
+        self._unprobed = True
         # GatewayClass/Gateway/Ingress statuses of the last render (the objects we own), and the
         # objects that stopped being ours: key -> (our last status, resourceVersion when noticed)
         self._owned: dict[StatusKey, ObjectStatus] = {}
@@ -344,11 +348,13 @@ class Controller:
         return not self.health_problem()
 
     def on_started_leading(self) -> None:
-        """A new term: forget what we wrote before (a peer may have written since)."""
+        """A new term: forget what we wrote before (a peer may have written since) and what the
+        pods confirmed; the first pass of the term probes them before it writes any status."""
         for w in (self.config_writer, self.secret_writer, self.stamper, self.poker):
             w.reset()
         self.event_writer.reset()
         self._confirmed = None
+        self._unprobed = True
         self._rendered_from = None
         self.trigger.trigger()
 
@@ -477,6 +483,7 @@ class Controller:
             self.last_result = result
             log.debug("rendered", extra={"config_hash": result.config_hash,
                                          "duration_ms": round(render_s * 1000, 1)})
+        probed = False
         if result.delivery_error:
             log.error("config not delivered", extra={"config_hash": result.config_hash,
                                                      "error": result.delivery_error})
@@ -498,6 +505,20 @@ class Controller:
             dp = self.data_plane()
             self.poker.poke(dp.pods, result.config_hash, result.tls_files)  # a certificate change pokes too
             self.stamper.stamp(result.listeners, dp.pods)
+            if self._unprobed:
+                # The first pass of a term (a failover, a restart): the pods may serve this very
+                # config already (the previous leader's). Probe before any status is written: a
+                # render that did not know what the pods run would write Programmed=False/Pending
+                # over the True the previous leader wrote, and True again a pass later.
+                self._unprobed = False
+                self._probe(result, dp)
+                if (self._confirmed, self._probe_message) != version[1:]:
+                    # what the render reads changed: this render's statuses are stale; the pass
+                    # the probe triggered renders with what the pods run and writes them
+                    log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
+                                                   "statuses": "after the first probe"})
+                    return result
+                probed = True
         if not reused:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
@@ -511,7 +532,7 @@ class Controller:
         bump_due = self.event_writer.policy.next_due()
         if bump_due is not None:  # bump on time even when nothing changes (a quiet cluster)
             self.trigger.trigger(after=max(0.0, bump_due - self.clock.now()))
-        if not result.delivery_error:
+        if not result.delivery_error and not probed:
             self._probe(result, self.data_plane())
         self._rendered_from = version
         log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,

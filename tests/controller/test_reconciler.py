@@ -659,3 +659,69 @@ def test_a_new_probe_message_renders_again_at_once_not_at_the_next_poll() -> Non
     ctrl.reconcile()
     assert ctrl.trigger.next_run_at() <= time.monotonic() + ctrl.trigger.min_interval + 0.1  # type: ignore[operator]
     assert render.snapshots[-1].probe_message == "pod p0 runs config old"
+
+
+def _run_when_due(ctrl: Controller, clock: Any) -> float:
+    """Move the fake clock to the next requested reconcile and run it; the time it ran at."""
+    at = ctrl.trigger.next_run_at()
+    assert at is not None
+    clock.step(max(0.0, at - clock.now()))
+    assert ctrl.trigger.wait(0)
+    try:
+        ctrl.reconcile()
+    finally:
+        ctrl.trigger.done()
+    return clock.now()
+
+
+def test_a_pod_still_behind_after_its_poke_is_poked_again_when_due_and_not_once_it_confirmed() -> None:
+    """The kubelet may project the old ConfigMap on the poke (the pod event reached it first):
+    a pod that has not confirmed the written hash 3 s after its poke is poked again; the
+    controller asks for a reconcile for that moment (sooner than the 5 s poll)."""
+    from titanium_gateway.kube.clock import FakeClock
+    from titanium_gateway.writers.pods import POKE_ANNOTATION, poke_value
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    h = hashlib.sha256(render.config).hexdigest()
+    value = poke_value(h, {"apps.c.pfx": b"pfx"})
+    behind = ProbeResult(None, f"pod p0 (10.0.0.9) runs config {'0' * 12}, waiting for {h[:12]}", True)
+    prober.answer = behind
+    t0 = clock.now()
+    first_pass(ctrl)
+    assert api.obj(PODS, NS, "p0")["metadata"]["annotations"][POKE_ANNOTATION] == value
+    _run_when_due(ctrl, clock)  # the probe message rendered at once; the re-poke is not due yet
+    assert len(api.writes("pods")) == 1
+    assert ctrl.trigger.next_run_at() == t0 + 3.0
+    _run_when_due(ctrl, clock)
+    assert api.obj(PODS, NS, "p0")["metadata"]["annotations"][POKE_ANNOTATION] == f"{value}/1"
+    assert len(api.writes("pods")) == 2
+    assert ctrl.trigger.next_run_at() == clock.now() + 5.0  # next re-poke in 6 s: the poll comes first
+    prober.answer = ProbeResult(h, "", True, frozenset({"p0"}))  # it loaded the config
+    _run_when_due(ctrl, clock)
+    _run_when_due(ctrl, clock)  # Programmed True
+    assert render.snapshots[-1].confirmed_config_hash == h
+    at = ctrl.trigger.next_run_at()  # nothing more to do (no poll, no re-poke) but the Event's bump
+    assert at is not None and at - clock.now() > 1000
+    clock.step(3600)
+    ctrl.reconcile()
+    assert len(api.writes("pods")) == 2
+
+
+def test_no_re_poke_without_a_probe_of_the_pods_nor_by_a_follower() -> None:
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    prober.answer = ProbeResult(None, "pod p0 awaits the data-plane rollout")  # not examined pod by pod
+    first_pass(ctrl)
+    for _ in range(5):
+        clock.step(10)
+        ctrl.reconcile()
+    assert len(api.writes("pods")) == 1
+    prober.answer = ProbeResult(None, "pod p0 runs config old", True)
+    ctrl.guard = type(ctrl.guard)(lambda: False)  # a follower: reconcile() does nothing
+    ctrl.poker.guard = ctrl.guard
+    clock.step(10)
+    assert ctrl.reconcile() is None
+    assert len(api.writes("pods")) == 1

@@ -408,7 +408,7 @@ def test_a_hash_mismatch_is_still_loading_and_null_is_not_loaded_yet() -> None:
     assert m == f"pod dp-0 (127.0.0.1) has not loaded a config yet (/version reports no config_hash), waiting for {H[:12]}"
     with Admin({**READY, "/version": (200, f'{{"config_hash": "{H}"}}')}) as a:
         r = Prober(a.port, TOKEN, registry=Registry()).probe([Endpoint("dp-0", "127.0.0.1")], H)
-        assert r == ProbeResult(H, "") and a.auth == [None, f"Bearer {TOKEN}"]
+        assert r == ProbeResult(H, "", True, frozenset({"dp-0"})) and a.auth == [None, f"Bearer {TOKEN}"]
 
 
 @responses.activate
@@ -419,6 +419,22 @@ def test_a_lasting_problem_is_named_before_a_passing_one() -> None:
     r = prober().probe([Endpoint("p1", "10.0.0.1"), Endpoint("p2", "10.0.0.2")], H)
     assert r.message.startswith("pod p2 (10.0.0.2) does not serve /version (404)") and r.message.endswith(
         "(and 1 more)")
+
+
+@responses.activate
+def test_each_pod_is_told_apart_confirmed_behind_or_lasting() -> None:
+    """The controller re-pokes a pod that is behind, never one that confirmed nor one whose
+    problem a re-poke cannot cure: the result says which is which."""
+    add_pod(responses.mock, "10.0.0.1", OLD)  # loading
+    add_pod(responses.mock, "10.0.0.2", H)  # confirmed
+    responses.get("http://10.0.0.3:9901/readyz", status=200)
+    responses.get("http://10.0.0.3:9901/version", status=404)  # no admin API
+    eps = [Endpoint("p1", "10.0.0.1"), Endpoint("p2", "10.0.0.2"), Endpoint("p3", "10.0.0.3")]
+    r = prober().probe(eps, H)
+    assert (r.confirmed_hash, r.examined, r.confirmed_pods, r.lasting_pods) == (
+        None, True, frozenset({"p2"}), frozenset({"p3"}))
+    r = prober().probe([], H, no_endpoints="none")
+    assert (r.examined, r.confirmed_pods, r.lasting_pods) == (True, frozenset(), frozenset())
 
 
 def test_a_failing_request_is_the_pods_answer_never_an_exception() -> None:

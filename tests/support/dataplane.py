@@ -267,7 +267,7 @@ class StubDataPlane:
             return False
 
     def follow(self, server: Any, namespace: str, configmap_name: str, *, interval: float = 0.05,
-               pod_name: str | None = None, sync_period: float = 60.0) -> None:
+               pod_name: str | None = None, sync_period: float = 60.0, configmap_lag: float = 0.0) -> None:
         """Keep loading the ConfigMap ``configmap_name`` (and its parts) from ``server``: a
         FakeApiServer, or anything with its ``get_object(kind, namespace, name)`` read call
         (None when absent), such as ``tests.support.kubeapi.KubeApi`` for a real API server.
@@ -275,8 +275,35 @@ class StubDataPlane:
         Without ``pod_name`` every change is seen within ``interval``. With ``pod_name`` it
         behaves like a kubelet-mounted volume: the files refresh only when that Pod object
         changes (e.g. the controller's config-poke annotation) or every ``sync_period`` seconds.
+        ``configmap_lag`` (with ``pod_name``): the ConfigMaps are read from a cache that shows a
+        change only ``configmap_lag`` seconds after it was made, as the kubelet's ConfigMap
+        cache, fed by a watch of its own, may lag the pod's: a refresh right after a change
+        (e.g. on the poke that follows a ConfigMap write) projects the old files.
         """
         self._follow_stop.clear()
+        history: list[tuple[float, Any, dict[int, Any]]] = []  # (seen at, root, parts): the lagging cache
+
+        def read() -> tuple[Any, dict[int, Any]]:
+            root = server.get_object("ConfigMap", namespace, configmap_name)
+            parts = {n: server.get_object("ConfigMap", namespace, f"{configmap_name}-part-{n}")
+                     for n in range(1, self.mounted_parts + 1)}
+            return root, parts
+
+        def cached() -> tuple[Any, dict[int, Any]]:
+            """What a cache ``configmap_lag`` s behind shows: the root is watched (one read a
+            turn), the parts are read when it changes (the controller writes them first)."""
+            root = server.get_object("ConfigMap", namespace, configmap_name)
+            rv = None if root is None else root["metadata"].get("resourceVersion")
+            last = history[-1][1] if history else None
+            if not history or rv != (None if last is None else last["metadata"].get("resourceVersion")):
+                parts = {n: server.get_object("ConfigMap", namespace, f"{configmap_name}-part-{n}")
+                         for n in range(1, self.mounted_parts + 1)}
+                # the first state is known from the start (what the pod started with)
+                history.append((-1.0 if not history else time.monotonic(), root, parts))
+            horizon = time.monotonic() - configmap_lag
+            while len(history) > 1 and history[1][0] <= horizon:
+                del history[0]
+            return history[0][1], history[0][2]
 
         def loop() -> None:
             seen_pod_rv: str | None = None  # the pod's non-status content
@@ -294,10 +321,9 @@ class StubDataPlane:
                             refresh = True
                             seen_pod_rv = rv
                             next_sync = time.monotonic() + sync_period
+                    lagging = cached() if configmap_lag > 0 and pod_name is not None else None
                     if refresh:
-                        root = server.get_object("ConfigMap", namespace, configmap_name)
-                        parts = {n: server.get_object("ConfigMap", namespace, f"{configmap_name}-part-{n}")
-                                 for n in range(1, self.mounted_parts + 1)}
+                        root, parts = lagging if lagging is not None else read()
                         self.load_configmaps(root, parts)
                 except Exception as e:  # keep following whatever a test does to the server
                     self.last_error = repr(e)
@@ -443,15 +469,16 @@ class DataPlaneFleet:
         self.stop()
 
     def follow(self, server: Any, namespace: str, configmap_name: str, *, interval: float = 0.05,
-               sync_period: float | None = 60.0) -> None:
+               sync_period: float | None = 60.0, configmap_lag: float = 0.0) -> None:
         """Every stub loads the ConfigMap like a kubelet-mounted volume of its Pod: refreshed when
-        the Pod changes (config-poke) or every ``sync_period`` s (None: whenever it changes)."""
+        the Pod changes (config-poke) or every ``sync_period`` s (None: whenever it changes);
+        ``configmap_lag``: see ``StubDataPlane.follow``."""
         for s in self.stubs:
             if sync_period is None:
                 s.follow(server, namespace, configmap_name, interval=interval)
             else:
                 s.follow(server, namespace, configmap_name, interval=interval, pod_name=s.name,
-                         sync_period=sync_period)
+                         sync_period=sync_period, configmap_lag=configmap_lag)
 
     def register(self, server: Any, namespace: str, service: str, *, service_ports: tuple[tuple[int, int], ...] = (
             (80, 8080), (443, 8443)), service_type: str = "LoadBalancer", lb_ip: str | None = "203.0.113.10",

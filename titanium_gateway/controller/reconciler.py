@@ -10,7 +10,8 @@ statuses to the status writer's own worker (which writes them meanwhile, latest 
 and retries its own failures); posts events; then it probes the data plane. When every ready
 pod reports the written hash the controller triggers another reconcile so Programmed flips to
 True; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
-again while no input of the render changed). An exception in a reconcile is logged, counted and retried with
+again while no input of the render changed), and a pod still behind some seconds after its
+config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). An exception in a reconcile is logged, counted and retried with
 back-off: it never stops the loop. When the API server answered 429 with Retry-After (a config
 writer, an Event), no reconcile starts before the Retry-After has passed (the max of the
 back-off and the Retry-After), however many changes arrive meanwhile.
@@ -205,7 +206,7 @@ class Controller:
                                           current=self._current, registry=reg)
         self.event_writer = EventWriter(api, controller_name=opts.controller_name, identity=opts.identity,
                                         guard=self.guard, clock=clock, default_namespace=ns)
-        self.poker = PodPoker(api, ns, guard=self.guard)
+        self.poker = PodPoker(api, ns, guard=self.guard, clock=clock, registry=reg)
         self.stamper = DeploymentStamper(api, ns, opts.data_plane_deployment, guard=self.guard)
         self.prober = prober or Prober(opts.admin_port, opts.admin_token, registry=reg)
         self._confirmed: str | None = None
@@ -593,6 +594,15 @@ class Controller:
         rollout = awaiting_rollout(eps, canonical_listeners(result.listeners)) if self.opts.data_plane_deployment else ""
         pr = ProbeResult(None, rollout) if rollout else self.prober.probe(
             eps, result.config_hash, no_endpoints="" if eps else dp.no_endpoint_message())
+        if pr.examined:
+            # a pod still behind some seconds after its poke may have been given the old files
+            # by its kubelet (the pod change arrived before the ConfigMap change): poke it again,
+            # and come back when the next re-poke is due (sooner than the poll, or once all
+            # ready pods confirmed while one that is not ready is still behind)
+            self.poker.repoke(dp.pods, pr.confirmed_pods, pr.lasting_pods)
+            repoke_at = self.poker.next_repoke()
+            if repoke_at is not None:
+                self.trigger.trigger(after=max(0.0, repoke_at - self.clock.now()))
         if pr.confirmed_hash == result.config_hash:
             if self._confirmed != result.config_hash:
                 log.info("config confirmed by every ready data-plane pod",

@@ -76,6 +76,13 @@ class Endpoint:
 class ProbeResult:
     confirmed_hash: str | None
     message: str = ""
+    #: whether the endpoints were examined one by one (False: the probe was not made, e.g. while
+    #: awaiting a rollout; the fields below then say nothing)
+    examined: bool = False
+    #: the pods (``Endpoint.pod``) that run the expected config
+    confirmed_pods: frozenset[str] = frozenset()
+    #: the pods with a problem that waiting (or a re-poke) will not cure (``PodProblem.lasting``)
+    lasting_pods: frozenset[str] = frozenset()
 
 
 def _pod_addresses(pod: Mapping[str, Any]) -> list[str]:
@@ -452,7 +459,7 @@ class Prober:
         eps = list(endpoints)
         if not eps:
             self._results.labels(result="no-endpoints").inc()
-            return ProbeResult(None, no_endpoints or "no ready data-plane endpoint")
+            return ProbeResult(None, no_endpoints or "no ready data-plane endpoint", examined=True)
         if len(eps) == 1:
             answers = [self.examine(eps[0], expected)]
         else:  # in parallel: one slow pod must not delay the others (bounded by ``timeout`` x attempts)
@@ -460,10 +467,12 @@ class Prober:
                                     thread_name_prefix="prober") as pool:
                 answers = list(pool.map(lambda ep: self.examine(ep, expected), eps))
         problems = [p for p in answers if p is not None]
+        confirmed = frozenset(ep.pod for ep, p in zip(eps, answers, strict=True) if p is None)
         if problems:
             self._results.labels(result="pending").inc()
             first = next((p for p in problems if p.lasting), problems[0])
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            return ProbeResult(None, first.message + more)
+            lasting = frozenset(ep.pod for ep, p in zip(eps, answers, strict=True) if p is not None and p.lasting)
+            return ProbeResult(None, first.message + more, True, confirmed, lasting)
         self._results.labels(result="confirmed").inc()
-        return ProbeResult(expected, "")
+        return ProbeResult(expected, "", True, confirmed)

@@ -76,6 +76,9 @@ class StubDataPlane:
         self.lie_hash: str | None = None  # /version reports this instead of the loaded hash
         self.delay = 0.0  # seconds every admin answer waits (a slow or hung pod)
         self.fail_status: int | None = None  # answer every admin request with this status (e.g. 500)
+        #: answer an authorized /version with (status, JSON body or None) instead: a data plane
+        #: without the admin API, e.g. (404, None), or (200, {"version": "1.0"}) without config_hash
+        self.version_answer: tuple[int, Any] | None = None
         self._ready_override = True
         self._lag = False
         self._lock = threading.RLock()
@@ -363,6 +366,10 @@ class _AdminHandler(BaseHTTPRequestHandler):
         elif path in ("/version", "/metrics"):
             if not authorized:
                 code, body, ctype = 401, b'{"error":"unauthorized"}', "application/json"
+            elif path == "/version" and stub.version_answer is not None:
+                code, answer = stub.version_answer
+                body, ctype = ((b"not found\n", "text/plain") if answer is None
+                               else (json.dumps(answer).encode(), "application/json"))
             elif path == "/version":
                 with stub._lock:
                     h = stub.lie_hash if stub.lie_hash is not None else stub.config_hash

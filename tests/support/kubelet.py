@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -73,6 +74,8 @@ class StubKubelet:
         self.follow_interval = follow_interval
         self.version = version
         self.pods: dict[str, RunningPod] = {}  # by uid
+        #: called with each stub before it serves (e.g. to make it a data plane without the admin API)
+        self.on_launch: Callable[[StubDataPlane], None] | None = None
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -174,6 +177,8 @@ class StubKubelet:
         ip = self.cluster.ips.allocate()
         stub = StubDataPlane(self.token, host=ip, port=self.admin_port, version=self.version, name=name,
                              mounted_parts=self.mounted_parts)
+        if self.on_launch is not None:
+            self.on_launch(stub)
         try:
             stub.start()
         except OSError:

@@ -11,7 +11,9 @@ and retries its own failures); posts events; then it probes the data plane. When
 pod reports the written hash the controller triggers another reconcile so Programmed flips to
 True; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
 again while no input of the render changed), and a pod still behind some seconds after its
-config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). An exception in a reconcile is logged, counted and retried with
+config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). The first pass
+of a leadership term probes before it writes any status (the pods may already serve what the
+previous leader wrote). An exception in a reconcile is logged, counted and retried with
 back-off: it never stops the loop. When the API server answered 429 with Retry-After (a config
 writer, an Event), no reconcile starts before the Retry-After has passed (the max of the
 back-off and the Retry-After), however many changes arrive meanwhile.

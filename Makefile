@@ -5,7 +5,8 @@ IMAGE ?= ghcr.io/justcoding121/titanium-gateway
 TAG ?= dev
 CHART := charts/titanium-gateway
 
-.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance fuzz clean
+.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance conformance-local fuzz clean \
+	kube-build cluster-up cluster-down cluster-test dev
 
 install:  ## install the package and its test dependencies (editable)
 	$(PIP) install -q -e '.[test]'
@@ -20,7 +21,7 @@ demo: install  ## render examples/ offline and show the result
 	@echo "-- out/https/status.yaml"; cat out/https/status.yaml
 	@echo "-- out/https/certificates.yaml"; cat out/https/certificates.yaml
 
-test:  ## the whole test suite (unit, golden, property, integration, chart); e2e skips without Docker
+test:  ## the whole suite (unit, golden, property, integration, chart, and the cluster tier where root + Go are present)
 	$(PYTHON) -m pytest -q
 
 test-fast:
@@ -58,6 +59,28 @@ e2e:  ## kind + pytest-kind; skips with a message without Docker/kind
 
 conformance:  ## upstream Gateway API v1.2.1 suite on kind; skips with a message without Docker/kind
 	conformance/run.sh
+
+conformance-local:  ## upstream Gateway API v1.2.1 suite on the local control plane, no Docker (root; conformance/README.md)
+	conformance/local.sh
+
+# The local control plane (docs/development.md): kube-apiserver + etcd, kube-controller-manager,
+# kube-scheduler built from the k8s.io/kubernetes Go modules, run in a network namespace.
+KUBE_DIR ?= .cache/kube/cluster
+
+kube-build:  ## build the local control plane into .cache/kube/bin (needs Go; seconds when built)
+	hack/kube/build.sh
+
+cluster-up: kube-build  ## start the local cluster in $(KUBE_DIR); then: hack/kube/exec.sh kubectl get ns
+	hack/kube/up.sh $(KUBE_DIR)
+
+cluster-down:  ## stop the local cluster in $(KUBE_DIR)
+	hack/kube/down.sh $(KUBE_DIR)
+
+cluster-test:  ## the cluster tier (tests/cluster) on a cluster of its own; fails where it cannot run
+	TITANIUM_CLUSTER_TESTS=require $(PYTHON) -m pytest -q -m cluster tests/cluster
+
+dev:  ## cluster up, chart installed, this tree's controller running as the chart's ServiceAccount, quick start applied
+	hack/kube/dev.sh $(KUBE_DIR)
 
 clean:
 	rm -rf out artifacts .pytest_cache build dist *.egg-info

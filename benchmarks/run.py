@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import Row, error_row, format_table, machine_info  # noqa: E402
 
-FIGURES = ("render", "size", "pfx", "memory", "startup", "churn", "status")
+FIGURES = ("render", "size", "pfx", "memory", "startup", "churn", "status", "startup-real", "status-real", "cli")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -31,7 +31,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small N and short runs (a smoke run, seconds)")
     p.add_argument("--only", default="", help=f"comma-separated figures of: {', '.join(FIGURES)}")
     for fig in FIGURES:
-        p.add_argument(f"--{fig}", action="store_true", help=f"run the {fig} figure (combinable)")
+        p.add_argument(f"--{fig}", dest=fig.replace("-", "_"), action="store_true",
+                       help=f"run the {fig} figure (combinable)")
     p.add_argument("--sizes", default="", help="route counts for render/size (default 1000,5000,10000,20000)")
     p.add_argument("--repeats", type=int, default=0, help="warm renders per size (the best is reported)")
     p.add_argument("--memory-n", type=int, default=0, help="routes for the memory figure (default 10000)")
@@ -40,6 +41,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--churn-rate", type=float, default=200.0, help="EndpointSlice updates per second")
     p.add_argument("--churn-seconds", type=float, default=0.0, help="churn duration (default 30)")
     p.add_argument("--status-n", type=int, default=0, help="HTTPRoutes created at once (default 1000)")
+    p.add_argument("--cli-n", type=int, default=0, help="HTTPRoutes for the offline render command (default 10000)")
     p.add_argument("--controller-args", default="",
                    help="extra controller flags for startup/churn/status, e.g. '--kube-api-qps=500 --kube-api-burst=1000'")
     p.add_argument("--profile", type=int, default=0, metavar="N",
@@ -50,7 +52,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def selected(args: argparse.Namespace) -> list[str]:
     chosen = [f.strip() for f in args.only.split(",") if f.strip()]
-    chosen += [f for f in FIGURES if getattr(args, f)]
+    chosen += [f for f in FIGURES if getattr(args, f.replace("-", "_"))]
     unknown = [f for f in chosen if f not in FIGURES]
     if unknown:
         raise SystemExit(f"unknown figure(s): {', '.join(unknown)} (known: {', '.join(FIGURES)})")
@@ -123,6 +125,18 @@ def main(argv: list[str] | None = None) -> int:
             from benchmarks import bench_controller
 
             run(fig, lambda: bench_controller.figure_status(args.status_n or (100 if q else 1000)))
+        elif fig == "startup-real":
+            from benchmarks import bench_realserver
+
+            run(fig, lambda: bench_realserver.figure_startup_real(args.startup_n or (400 if q else 10000)))
+        elif fig == "status-real":
+            from benchmarks import bench_realserver
+
+            run(fig, lambda: bench_realserver.figure_status_real(args.status_n or (100 if q else 1000)))
+        elif fig == "cli":
+            from benchmarks import bench_cli
+
+            run(fig, lambda: bench_cli.figure_cli(args.cli_n or (300 if q else 10000), 2 if q else 5))
     print(format_table(rows))
     print(f"\nload average at start {load_start}, at end {_loadavg()} (other work on the machine skews timings)")
     if args.machine or not q:

@@ -1,3 +1,3 @@
-from titanium_gateway.cli import main
+from titanium_gateway.cli import run
 
-raise SystemExit(main())
+run()

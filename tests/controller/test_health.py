@@ -26,3 +26,34 @@ def test_endpoints() -> None:
         assert requests.get(f"{base}/nope", timeout=5).status_code == 404
     finally:
         srv.stop()
+
+
+def test_healthz_503_says_what_is_wrong() -> None:
+    why = {"text": ""}
+    srv = HealthServer(HealthState(alive=lambda: not why["text"], ready=lambda: True, problem=lambda: why["text"]),
+                       0, host="127.0.0.1", registry=Registry()).start()
+    try:
+        base = f"http://127.0.0.1:{srv.port}"
+        assert requests.get(f"{base}/healthz", timeout=5).text == "ok\n"
+        why["text"] = "core thread died: leader-elector"
+        r = requests.get(f"{base}/healthz", timeout=5)
+        assert (r.status_code, r.text) == (503, "core thread died: leader-elector\n")
+    finally:
+        srv.stop()
+
+
+def test_a_failed_request_is_a_log_record_not_a_traceback_on_stderr(caplog, capsys) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    srv = HealthServer(HealthState(), 0, host="127.0.0.1", registry=Registry())
+    try:
+        with caplog.at_level(logging.DEBUG, logger="titanium_gateway.controller.health"):
+            for err in (BrokenPipeError(32, "Broken pipe"), ValueError("bad request line")):
+                try:
+                    raise err
+                except Exception:
+                    srv._httpd.handle_error(None, ("127.0.0.1", 1))
+        assert [(r.levelname, bool(r.exc_info)) for r in caplog.records] == [("DEBUG", False), ("WARNING", True)]
+        assert capsys.readouterr().err == ""
+    finally:
+        srv._httpd.server_close()

@@ -70,3 +70,29 @@ def test_admin_token_never_logged(out: io.StringIO) -> None:
                                    extra={"headers": {"Authorization": "Bearer s3cr3t-admin-token"}})
     text = out.getvalue()
     assert "s3cr3t-admin-token" not in text and REDACTED in text
+
+
+def test_uncaught_exceptions_of_any_thread_are_json_lines(out: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import threading
+
+    from titanium_gateway.controller.logging import install_exception_hooks
+
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)  # restored after the test
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    install_exception_hooks()
+
+    def crash() -> None:
+        raise OSError("no route to host")
+
+    t = threading.Thread(target=crash, name="some-thread")
+    t.start()
+    t.join(5)
+    try:
+        raise ValueError("in main")
+    except ValueError:
+        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+    first, second = lines(out)
+    assert first["level"] == "critical" and first["msg"] == "uncaught exception in thread some-thread"
+    assert first["thread_name"] == "some-thread" and "OSError: no route to host" in first["exc"]
+    assert second["msg"] == "uncaught exception" and "ValueError: in main" in second["exc"]

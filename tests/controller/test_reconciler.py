@@ -23,10 +23,12 @@ class ScriptedProber:
     def __init__(self) -> None:
         self.answer: ProbeResult | None = None
         self.calls: list[tuple[list[Endpoint], str]] = []
+        self.no_endpoints = ""
 
-    def probe(self, endpoints: Iterable[Endpoint], expected: str) -> ProbeResult:
+    def probe(self, endpoints: Iterable[Endpoint], expected: str, *, no_endpoints: str = "") -> ProbeResult:
         eps = list(endpoints)
         self.calls.append((eps, expected))
+        self.no_endpoints = no_endpoints
         return self.answer or ProbeResult(None, "pod p0 runs config old")
 
 
@@ -76,6 +78,13 @@ def setup(leader: bool = True, clock: Any = None) -> tuple[Controller, Recording
     return ctrl, api, render, prober
 
 
+def first_pass(ctrl: Controller) -> None:
+    """The first pass of a term writes the config and probes the pods before any status (what
+    they run was unknown): statuses and Events come with the pass the probe triggers."""
+    assert ctrl.reconcile() is not None
+    assert ctrl.trigger.pending()
+
+
 def write_order(api: RecordingApi) -> list[tuple[str, str]]:
     return [(c["plural"], c.get("name") or c["body"]["metadata"]["name"]) for c in api.writes()]
 
@@ -90,16 +99,24 @@ def test_leader_writes_in_order_then_probes() -> None:
     ctrl, api, render, prober = setup()
     res = ctrl.reconcile()
     assert res is not None
-    assert ctrl.status_writer.wait_idle(10)  # statuses: the status worker's, meanwhile
     order = write_order(api)
     assert order[:4] == [("secrets", "tp-tls"), ("configmaps", "tp"), ("pods", "p0"), ("deployments", "tp")]
-    assert ("gateways", "web") in order and ("events", "i") in [(p, n.split(".")[0]) for p, n in order]
+    # the first pass probes before any status: what the pods run was unknown
     assert prober.calls == [([Endpoint("p0", "10.0.0.9")], res.config_hash)]
-    # pending: the probe message reaches the next render, a poll is scheduled
+    assert ctrl.status_writer.wait_idle(10)
+    assert ("gateways", "web") not in write_order(api)
+    # the probe message reaches the next render at once (pending: then a poll is scheduled)
     assert ctrl.trigger.pending()
     ctrl.reconcile()
     assert render.snapshots[-1].probe_message == "pod p0 runs config old"
     assert render.snapshots[-1].now.endswith("Z")
+    assert ctrl.status_writer.wait_idle(10)  # statuses: the status worker's, meanwhile
+    order = write_order(api)
+    assert ("gateways", "web") in order and ("events", "i") in [(p, n.split(".")[0]) for p, n in order]
+    gw = api.obj(GATEWAYS, "apps", "web")
+    assert gw["status"]["conditions"][0] == {"type": "Programmed", "status": "False",
+                                             "message": "pod p0 runs config old"}
+    assert len(prober.calls) == 2  # one probe a pass
 
 
 def test_confirmation_flips_programmed_and_triggers_at_once() -> None:
@@ -114,6 +131,70 @@ def test_confirmation_flips_programmed_and_triggers_at_once() -> None:
     assert ctrl.status_writer.wait_idle(10)
     gw = api.obj(GATEWAYS, "apps", "web")
     assert gw["status"]["conditions"][0]["status"] == "True"
+
+
+def _programmed_writes(api: RecordingApi) -> list[dict[str, Any]]:
+    return [c for cond in (((w.get("body") or {}).get("status") or {}).get("conditions") or []
+                           for w in api.writes("gateways")) for c in cond if c.get("type") == "Programmed"]
+
+
+def test_a_new_term_probes_before_any_status_and_keeps_programmed_true() -> None:
+    """A failover: the previous leader wrote the config the pods serve and Programmed True. The
+    new leader forgot what was confirmed (a peer may have written since), so it probes before it
+    writes any status: Programmed never goes False/Pending in between."""
+    ctrl, api, render, prober = setup()
+    h = hashlib.sha256(render.config).hexdigest()
+    prober.answer = ProbeResult(h)
+    first_pass(ctrl)
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    assert [c["status"] for c in _programmed_writes(api)] == ["True"]
+    ctrl.informers["Gateway"].store.upsert(api.obj(GATEWAYS, "apps", "web"))  # the informer sees it
+    n_probes, n_writes = len(prober.calls), len(api.writes("gateways"))
+
+    ctrl.on_started_leading()  # the next term (as after a failover to this replica)
+    assert ctrl.reconcile() is not None
+    assert len(prober.calls) == n_probes + 1  # probed in the term's first pass ...
+    assert ctrl.status_writer.wait_idle(10)
+    assert len(api.writes("gateways")) == n_writes  # ... and no status before that probe's answer is in
+    assert ctrl.trigger.pending()  # the pass that writes them, at once
+    ctrl.reconcile()
+    assert render.snapshots[-1].confirmed_config_hash == h
+    assert ctrl.status_writer.wait_idle(10)
+    assert all(c["status"] == "True" for c in _programmed_writes(api))
+    assert api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]["status"] == "True"
+
+
+def test_a_new_term_whose_pods_do_not_confirm_writes_pending_with_the_probe_message_first() -> None:
+    ctrl, api, render, prober = setup()
+    ctrl.on_started_leading()
+    first_pass(ctrl)  # prober: "pod p0 runs config old"
+    assert ctrl.status_writer.wait_idle(10)
+    assert api.writes("gateways") == []
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    # the first status written already says why (not the render's default "waiting for ..." first)
+    assert _programmed_writes(api) == [{"type": "Programmed", "status": "False", "message": "pod p0 runs config old"}]
+    assert ctrl.reconcile() is not None  # later passes of the term: statuses as usual, one probe each
+    assert len(prober.calls) == 3
+
+
+def test_only_the_first_pass_of_a_term_holds_statuses_back() -> None:
+    """After the term's first probe a new config is written and its statuses go out in the same
+    pass (Pending: the pods have not loaded it yet), as before."""
+    ctrl, api, render, prober = setup()
+    h = hashlib.sha256(render.config).hexdigest()
+    prober.answer = ProbeResult(h)
+    first_pass(ctrl)
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    render.config = b"routes: [new]\n"
+    ctrl.informers["Gateway"].store.upsert({**api.obj(GATEWAYS, "apps", "web"), "spec": {"changed": True}})
+    n = len(api.writes("gateways"))
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    assert len(api.writes("gateways")) == n + 1
+    assert _programmed_writes(api)[-1]["status"] == "False"
 
 
 def test_noop_reconcile_writes_nothing() -> None:
@@ -224,6 +305,7 @@ def test_429_on_a_status_write_pauses_the_status_worker_not_the_config_path() ->
     from titanium_gateway.kube.api import ApiError
 
     ctrl, api, render, prober = setup()
+    first_pass(ctrl)
     sent: list[float] = []
     orig = api.patch
 
@@ -248,6 +330,7 @@ def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> N
     from titanium_gateway.kube.api import HTTPROUTES
 
     ctrl, api, render, prober = setup()
+    first_pass(ctrl)
     gate = threading.Event()
     blocked = threading.Event()
     orig = api.patch
@@ -348,6 +431,7 @@ def test_429_on_an_event_defers_the_next_reconcile() -> None:
 
     clock = FakeClock()
     ctrl, api, render, prober = setup(clock=clock)
+    first_pass(ctrl)
     api.fail_next("create", "events", ApiError(429, "TooManyRequests", "wait", retry_after=2.0))
     ctrl.reconcile()
     assert ctrl.trigger.deferred_until() == clock.now() + 2.0
@@ -362,12 +446,12 @@ def test_a_reconcile_is_scheduled_when_an_event_bump_is_due() -> None:
     clock = FakeClock()
     ctrl, api, render, prober = setup(clock=clock)
     prober.answer = ProbeResult(hashlib.sha256(render.config).hexdigest(), "")
-    ctrl.reconcile()  # posts the Event; the config is confirmed: one more reconcile at once
+    first_pass(ctrl)  # the config is confirmed: one more reconcile at once
+    assert ctrl.trigger.wait(0)
+    ctrl.reconcile()  # posts the Event
+    ctrl.trigger.done()
     posted_at = clock.now()
     clock.step(1)
-    assert ctrl.trigger.wait(0)
-    ctrl.reconcile()
-    ctrl.trigger.done()
     assert ctrl.trigger.wait(0) is False
     at = ctrl.trigger.next_run_at()
     assert at is not None and at == posted_at + REPEAT_INTERVAL
@@ -534,6 +618,7 @@ def test_the_echo_of_our_own_status_write_triggers_no_reconcile() -> None:
     import copy
 
     ctrl, api, render, prober = setup()
+    first_pass(ctrl)
     ctrl.reconcile()
     assert ctrl.status_writer.wait_idle(10)
     old = ctrl.informers["Gateway"].get("apps", "web")
@@ -574,3 +659,69 @@ def test_a_new_probe_message_renders_again_at_once_not_at_the_next_poll() -> Non
     ctrl.reconcile()
     assert ctrl.trigger.next_run_at() <= time.monotonic() + ctrl.trigger.min_interval + 0.1  # type: ignore[operator]
     assert render.snapshots[-1].probe_message == "pod p0 runs config old"
+
+
+def _run_when_due(ctrl: Controller, clock: Any) -> float:
+    """Move the fake clock to the next requested reconcile and run it; the time it ran at."""
+    at = ctrl.trigger.next_run_at()
+    assert at is not None
+    clock.step(max(0.0, at - clock.now()))
+    assert ctrl.trigger.wait(0)
+    try:
+        ctrl.reconcile()
+    finally:
+        ctrl.trigger.done()
+    return clock.now()
+
+
+def test_a_pod_still_behind_after_its_poke_is_poked_again_when_due_and_not_once_it_confirmed() -> None:
+    """The kubelet may project the old ConfigMap on the poke (the pod event reached it first):
+    a pod that has not confirmed the written hash 3 s after its poke is poked again; the
+    controller asks for a reconcile for that moment (sooner than the 5 s poll)."""
+    from titanium_gateway.kube.clock import FakeClock
+    from titanium_gateway.writers.pods import POKE_ANNOTATION, poke_value
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    h = hashlib.sha256(render.config).hexdigest()
+    value = poke_value(h, {"apps.c.pfx": b"pfx"})
+    behind = ProbeResult(None, f"pod p0 (10.0.0.9) runs config {'0' * 12}, waiting for {h[:12]}", True)
+    prober.answer = behind
+    t0 = clock.now()
+    first_pass(ctrl)
+    assert api.obj(PODS, NS, "p0")["metadata"]["annotations"][POKE_ANNOTATION] == value
+    _run_when_due(ctrl, clock)  # the probe message rendered at once; the re-poke is not due yet
+    assert len(api.writes("pods")) == 1
+    assert ctrl.trigger.next_run_at() == t0 + 3.0
+    _run_when_due(ctrl, clock)
+    assert api.obj(PODS, NS, "p0")["metadata"]["annotations"][POKE_ANNOTATION] == f"{value}/1"
+    assert len(api.writes("pods")) == 2
+    assert ctrl.trigger.next_run_at() == clock.now() + 5.0  # next re-poke in 6 s: the poll comes first
+    prober.answer = ProbeResult(h, "", True, frozenset({"p0"}))  # it loaded the config
+    _run_when_due(ctrl, clock)
+    _run_when_due(ctrl, clock)  # Programmed True
+    assert render.snapshots[-1].confirmed_config_hash == h
+    at = ctrl.trigger.next_run_at()  # nothing more to do (no poll, no re-poke) but the Event's bump
+    assert at is not None and at - clock.now() > 1000
+    clock.step(3600)
+    ctrl.reconcile()
+    assert len(api.writes("pods")) == 2
+
+
+def test_no_re_poke_without_a_probe_of_the_pods_nor_by_a_follower() -> None:
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    ctrl, api, render, prober = setup(clock=clock)
+    prober.answer = ProbeResult(None, "pod p0 awaits the data-plane rollout")  # not examined pod by pod
+    first_pass(ctrl)
+    for _ in range(5):
+        clock.step(10)
+        ctrl.reconcile()
+    assert len(api.writes("pods")) == 1
+    prober.answer = ProbeResult(None, "pod p0 runs config old", True)
+    ctrl.guard = type(ctrl.guard)(lambda: False)  # a follower: reconcile() does nothing
+    ctrl.poker.guard = ctrl.guard
+    clock.step(10)
+    assert ctrl.reconcile() is None
+    assert len(api.writes("pods")) == 1

@@ -97,18 +97,31 @@ def test_what_is_dropped_and_kept() -> None:
     tls = {"kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "t"}, "data": {"tls.crt": "eA=="}}
     assert tf.secret_transform(tls) is tls
     assert tf.transform_for("Secret", dp)(tls) == tls
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u", "annotations": {"a": "b"}},
+    # any Pod of the data-plane namespace: a few metadata fields and the addresses
+    poke = {"gateway.titaniumproxy.com/config-poke": "h"}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "gw", "uid": "u", "resourceVersion": "7", "labels": {"app": "x"},
+                        "annotations": {"a": "b", **poke}, "generateName": "p-", "ownerReferences": [{"kind": "RS"}],
+                        "creationTimestamp": "2026-01-01T00:00:00Z"},
            "spec": {"containers": []}, "status": {"phase": "Running", "podIP": "10.0.0.9",
                                                   "podIPs": [{"ip": "10.0.0.9"}], "conditions": []}}
-    assert tf.transform_for("Pod", dp)(pod) == {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"],
-                                                "status": {"podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}]}}
+    assert tf.transform_for("Pod", dp)(pod) == {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "gw", "uid": "u", "resourceVersion": "7", "labels": {"app": "x"},
+                     "annotations": poke},
+        "status": {"podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}]}}
+    bare = {"metadata": {"name": "p", "annotations": {"a": "b"}}}
+    assert tf.pod_transform(bare) == {"metadata": {"name": "p"}}  # no annotation of ours: none kept
+    kept = tf.pod_transform(pod)
+    assert tf.pod_transform(kept) is kept  # nothing more to drop: no copy
 
 
 def test_the_pod_transform_keeps_every_field_the_prober_and_pod_writers_read() -> None:
     from titanium_gateway.prober.prober import POD_FIELDS_USED
 
     pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"nodeName": "n"},
-           "metadata": {"name": "p", "namespace": "gw", "uid": "u", "deletionTimestamp": "t",
+           "metadata": {"name": "p", "namespace": "gw", "uid": "u", "deletionTimestamp": "t", "resourceVersion": "9",
+                        "labels": {"app.kubernetes.io/name": "custom"},
                         "annotations": {"gateway.titaniumproxy.com/config-poke": "h",
                                         "gateway.titaniumproxy.com/listeners": "8080"}},
            "status": {"podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}], "phase": "Running"}}

@@ -145,7 +145,10 @@ class Env:
 
     def start_controller(self, *extra: str, identity: str = "ctrl-a", lease: LeaseTimings | None = FAST_LEASE,
                          probe_interval: float = 0.5, min_reconcile_ms: int = 100, qps: float = 500,
-                         burst: int = 1000, **ckw: Any) -> Instance:
+                         burst: int = 1000, stop: threading.Event | None = None, configuration: Any = None,
+                         **ckw: Any) -> Instance:
+        """Run ``controller.main.run`` in a thread (``stop``: its stop event, a fresh one by default;
+        ``configuration``: the client configuration, by default the server's, which must run)."""
         args = [*self.rel.controller_args(), f"--admin-port={self.fleet.port}", f"--identity={identity}",
                 f"--min-reconcile-ms={min_reconcile_ms}", "--health-port=0", *extra]
         env = {"TITANIUM_ADMIN_TOKEN": self.rel.token}
@@ -154,13 +157,13 @@ class Env:
         if lease is not None:
             changes["lease"] = lease
         opts = _replace(opts, **changes)
-        cfg = self.server.client_configuration()
+        cfg = configuration or self.server.client_configuration()
         cfg.connection_pool_maxsize = POOL_SIZE
         reg = Registry()
         api = RestApi(cfg, qps=opts.kube_api_qps, burst=opts.kube_api_burst,
                       request_timeout=10, watch_read_margin=5, registry=reg)
         rt = Runtime()
-        stop = threading.Event()
+        stop = stop or threading.Event()
         codes: list[int] = []
         kwargs = {"watch_timeout": 30, "reflector_backoff": lambda: Backoff(0.05, 2.0, 1.0),
                   "retry_backoff": (0.1, 2.0)}

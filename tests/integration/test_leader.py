@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from tests.integration.conftest import Env, wait_for
+from tests.integration.conftest import Env, condition, wait_for
 from titanium_gateway.controller.options import LeaseTimings
 
 
@@ -140,3 +140,53 @@ def test_leader_change_does_not_repost_events(env: Env) -> None:
     b.ctrl.trigger.trigger()
     wait_for(lambda: b.ctrl.reconciles > n, timeout=5)
     assert len(events()) == 1 and events()[0]["reportingInstance"] == "ctrl-a"
+
+
+def test_failover_keeps_programmed_true_and_its_transition_time(env: Env) -> None:
+    """The new leader does not know what the pods run (a peer wrote the config): it probes before
+    it writes any status, so the Gateway's Programmed condition stays True through the failover,
+    with its lastTransitionTime; the config stays the same and the pods reload nothing."""
+    env.service("api")
+    env.gateway()
+    env.route()
+    a = env.start_controller(identity="ctrl-a")
+    wait_for(lambda: a.is_leader, timeout=5)
+    b = env.start_controller(identity="ctrl-b")
+    env.wait_programmed()
+    before = condition(env.get("Gateway", "apps", "web"), "Programmed")
+    reloads = [s.reloads for s in env.fleet]
+    config = env.root_config()
+    seen: list[dict[str, object] | None] = []
+    env.server.react("gateways", lambda _t, obj: seen.append(condition(obj, "Programmed")))
+    env.server.clear_log()
+    a.crash_elector()  # no release: b takes the Lease once it expired
+    wait_for(lambda: b.is_leader, timeout=10, what="b leads")
+    wait_for(lambda: b.ctrl.last_result is not None and b.ctrl._confirmed == b.ctrl.last_result.config_hash,
+             timeout=10, what="b confirmed what the pods run")
+    n = b.ctrl.reconciles
+    wait_for(lambda: b.ctrl.reconciles >= n + 1, timeout=10, what="another pass of b")
+    assert b.ctrl.status_writer.wait_idle(10)
+    assert all(c is not None and c["status"] == "True" for c in seen), seen
+    assert condition(env.get("Gateway", "apps", "web"), "Programmed") == before
+    assert env.root_config() == config
+    assert [s.reloads for s in env.fleet] == reloads
+
+
+def test_a_restarted_controller_without_leader_election_keeps_programmed_true(env: Env) -> None:
+    env.service("api")
+    env.gateway()
+    env.route()
+    first = env.start_controller("--no-leader-election", identity="solo-1")
+    env.wait_programmed()
+    assert first.shutdown() == 0
+    before = condition(env.get("Gateway", "apps", "web"), "Programmed")
+    seen: list[dict[str, object] | None] = []
+    env.server.react("gateways", lambda _t, obj: seen.append(condition(obj, "Programmed")))
+    second = env.start_controller("--no-leader-election", identity="solo-2")
+    wait_for(lambda: second.ctrl.last_result is not None
+             and second.ctrl._confirmed == second.ctrl.last_result.config_hash, timeout=10, what="confirmed")
+    n = second.ctrl.reconciles
+    wait_for(lambda: second.ctrl.reconciles >= n + 1, timeout=10, what="another pass")
+    assert second.ctrl.status_writer.wait_idle(10)
+    assert all(c is not None and c["status"] == "True" for c in seen), seen
+    assert condition(env.get("Gateway", "apps", "web"), "Programmed") == before

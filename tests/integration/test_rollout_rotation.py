@@ -8,6 +8,7 @@ import hashlib
 import time
 
 from tests.integration.conftest import LISTENERS, Env, condition, make_tls_secret, wait_for
+from titanium_gateway.writers.pods import parse_poke
 
 POKE = "gateway.titaniumproxy.com/config-poke"
 HTTPS = [{"name": "http", "port": 80, "protocol": "HTTP"},
@@ -68,7 +69,9 @@ def test_certificate_rotation_pokes_the_pods(env: Env) -> None:
     wait_for(lambda: pfx() != first_pfx, timeout=5, what="rotated pfx written")
     assert base64.b64decode(pfx())
     # the kubelet must refresh the Secret volume now, not on its next periodic sync
-    wait_for(lambda: all(p["metadata"]["annotations"][POKE] != pokes[p["metadata"]["name"]] for p in _pods(env)),
+    # (a new poke value, not a re-poke ``<value>/<n>`` of the old one)
+    wait_for(lambda: all(parse_poke(p["metadata"]["annotations"][POKE])[0] != parse_poke(pokes[p["metadata"]["name"]])[0]
+                         for p in _pods(env)),
              timeout=5, what="pods poked after the certificate rotation")
     assert env.root_config() == root  # twp.yaml unchanged: only the Secret was written
     env.wait_programmed()

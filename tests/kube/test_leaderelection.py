@@ -222,3 +222,114 @@ def test_stop_releases_the_lease_and_second_elector_takes_over_at_once() -> None
     assert api.get(LEASES, "sys", "tg")["spec"]["holderIdentity"] == "b"
     b.stop()
     tb.join(5)
+
+
+def _unreachable() -> BaseException:
+    """What urllib3 raises when nothing listens on the API server's port (RestApi sets retries=False)."""
+    import urllib3
+
+    return urllib3.exceptions.NewConnectionError(
+        object(), "Failed to establish a new connection: [Errno 111] Connection refused")
+
+
+@pytest.mark.parametrize("error", [_unreachable(), ConnectionResetError(104, "reset"), TimeoutError("timed out"),
+                                   ValueError("Expecting value: line 1 column 1 (char 0)"),
+                                   __import__("requests").ConnectionError("down")],
+                         ids=["urllib3", "OSError", "timeout", "bad-json", "requests"])
+def test_an_unreachable_api_server_is_a_failed_attempt_not_an_exception(error: BaseException) -> None:
+    api, clock = FakeKubeApi(), FakeClock()
+    api.put(LEASES, lease())
+    le = LeaderElector(api, cfg("a"), clock=clock)
+    api.fail("get", error)
+    assert le.try_acquire_or_renew() is False
+    assert le.condition == "Error" and le.failures == 1
+    assert (le.last_error or "").startswith(f"get Lease sys/tg: {type(error).__name__}")
+    assert " at 0x" not in (le.last_error or "")  # the same text at every retry: logged once
+    api.fail("replace", error)
+    assert le.try_acquire_or_renew() is False and le.failures == 2
+    assert le.try_acquire_or_renew() is True and le.failures == 0 and le.last_error is None
+
+
+def test_a_replica_started_during_an_api_outage_retries_with_back_off_and_leads(
+        caplog: pytest.LogCaptureFixture) -> None:
+    api, clock = FakeKubeApi(), FakeClock()
+    api.put(LEASES, lease())
+    le = LeaderElector(api, cfg("a"), clock=clock, rng=random.Random(0))
+    api.fail("get", *[_unreachable() for _ in range(8)])  # the first 8 attempts: no API server
+    t, out = run_in_thread(le)
+    delays: list[float] = []
+    while not le.is_leader():
+        assert wait_until(lambda: le.sleeping_until is not None or le.is_leader()), "the elector thread died"
+        until = le.sleeping_until
+        if until is None:
+            break
+        delays.append(until - clock.now())
+        clock.step(until - clock.now())
+        assert wait_until(lambda u=until: le.sleeping_until != u)
+    assert t.is_alive() and le.is_leader() and api.get(LEASES, "sys", "tg")["spec"]["holderIdentity"] == "a"
+    # 2 s, then doubling per failure, capped at the lease duration (each x 1..1.2 jitter)
+    assert len(delays) == 8
+    for n, d in enumerate(delays):
+        base = min(15.0, 2.0 * 2 ** max(0, n))
+        assert base <= d <= base * 1.2 + 1e-9, (n, d)
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "leader election" in r.getMessage()]
+    assert len(errors) == 1 and "NewConnectionError" in errors[0].getMessage()  # once, not at every retry
+    le.stop()
+    clock.step(3)
+    t.join(5)
+    assert out == [True]
+
+
+def test_a_bug_in_an_attempt_is_logged_and_retried(caplog: pytest.LogCaptureFixture) -> None:
+    api, clock = FakeKubeApi(), FakeClock()
+    api.put(LEASES, lease())
+    le = LeaderElector(api, cfg("a"), clock=clock)
+    real = le.try_acquire_or_renew
+    calls = {"n": 0}
+
+    def buggy() -> bool:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyError("a bug")
+        return real()
+
+    le.try_acquire_or_renew = buggy  # type: ignore[method-assign]
+    t, _ = run_in_thread(le)
+    assert wait_until(lambda: le.sleeping_until is not None)
+    clock.step(2.5)
+    assert wait_until(le.is_leader) and t.is_alive()
+    assert any(r.getMessage() == "leader election: attempt failed" and r.exc_info for r in caplog.records)
+    le.stop()
+    t.join(5)
+
+
+def test_a_leader_that_loses_the_api_server_stops_at_the_renew_deadline() -> None:
+    api, clock = FakeKubeApi(), FakeClock()
+    api.put(LEASES, lease())
+    le = LeaderElector(api, cfg("a"), clock=clock)
+    t, out = run_in_thread(le)
+    assert wait_until(lambda: le.is_leader() and le.sleeping_until is not None)
+    api.fail("get", *[_unreachable() for _ in range(50)])
+    t0 = clock.now()
+    while t.is_alive() and clock.now() - t0 < 30:
+        if not wait_until(lambda: le.sleeping_until is not None or not t.is_alive(), 2):
+            break
+        until = le.sleeping_until
+        if until is None:
+            break
+        clock.step(max(0.0, until - clock.now()))
+        wait_until(lambda u=until: le.sleeping_until != u or not t.is_alive())
+    t.join(5)
+    assert out == [False] and not le.is_leader() and le.condition == "Lost"  # the caller exits 1
+    assert clock.now() - t0 <= 10.0 + 2.0
+
+
+def test_release_without_an_api_server_does_not_raise() -> None:
+    api, clock = FakeKubeApi(), FakeClock()
+    api.put(LEASES, lease())
+    le = LeaderElector(api, cfg("a"), clock=clock)
+    assert le.try_acquire_or_renew()
+    api.fail("get", _unreachable())
+    assert le.release() is False
+    api.fail("replace", _unreachable())
+    assert le.release() is False

@@ -278,3 +278,351 @@ def test_status_merge_helpers() -> None:
     assert final_status("Ingress", {"status": "garbage"}, {"loadBalancer": {"ingress": []}}, "me") == {
         "loadBalancer": {"ingress": []}
     }
+
+
+# --- strict input ---------------------------------------------------------------------------------
+
+
+def test_concatenated_documents_without_separator_are_an_error(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``cat examples/quickstart/*.yaml | render -f -``: the files run together without ``---``,
+    so two documents' keys would merge. kubectl rejects the duplicate key; so do we."""
+    text = "".join(p.read_text() for p in sorted(QUICKSTART.glob("*.yaml")))
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["-f", "-"]) == 2
+    err = capsys.readouterr().err
+    assert "<stdin>: document 2: line 33, column 1: duplicate key 'apiVersion'" in err
+    assert "without --- between them" in err
+
+
+def test_duplicate_key_in_json_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "list.json"
+    second = '  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "name": "b"}}]}\n'
+    path.write_text('{"apiVersion": "v1", "kind": "List", "items": [\n' + second)
+    assert main(["-f", str(path), "--out", str(tmp_path / "o")]) == 2
+    column = second.rindex('"name"') + 1
+    assert f"{path}: document 1: line 2, column {column}: duplicate key 'name'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_fields_are_warned_with_file_document_and_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_render()
+    route = tmp_path / "route.yaml"
+    route.write_text(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: typo, namespace: apps}\n"
+        "spec:\n  parentRef: [{name: web}]\n  rules:\n  - rulez: []\n    backendRefs: [{name: frontend, port: 80}]\n")
+    assert main(["-f", str(QUICKSTART), "-f", str(route)]) == 0
+    err = capsys.readouterr().err
+    assert f"{route}:1: document 1: HTTPRoute apps/typo: unknown field 'spec.parentRef'" in err
+    assert f"{route}:1: document 1: HTTPRoute apps/typo: unknown field 'spec.rules[0].rulez'" in err
+    assert "Warnings (2):" in err
+    # the route has no parentRefs: it takes no part, and the summary says so
+    assert f"HTTPRoute apps/typo ({route}:1: document 1): it has no parentRefs" in err
+
+
+def test_empty_files_are_noted_and_binary_files_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_render()
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert main(["-f", str(QUICKSTART), "-f", str(empty)]) == 0
+    assert f"{empty}: empty (no objects)" in capsys.readouterr().err
+    binary = tmp_path / "cert.yaml"
+    binary.write_bytes(b"\x30\x82\x01\x0a\x02\x82\x01\x01\x00\xc0")
+    assert main(["-f", str(QUICKSTART), "-f", str(binary)]) == 2
+    assert f"{binary}: not a UTF-8 text file" in capsys.readouterr().err
+
+
+# --- what could not take part ---------------------------------------------------------------------
+
+_NOT_TAKING_PART = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: orphan, namespace: apps}
+spec: {gatewayClassName: missing, listeners: [{name: http, port: 80, protocol: HTTP}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: theirs}
+spec: {controllerName: example.com/other}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: other, namespace: apps}
+spec: {gatewayClassName: theirs, listeners: [{name: http, port: 80, protocol: HTTP}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: lost, namespace: team}
+spec: {parentRefs: [{name: nowhere, namespace: infra}, {name: other, namespace: apps}, {kind: Service, group: "", name: mesh}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx}
+spec: {controller: k8s.io/ingress-nginx}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: no-class, namespace: apps}
+spec: {defaultBackend: {service: {name: frontend, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: legacy, namespace: apps, annotations: {kubernetes.io/ingress.class: titanium}}
+spec: {defaultBackend: {service: {name: frontend, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: nginx-one, namespace: apps}
+spec: {ingressClassName: nginx, defaultBackend: {service: {name: frontend, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: unknown-class, namespace: apps}
+spec: {ingressClassName: gone, defaultBackend: {service: {name: frontend, port: {number: 80}}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: elsewhere, namespace: vault}
+type: kubernetes.io/tls
+data: {tls.crt: "", tls.key: ""}
+"""
+
+
+def test_the_summary_lists_what_could_not_take_part_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_render()
+    path = tmp_path / "extra.yaml"
+    path.write_text(_NOT_TAKING_PART)
+    assert main(["-f", str(QUICKSTART), "-f", str(path), "--secret-namespaces", "apps"]) == 0
+    err = capsys.readouterr().err
+    where = lambda doc: f"({path}:{_doc_line(doc)}: document {doc})"  # noqa: E731
+    expected = [
+        f"Gateway apps/orphan {where(1)}: its GatewayClass missing is not in the input",
+        f"Gateway apps/other {where(3)}: its GatewayClass theirs belongs to controller example.com/other",
+        f"HTTPRoute team/lost {where(4)}: parent Gateway infra/nowhere is not in the input; parent Gateway apps/other "
+        "is not ours (its GatewayClass theirs belongs to controller example.com/other); parent Service mesh is not a Gateway",
+        f"Ingress apps/legacy {where(7)}: not served: it names its class only with the kubernetes.io/ingress.class "
+        "annotation ('titanium'), which is read only with --watch-legacy-annotation, and no IngressClass of ours is the default",
+        f"Ingress apps/nginx-one {where(8)}: not served: its IngressClass nginx belongs to controller k8s.io/ingress-nginx, "
+        "not titanium.io/ingress-controller",
+        f"Ingress apps/no-class {where(6)}: not served: it has no ingressClassName and no IngressClass of ours is the "
+        'default (ingressclass.kubernetes.io/is-default-class: "true")',
+        f"Ingress apps/unknown-class {where(9)}: not served: its IngressClass gone is not in the input",
+    ]
+    section = err.split("Not taking part (7):\n", 1)[1]
+    assert [line.strip() for line in section.splitlines()[:7]] == expected
+    assert "Secrets not read (outside --secret-namespaces): vault/elsewhere" in err
+    assert "Namespaces assumed (not in the input): gateway-system, infra, team" in err
+    # with the flag the legacy annotation is read
+    assert main(["-f", str(QUICKSTART), "-f", str(path), "--watch-legacy-annotation"]) == 0
+    err = capsys.readouterr().err
+    assert "Ingress apps/legacy: owned" in err and "Ingress apps/legacy (" not in err
+
+
+def _doc_line(doc: int) -> int:
+    """The line where document ``doc`` of _NOT_TAKING_PART starts (after its ``---``)."""
+    lines = _NOT_TAKING_PART.split("\n")
+    starts = [0] + [i + 1 for i, line in enumerate(lines) if line == "---"]
+    start = starts[doc - 1]
+    while not lines[start].strip():
+        start += 1
+    return start + 1
+
+
+# --- options and the chart's defaults --------------------------------------------------------------
+
+
+def test_default_data_plane_service_is_the_charts(tmp_path: Path) -> None:
+    require_render()
+    out = tmp_path / "o"
+    assert main(["-f", str(QUICKSTART), "--out", str(out)]) == 0
+    gw = next(s for s in yaml.safe_load_all((out / "status.yaml").read_text()) if s["kind"] == "Gateway")
+    assert gw["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.10"}]
+    # NAME alone is in --data-plane-namespace, as for the controller
+    assert main(["-f", str(QUICKSTART), "--out", str(out), "--data-plane-service", "titanium-gateway-data-plane",
+                 "--data-plane-namespace", "elsewhere"]) == 0
+    gw = next(s for s in yaml.safe_load_all((out / "status.yaml").read_text()) if s["kind"] == "Gateway")
+    assert gw["status"].get("addresses", []) == []
+
+
+def test_config_parts_and_secret_namespaces_reach_the_render(tmp_path: Path) -> None:
+    require_render()
+    from titanium_gateway.offline import _parser, options_from_args
+
+    assert options_from_args(_parser().parse_args(["-f", "x", "--config-parts", "3"])).max_parts == 3
+    out = tmp_path / "o"
+    assert main(["-f", str(HTTPS), "--out", str(out), "--secret-namespaces", "other,more"]) == 0
+    gw = next(s for s in yaml.safe_load_all((out / "status.yaml").read_text()) if s["kind"] == "Gateway")
+    listener = gw["status"]["listeners"][0]
+    resolved = next(c for c in listener["conditions"] if c["type"] == "ResolvedRefs")
+    assert resolved["status"] == "False" and resolved["reason"] == "InvalidCertificateRef"
+    assert yaml.safe_load((out / "certificates.yaml").read_text()) == []
+    assert main(["-f", str(HTTPS), "--out", str(out), "--secret-namespaces", "apps"]) == 0
+    assert len(yaml.safe_load((out / "certificates.yaml").read_text())) == 1
+
+
+def _chart_controller_environ() -> dict[str, str]:
+    docs = [d for d in yaml.safe_load_all((ROOT / "manifests" / "titanium-gateway.yaml").read_text()) if d]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-controller")]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {"POD_NAMESPACE": "gateway-system", "POD_NAME": "controller-0"}
+    for item in container["env"]:
+        if "value" in item:
+            env[item["name"]] = str(item["value"])
+        elif item["valueFrom"].get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            env[item["name"]] = "gateway-system"
+        else:
+            env[item["name"]] = "stand-in"
+    return env
+
+
+def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
+    """docs/render-cli.md: a render without options shows what a default install will get."""
+    from titanium_gateway.controller.options import parse_options
+    from titanium_gateway.offline import _parser, options_from_args
+
+    controller = parse_options([], _chart_controller_environ()).to_render_options()
+    render = options_from_args(_parser().parse_args(["-f", "x"]))
+    assert render == controller
+    assert parse_options([], _chart_controller_environ()).secret_namespaces == ()
+
+
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "40")), deadline=None, derandomize=True)
+@given(
+    flags=st.fixed_dictionaries({}, optional={
+        "controller-name": st.sampled_from(["a.example/x", "titaniumproxy.com/gateway-controller"]),
+        "ingress-controller-name": st.sampled_from(["b.example/y"]),
+        "port-map": st.sampled_from(["80=80", "80=8080,443=8443,8000=9000"]),
+        "data-plane-ports": st.sampled_from(["80,443", "8080"]),
+        "data-plane-service": st.sampled_from(["svc", "ns/svc"]),
+        "data-plane-namespace": st.sampled_from(["gateway-system", "edge"]),
+        "config-parts": st.sampled_from(["0", "7", "64"]),
+        "secret-namespaces": st.sampled_from(["a,b", "b, a"]),
+    }),
+    legacy=st.booleans(),
+)
+def test_every_render_changing_controller_option_means_the_same_on_render(flags: dict[str, str], legacy: bool) -> None:
+    from titanium_gateway.controller.options import parse_options
+    from titanium_gateway.offline import _parser, options_from_args
+
+    argv = [f"--{k}={v}" for k, v in flags.items()] + (["--watch-legacy-annotation"] if legacy else [])
+    controller_argv = list(argv)
+    if "data-plane-service" not in flags:
+        controller_argv.append("--data-plane-service=titanium-gateway-data-plane")
+    if "data-plane-namespace" not in flags:
+        controller_argv.append("--data-plane-namespace=gateway-system")
+    copts = parse_options(controller_argv, {})
+    args = _parser().parse_args(["-f", "x", *argv])
+    assert options_from_args(args) == copts.to_render_options()
+    assert tuple(args.secret_namespaces) == copts.secret_namespaces
+
+
+# --- the summary's counts and the Ingress selection agree with the render --------------------------
+
+
+def test_config_counts_agree_with_the_parsed_document() -> None:
+    from titanium_gateway.offline import config_counts
+
+    from .conftest import case_names, render_case
+
+    for case in case_names():
+        result = render_case(case)
+        expected = {"listeners": 0, "routes": 0, "clusters": 0}
+        for data in [result.config, *(d for _, d in result.parts)]:
+            doc = yaml.load(data, Loader=yaml.CSafeLoader)  # noqa: S506
+            for key in expected:
+                expected[key] += len(doc.get(key) or [])
+        assert config_counts(result) == expected, case
+
+
+def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:
+    from titanium_gateway.offline import ingress_not_served
+
+    from .conftest import case_names, case_objects, case_options, render_case
+
+    checked = 0
+    for case in case_names():
+        snapshot = build_snapshot(case_objects(case))
+        if not snapshot.ingresses:
+            continue
+        options, _ = case_options(case)
+        owned = {f"{s.namespace}/{s.name}" for s in render_case(case).statuses if s.kind == "Ingress"}
+        for key, ing in snapshot.ingresses.items():
+            assert (ingress_not_served(ing, snapshot.ingress_classes, options) is None) == (key in owned), (case, key)
+            checked += 1
+    assert checked > 20
+
+
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "150")), deadline=None, derandomize=True)
+@given(
+    classes=st.lists(st.tuples(st.sampled_from(["titanium", "nginx", "other"]),
+                               st.sampled_from(["titanium.io/ingress-controller", "k8s.io/ingress-nginx"]),
+                               st.sampled_from([None, "true", "false", "TRUE"])), max_size=3, unique_by=lambda c: c[0]),
+    class_name=st.sampled_from([None, "", "titanium", "nginx", "other", "gone"]),
+    legacy=st.sampled_from([None, "titanium", "nginx", "other", 7, ""]),
+    watch=st.booleans(),
+)
+def test_ingress_selection_reasons_agree_with_the_render(classes: list[tuple[str, str, str | None]], class_name: str | None,
+                                                        legacy: object, watch: bool) -> None:
+    from titanium_gateway.offline import ingress_not_served
+    from titanium_gateway.render import render
+    from titanium_gateway.render.options import RenderOptions
+
+    objs: list[dict] = []
+    for name, controller, default in classes:
+        meta: dict = {"name": name}
+        if default is not None:
+            meta["annotations"] = {"ingressclass.kubernetes.io/is-default-class": default}
+        objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": meta,
+                     "spec": {"controller": controller}})
+    ing: dict = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i", "namespace": "a"},
+                 "spec": {"defaultBackend": {"service": {"name": "s", "port": {"number": 80}}}}}
+    if class_name is not None:
+        ing["spec"]["ingressClassName"] = class_name
+    if legacy is not None:
+        ing["metadata"]["annotations"] = {"kubernetes.io/ingress.class": legacy}
+    options = RenderOptions(watch_legacy_annotation=watch)
+    snapshot = build_snapshot([*objs, ing])
+    owned = any(s.kind == "Ingress" for s in render(snapshot, options).statuses)
+    why = ingress_not_served(snapshot.ingresses["a/i"], snapshot.ingress_classes, options)
+    assert (why is None) == owned, why
+
+
+# --- the command table ------------------------------------------------------------------------------
+
+
+def test_commands_and_the_executable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main([]) == 2
+    assert "migrate-ingress" in capsys.readouterr().out
+    assert cli_main(["bogus"]) == 2
+    assert "unknown command 'bogus'" in capsys.readouterr().err
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "titanium_gateway", "render", "-f", str(QUICKSTART), "--out", str(tmp_path / "o")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "HTTPRoute apps/shop" in proc.stderr and (tmp_path / "o" / "twp.yaml").exists()
+    proc = subprocess.run([sys.executable, "-m", "titanium_gateway", "render", "-f", str(tmp_path / "missing.yaml")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no such file or directory" in proc.stderr
+
+
+def test_a_large_input_gets_a_condensed_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Above 200 owned objects the healthy HTTPRoutes are counted, not listed; every object with
+    a problem, and every Gateway, still is."""
+    require_render()
+    routes = [{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+               "metadata": {"name": f"r{i:03d}", "namespace": "apps"},
+               "spec": {"parentRefs": [{"name": "web"}], "hostnames": [f"h{i}.example.com"],
+                        "rules": [{"backendRefs": [{"name": "frontend" if i else "missing", "port": 8080}]}]}}
+              for i in range(250)]
+    path = tmp_path / "routes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": routes}))
+    assert main(["-f", str(QUICKSTART), "-f", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "Gateway apps/web: Accepted=True" in err
+    assert "HTTPRoute apps/r000: 1 parent(s)" in err and "BackendNotFound" in err  # the broken one is listed
+    assert "HTTPRoute apps/r001" not in err
+    assert "HTTPRoute: 250 not listed: every parent Accepted, references resolved" in err  # 249 + the quickstart's shop
+    assert len(err.splitlines()) < 40

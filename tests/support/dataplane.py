@@ -2,7 +2,8 @@
 
 ``GET /readyz`` (no auth: 200 once a config is loaded, 503 before), ``GET /version`` and
 ``GET /metrics`` (``Authorization: Bearer <token>``; 401 otherwise). The config comes from
-``load()`` or from following a ConfigMap in a ``FakeApiServer`` (root ``twp.yaml`` plus the
+``load()`` or from following a ConfigMap in a ``FakeApiServer`` or a real API server
+(``follow(KubeApi, ...)``; ``tests.support.kubelet`` runs stubs as real pods) (root ``twp.yaml`` plus the
 ``include``d parts ``<cm>-part-<n>`` / ``twp.part-<n>.yaml`` with their sha256 checked: a
 missing or mismatching part keeps the previous config and retries, as the contract says).
 
@@ -75,6 +76,9 @@ class StubDataPlane:
         self.lie_hash: str | None = None  # /version reports this instead of the loaded hash
         self.delay = 0.0  # seconds every admin answer waits (a slow or hung pod)
         self.fail_status: int | None = None  # answer every admin request with this status (e.g. 500)
+        #: answer an authorized /version with (status, JSON body or None) instead: a data plane
+        #: without the admin API, e.g. (404, None), or (200, {"version": "1.0"}) without config_hash
+        self.version_answer: tuple[int, Any] | None = None
         self._ready_override = True
         self._lag = False
         self._lock = threading.RLock()
@@ -266,14 +270,43 @@ class StubDataPlane:
             return False
 
     def follow(self, server: Any, namespace: str, configmap_name: str, *, interval: float = 0.05,
-               pod_name: str | None = None, sync_period: float = 60.0) -> None:
-        """Keep loading the ConfigMap ``configmap_name`` (and its parts) from a FakeApiServer.
+               pod_name: str | None = None, sync_period: float = 60.0, configmap_lag: float = 0.0) -> None:
+        """Keep loading the ConfigMap ``configmap_name`` (and its parts) from ``server``: a
+        FakeApiServer, or anything with its ``get_object(kind, namespace, name)`` read call
+        (None when absent), such as ``tests.support.kubeapi.KubeApi`` for a real API server.
 
         Without ``pod_name`` every change is seen within ``interval``. With ``pod_name`` it
         behaves like a kubelet-mounted volume: the files refresh only when that Pod object
         changes (e.g. the controller's config-poke annotation) or every ``sync_period`` seconds.
+        ``configmap_lag`` (with ``pod_name``): the ConfigMaps are read from a cache that shows a
+        change only ``configmap_lag`` seconds after it was made, as the kubelet's ConfigMap
+        cache, fed by a watch of its own, may lag the pod's: a refresh right after a change
+        (e.g. on the poke that follows a ConfigMap write) projects the old files.
         """
         self._follow_stop.clear()
+        history: list[tuple[float, Any, dict[int, Any]]] = []  # (seen at, root, parts): the lagging cache
+
+        def read() -> tuple[Any, dict[int, Any]]:
+            root = server.get_object("ConfigMap", namespace, configmap_name)
+            parts = {n: server.get_object("ConfigMap", namespace, f"{configmap_name}-part-{n}")
+                     for n in range(1, self.mounted_parts + 1)}
+            return root, parts
+
+        def cached() -> tuple[Any, dict[int, Any]]:
+            """What a cache ``configmap_lag`` s behind shows: the root is watched (one read a
+            turn), the parts are read when it changes (the controller writes them first)."""
+            root = server.get_object("ConfigMap", namespace, configmap_name)
+            rv = None if root is None else root["metadata"].get("resourceVersion")
+            last = history[-1][1] if history else None
+            if not history or rv != (None if last is None else last["metadata"].get("resourceVersion")):
+                parts = {n: server.get_object("ConfigMap", namespace, f"{configmap_name}-part-{n}")
+                         for n in range(1, self.mounted_parts + 1)}
+                # the first state is known from the start (what the pod started with)
+                history.append((-1.0 if not history else time.monotonic(), root, parts))
+            horizon = time.monotonic() - configmap_lag
+            while len(history) > 1 and history[1][0] <= horizon:
+                del history[0]
+            return history[0][1], history[0][2]
 
         def loop() -> None:
             seen_pod_rv: str | None = None  # the pod's non-status content
@@ -291,10 +324,9 @@ class StubDataPlane:
                             refresh = True
                             seen_pod_rv = rv
                             next_sync = time.monotonic() + sync_period
+                    lagging = cached() if configmap_lag > 0 and pod_name is not None else None
                     if refresh:
-                        root = server.get_object("ConfigMap", namespace, configmap_name)
-                        parts = {n: server.get_object("ConfigMap", namespace, f"{configmap_name}-part-{n}")
-                                 for n in range(1, self.mounted_parts + 1)}
+                        root, parts = lagging if lagging is not None else read()
                         self.load_configmaps(root, parts)
                 except Exception as e:  # keep following whatever a test does to the server
                     self.last_error = repr(e)
@@ -334,6 +366,10 @@ class _AdminHandler(BaseHTTPRequestHandler):
         elif path in ("/version", "/metrics"):
             if not authorized:
                 code, body, ctype = 401, b'{"error":"unauthorized"}', "application/json"
+            elif path == "/version" and stub.version_answer is not None:
+                code, answer = stub.version_answer
+                body, ctype = ((b"not found\n", "text/plain") if answer is None
+                               else (json.dumps(answer).encode(), "application/json"))
             elif path == "/version":
                 with stub._lock:
                     h = stub.lie_hash if stub.lie_hash is not None else stub.config_hash
@@ -440,15 +476,16 @@ class DataPlaneFleet:
         self.stop()
 
     def follow(self, server: Any, namespace: str, configmap_name: str, *, interval: float = 0.05,
-               sync_period: float | None = 60.0) -> None:
+               sync_period: float | None = 60.0, configmap_lag: float = 0.0) -> None:
         """Every stub loads the ConfigMap like a kubelet-mounted volume of its Pod: refreshed when
-        the Pod changes (config-poke) or every ``sync_period`` s (None: whenever it changes)."""
+        the Pod changes (config-poke) or every ``sync_period`` s (None: whenever it changes);
+        ``configmap_lag``: see ``StubDataPlane.follow``."""
         for s in self.stubs:
             if sync_period is None:
                 s.follow(server, namespace, configmap_name, interval=interval)
             else:
                 s.follow(server, namespace, configmap_name, interval=interval, pod_name=s.name,
-                         sync_period=sync_period)
+                         sync_period=sync_period, configmap_lag=configmap_lag)
 
     def register(self, server: Any, namespace: str, service: str, *, service_ports: tuple[tuple[int, int], ...] = (
             (80, 8080), (443, 8443)), service_type: str = "LoadBalancer", lb_ip: str | None = "203.0.113.10",

@@ -1,22 +1,31 @@
 """The controller's health server: ``/healthz``, ``/readyz`` and ``/metrics``.
 
-``/healthz`` answers 200 while the process loop is alive (``HealthState.alive`` returns True),
+``/healthz`` answers 200 while the process is alive (``HealthState.alive`` returns True: every
+core thread runs and no reconcile hangs), else 503 with what is wrong (``HealthState.problem``);
 ``/readyz`` 200 once every informer has synced, ``/metrics`` the Prometheus text of a registry.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from titanium_gateway.metrics import CONTENT_TYPE, REGISTRY, Registry
 
+log = logging.getLogger(__name__)
+
 
 class HealthState:
-    def __init__(self, alive: Callable[[], bool] | None = None, ready: Callable[[], bool] | None = None) -> None:
+    def __init__(self, alive: Callable[[], bool] | None = None, ready: Callable[[], bool] | None = None,
+                 problem: Callable[[], str] | None = None) -> None:
         self.alive: Callable[[], bool] = alive or (lambda: True)
         self.ready: Callable[[], bool] = ready or (lambda: False)
+        #: why the process is not alive (the 503 body); "" when it does not know
+        self.problem: Callable[[], str] = problem or (lambda: "")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -39,7 +48,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if path == "/healthz":
                 ok = self.state.alive()
-                self._answer(200 if ok else 503, b"ok\n" if ok else b"worker loop stalled\n")
+                why = "" if ok else self.state.problem() or "worker loop stalled"
+                self._answer(200 if ok else 503, b"ok\n" if ok else f"{why}\n".encode())
             elif path == "/readyz":
                 ok = self.state.ready()
                 self._answer(200 if ok else 503, b"ok\n" if ok else b"informers not synced\n")
@@ -53,11 +63,24 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET  # noqa: N815
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that failed outside the handler (e.g. the prober hung up mid-answer): one log
+        line through the JSON logging, not socketserver's traceback on stderr."""
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            log.debug("health server: client connection failed", extra={"error": f"{type(err).__name__}: {err}"})
+        else:
+            log.warning("health server: request failed", exc_info=True)
+
+
 class HealthServer:
     def __init__(self, state: HealthState, port: int, host: str = "0.0.0.0",
                  registry: Registry | None = None) -> None:
         handler = type("_BoundHealth", (_Handler,), {"state": state, "registry": registry or REGISTRY})
-        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd = _Server((host, port), handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

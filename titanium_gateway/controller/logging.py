@@ -140,3 +140,25 @@ def setup_logging(verbose: bool = False, stream: TextIO | None = None) -> loggin
     for noisy in ("urllib3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return handler
+
+
+def install_exception_hooks() -> None:
+    """Uncaught exceptions, in the main thread or any other, go through the JSON logging (a
+    ``critical`` line with the redacted traceback) instead of a raw traceback on stderr."""
+    log = logging.getLogger("titanium_gateway")
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        name = args.thread.name if args.thread is not None else "?"
+        log.critical("uncaught exception in thread %s", name, extra={"thread_name": name},
+                     exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback))
+
+    def main_hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+        if issubclass(exc_type, KeyboardInterrupt):
+            sys.__excepthook__(exc_type, exc, tb)
+            return
+        log.critical("uncaught exception", exc_info=(exc_type, exc, tb))
+
+    threading.excepthook = thread_hook
+    sys.excepthook = main_hook

@@ -1,6 +1,7 @@
 """``titanium-gateway controller``: parse options, set up logging, health, leader election and
-the controller; run until SIGTERM/SIGINT (exit 0, Lease released) or until leadership is lost
-(exit 1, so the pod restarts as a fresh follower)."""
+the controller; run until SIGTERM/SIGINT (exit 0, Lease released), until leadership is lost, or
+until a core thread (leader elector, reconcile worker, status worker, a reflector) dies (exit 1,
+so the pod restarts as a fresh follower; ``/healthz`` answers 503 meanwhile)."""
 
 from __future__ import annotations
 
@@ -15,18 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from titanium_gateway.controller.health import HealthServer, HealthState
-from titanium_gateway.controller.logging import register_secret, setup_logging
+from titanium_gateway.controller.logging import install_exception_hooks, register_secret, setup_logging
 from titanium_gateway.controller.options import ControllerOptions, OptionsError, parse_options
 from titanium_gateway.controller.reconciler import Controller
 from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.metrics import REGISTRY, Registry
 
 log = logging.getLogger("titanium_gateway.controller")
 
 EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
+EXIT_THREAD_DIED = 1
 EXIT_USAGE = 2
 #: HTTP connections to the API server: one per watch (11 informers, more with
 #: --secret-namespaces) plus the status writer's pool and the worker.
@@ -70,16 +73,30 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
     ctrl = Controller(opts, api, is_leader=is_leader, clock=clock, registry=reg, **(controller_kwargs or {}))
     holder.append(ctrl)
     rt.controller, rt.elector = ctrl, elector
+    elector_thread: CoreThread | None = None
+
+    def dead_threads() -> list[str]:
+        """The core threads that ended although nobody stopped them."""
+        gone = ctrl.dead_threads()
+        if elector is not None and dead(elector_thread, elector.stopped or lost.is_set()):
+            gone.append("leader-elector")
+        return gone
+
+    def problem() -> str:
+        """"" while healthy, else what is wrong (the ``/healthz`` 503 body)."""
+        gone = dead_threads()
+        return f"core thread died: {', '.join(gone)}" if gone else ctrl.health_problem()
+
     health: HealthServer | None = None
     if serve_health:
-        health = HealthServer(HealthState(alive=ctrl.alive, ready=ctrl.synced), opts.health_port, registry=reg)
+        health = HealthServer(HealthState(alive=lambda: not problem(), ready=ctrl.synced, problem=problem),
+                              opts.health_port, registry=reg)
         health.start()
         rt.health = health
     log.info("starting controller", extra={"identity": opts.identity, "controller_name": opts.controller_name,
                                            "data_plane_service": opts.data_plane_service,
                                            "leader_election": opts.leader_election})
     ctrl.start()
-    elector_thread: threading.Thread | None = None
     if elector is not None:
         el = elector
 
@@ -87,7 +104,7 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
             if not el.run():  # False: leadership lost (not a clean stop)
                 lost.set()
 
-        elector_thread = threading.Thread(target=run_elector, name="leader-elector", daemon=True)
+        elector_thread = CoreThread(run_elector, "leader-elector")
         elector_thread.start()
     rt.started.set()
     code = EXIT_OK
@@ -97,9 +114,10 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
                 log.error("leadership lost: stopping so a fresh replica can take over")
                 code = EXIT_LOST_LEADERSHIP
                 break
-            if not ctrl.worker_running():
-                log.error("reconcile worker died")
-                code = EXIT_LOST_LEADERSHIP
+            gone = dead_threads()  # (a reconcile that hangs is left to the liveness probe: /healthz 503)
+            if gone:
+                log.error("core thread died: stopping so the pod restarts", extra={"threads": gone})
+                code = EXIT_THREAD_DIED
                 break
     finally:
         ctrl.stop()  # workers first: nothing writes after this
@@ -145,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
     setup_logging(opts.verbose)
+    install_exception_hooks()
     register_secret(opts.admin_token)
     limit_malloc_arenas()
     from titanium_gateway.kube.rest import RestApi, load_configuration

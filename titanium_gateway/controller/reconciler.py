@@ -10,7 +10,10 @@ statuses to the status writer's own worker (which writes them meanwhile, latest 
 and retries its own failures); posts events; then it probes the data plane. When every ready
 pod reports the written hash the controller triggers another reconcile so Programmed flips to
 True; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
-again while no input of the render changed). An exception in a reconcile is logged, counted and retried with
+again while no input of the render changed), and a pod still behind some seconds after its
+config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). The first pass
+of a leadership term probes before it writes any status (the pods may already serve what the
+previous leader wrote). An exception in a reconcile is logged, counted and retried with
 back-off: it never stops the loop. When the API server answered 429 with Retry-After (a config
 writer, an Event), no reconcile starts before the Retry-After has passed (the max of the
 back-off and the Retry-After), however many changes arrive meanwhile.
@@ -35,9 +38,18 @@ from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
 from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
 from titanium_gateway.kube.reflector import Backoff
+from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
-from titanium_gateway.prober.prober import Prober, ProbeResult, awaiting_rollout, ready_endpoints
+from titanium_gateway.prober.prober import (
+    DataPlane,
+    Prober,
+    ProbeResult,
+    awaiting_rollout,
+    data_plane,
+    is_data_plane_pod,
+    slice_service_key,
+)
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
@@ -53,8 +65,9 @@ from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_sta
 log = logging.getLogger(__name__)
 
 RenderFn = Callable[[Snapshot, RenderOptions], RenderResult]
-DATA_PLANE_SELECTOR = "app.kubernetes.io/name=titanium,app.kubernetes.io/component=data-plane"
 TLS_SELECTOR = "type=kubernetes.io/tls"
+#: EndpointSlice index: ``namespace/service`` of the slice's Service (the data plane's slices in O(1))
+SLICE_SERVICE_INDEX = "service"
 
 #: informer name -> (resource, Snapshot field or None)
 WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
@@ -170,13 +183,23 @@ class Controller:
                 inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
                                      field_selector=TLS_SELECTOR, name="secrets", **kw)
             elif name == "Pod":
-                inf = SharedInformer(api, res, ns, label_selector=DATA_PLANE_SELECTOR, name="pods", **kw)
+                # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in),
+                # whatever its labels: which are the data plane's is decided from the data-plane
+                # Service at each reconcile (``data_plane``), so a Service whose selector
+                # changes, or a data plane installed without the chart's labels, is followed. The
+                # transform keeps a few fields of each.
+                inf = SharedInformer(api, res, ns, name="pods", **kw)
+            elif name == "EndpointSlice":
+                inf = SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key},
+                                     **kw)
             else:
                 inf = SharedInformer(api, res, name=res.plural, **kw)
-            on_update = self._on_update
+            on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
             if name in STATUS_KINDS:
                 on_update = functools.partial(self._on_status_kind_update, name)
-            inf.add_event_handler(EventHandler(self._on_add, on_update, self._on_delete))
+            elif name == "Pod":
+                on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
+            inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
             self.informers.add(name, inf)
         self.config_writer = ConfigMapWriter(api, ns, opts.config_map, max_parts=opts.config_parts,
                                              guard=self.guard, registry=reg)
@@ -185,10 +208,14 @@ class Controller:
                                           current=self._current, registry=reg)
         self.event_writer = EventWriter(api, controller_name=opts.controller_name, identity=opts.identity,
                                         guard=self.guard, clock=clock, default_namespace=ns)
-        self.poker = PodPoker(api, ns, guard=self.guard)
+        self.poker = PodPoker(api, ns, guard=self.guard, clock=clock, registry=reg)
         self.stamper = DeploymentStamper(api, ns, opts.data_plane_deployment, guard=self.guard)
         self.prober = prober or Prober(opts.admin_port, opts.admin_token, registry=reg)
         self._confirmed: str | None = None
+        #: True until the data plane was probed in this leadership term (or, without leader
+        #: election, since the start): what the pods run is unknown, so the first pass probes
+        #: before it submits statuses (``reconcile``)
+        self._unprobed = True
         # GatewayClass/Gateway/Ingress statuses of the last render (the objects we own), and the
         # objects that stopped being ours: key -> (our last status, resourceVersion when noticed)
         self._owned: dict[StatusKey, ObjectStatus] = {}
@@ -198,6 +225,7 @@ class Controller:
         #: exponential from retry_backoff[0], capped at retry_backoff[1], max with the overall bucket)
         self._rate_limiter: RateLimiter = default_controller_rate_limiter(
             clock, base_delay=retry_backoff[0], max_delay=retry_backoff[1])
+        self._max_retry_delay = retry_backoff[1]
         self._worker: threading.Thread | None = None
         self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
         self.stuck_after = stuck_after
@@ -244,13 +272,41 @@ class Controller:
     def _on_delete(self, obj: Any) -> None:
         self.trigger.trigger()
 
+    # Pods: every Pod of the data-plane namespace is cached, only the data plane's trigger (the
+    # controller's own pods and any other workload there do not make the controller re-probe)
+    def _is_data_plane_pod(self, pod: Any) -> bool:
+        svc_ns, svc = self.render_options.data_plane_service
+        return is_data_plane_pod(pod, self.informers["Service"].get(svc_ns, svc),
+                                 self.informers["EndpointSlice"].store.by_index(SLICE_SERVICE_INDEX, f"{svc_ns}/{svc}"),
+                                 svc_ns, svc)
+
+    def _on_pod_add(self, obj: Any) -> None:
+        if self._is_data_plane_pod(obj):
+            self.trigger.trigger()
+
+    def _on_pod_update(self, old: Any, new: Any) -> None:
+        if old is not new and (self._is_data_plane_pod(new) or self._is_data_plane_pod(old)):
+            self.trigger.trigger()
+
+    def _on_pod_delete(self, obj: Any) -> None:
+        if self._is_data_plane_pod(obj):
+            self.trigger.trigger()
+
+    def data_plane(self) -> DataPlane:
+        """The data plane of ``--data-plane-service`` as the caches show it now: its pods (poked,
+        stamped) and its ready endpoints (probed)."""
+        svc_ns, svc = self.render_options.data_plane_service
+        return data_plane(self.informers["Service"].get(svc_ns, svc),
+                          self.informers["EndpointSlice"].store.by_index(SLICE_SERVICE_INDEX, f"{svc_ns}/{svc}"),
+                          self.informers["Pod"].list(), svc_ns, svc, pod_namespace=self.opts.data_plane_namespace)
+
     def _current(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.informers[kind].get(namespace or None, name)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         self.informers.start()
-        self._worker = threading.Thread(target=self._run_worker, name="reconcile-worker", daemon=True)
+        self._worker = CoreThread(self._run_worker, "reconcile-worker")
         self._worker.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -267,19 +323,41 @@ class Controller:
     def worker_running(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
 
-    def alive(self) -> bool:
-        """The worker thread runs and no reconcile has been running for ``stuck_after`` seconds."""
+    def dead_threads(self) -> list[str]:
+        """The core threads of the controller (reconcile worker, status worker, reflectors) that
+        ended although not stopped: the process is broken (``/healthz`` 503, exit 1)."""
+        stopping = self._stopped.is_set()
+        out = ["reconcile-worker"] if dead(self._worker, stopping) else []
+        if not stopping:
+            out += self.status_writer.dead_threads()
+            out += self.informers.dead_threads()
+        return out
+
+    def health_problem(self) -> str:
+        """"" while healthy, else why not: a core thread died, or a reconcile has been running
+        for ``stuck_after`` seconds."""
         if self._worker is None or not self._worker.is_alive():
-            return False
+            return "reconcile worker not running"
+        gone = self.dead_threads()
+        if gone:
+            return f"core thread died: {', '.join(gone)}"
         busy = self._busy_since
-        return busy is None or time.monotonic() - busy < self.stuck_after
+        if busy is not None and time.monotonic() - busy >= self.stuck_after:
+            return f"a reconcile has been running for more than {self.stuck_after:g} s"
+        return ""
+
+    def alive(self) -> bool:
+        """Every core thread runs and no reconcile has been running for ``stuck_after`` seconds."""
+        return not self.health_problem()
 
     def on_started_leading(self) -> None:
-        """A new term: forget what we wrote before (a peer may have written since)."""
+        """A new term: forget what we wrote before (a peer may have written since) and what the
+        pods confirmed; the first pass of the term probes them before it writes any status."""
         for w in (self.config_writer, self.secret_writer, self.stamper, self.poker):
             w.reset()
         self.event_writer.reset()
         self._confirmed = None
+        self._unprobed = True
         self._rendered_from = None
         self.trigger.trigger()
 
@@ -291,12 +369,12 @@ class Controller:
         log.info("informers synced")
         self.trigger.trigger()
         while self.trigger.wait():
-            if self.gc_tuning:
-                self._maybe_freeze_gc()
             start = time.monotonic()
             self._busy_since = start
             result = "success"
             try:
+                if self.gc_tuning:
+                    self._maybe_freeze_gc()
                 if self.reconcile() is None:
                     result = "skipped"  # a follower: caches only
                 self._rate_limiter.forget(RECONCILE_KEY)
@@ -305,7 +383,12 @@ class Controller:
                 log.info("stopped writing: %s", e)
             except Exception as e:
                 result = "error"
-                delay = self.schedule_retry(e)
+                try:
+                    delay = self.schedule_retry(e)
+                except Exception:  # noqa: BLE001 - never lose the worker: retry at the longest back-off
+                    log.exception("scheduling the retry failed")
+                    delay = self._max_retry_delay
+                    self.trigger.trigger(after=delay)
                 log.exception("reconcile failed; retrying", extra={"retry_in_s": delay, "error": str(e)})
             finally:
                 self._busy_since = None
@@ -403,6 +486,7 @@ class Controller:
             self.last_result = result
             log.debug("rendered", extra={"config_hash": result.config_hash,
                                          "duration_ms": round(render_s * 1000, 1)})
+        probed = False
         if result.delivery_error:
             log.error("config not delivered", extra={"config_hash": result.config_hash,
                                                      "error": result.delivery_error})
@@ -421,9 +505,23 @@ class Controller:
                 result = dataclasses.replace(result, parts=tuple((name, b"") for name, _ in result.parts))
                 self.last_result = result
                 self._parts_released = True
-            pods = self.informers["Pod"].list()
-            self.poker.poke(pods, result.config_hash, result.tls_files)  # a certificate change pokes too
-            self.stamper.stamp(result.listeners, pods)
+            dp = self.data_plane()
+            self.poker.poke(dp.pods, result.config_hash, result.tls_files)  # a certificate change pokes too
+            self.stamper.stamp(result.listeners, dp.pods)
+            if self._unprobed:
+                # The first pass of a term (a failover, a restart): the pods may serve this very
+                # config already (the previous leader's). Probe before any status is written: a
+                # render that did not know what the pods run would write Programmed=False/Pending
+                # over the True the previous leader wrote, and True again a pass later.
+                self._unprobed = False
+                self._probe(result, dp)
+                if (self._confirmed, self._probe_message) != version[1:]:
+                    # what the render reads changed: this render's statuses are stale; the pass
+                    # the probe triggered renders with what the pods run and writes them
+                    log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
+                                                   "statuses": "after the first probe"})
+                    return result
+                probed = True
         if not reused:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
@@ -437,8 +535,8 @@ class Controller:
         bump_due = self.event_writer.policy.next_due()
         if bump_due is not None:  # bump on time even when nothing changes (a quiet cluster)
             self.trigger.trigger(after=max(0.0, bump_due - self.clock.now()))
-        if not result.delivery_error:
-            self._probe(result, snap)
+        if not result.delivery_error and not probed:
+            self._probe(result, self.data_plane())
         self._rendered_from = version
         log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
@@ -492,12 +590,21 @@ class Controller:
                                         key[1], key[2], {"parents": []}))
         return out
 
-    def _probe(self, result: RenderResult, snap: Snapshot) -> None:
-        svc_ns, svc = self.render_options.data_plane_service
-        eps = ready_endpoints(self.informers["EndpointSlice"].list(), svc_ns, svc, self.informers["Pod"].list())
+    def _probe(self, result: RenderResult, dp: DataPlane) -> None:
+        eps = dp.endpoints
         # with the listener stamp, a pod confirms only once it was created with the current set
         rollout = awaiting_rollout(eps, canonical_listeners(result.listeners)) if self.opts.data_plane_deployment else ""
-        pr = ProbeResult(None, rollout) if rollout else self.prober.probe(eps, result.config_hash)
+        pr = ProbeResult(None, rollout) if rollout else self.prober.probe(
+            eps, result.config_hash, no_endpoints="" if eps else dp.no_endpoint_message())
+        if pr.examined:
+            # a pod still behind some seconds after its poke may have been given the old files
+            # by its kubelet (the pod change arrived before the ConfigMap change): poke it again,
+            # and come back when the next re-poke is due (sooner than the poll, or once all
+            # ready pods confirmed while one that is not ready is still behind)
+            self.poker.repoke(dp.pods, pr.confirmed_pods, pr.lasting_pods)
+            repoke_at = self.poker.next_repoke()
+            if repoke_at is not None:
+                self.trigger.trigger(after=max(0.0, repoke_at - self.clock.now()))
         if pr.confirmed_hash == result.config_hash:
             if self._confirmed != result.config_hash:
                 log.info("config confirmed by every ready data-plane pod",

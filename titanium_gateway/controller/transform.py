@@ -17,9 +17,12 @@ and without the transforms and requires identical results):
 * Service: ``status``, except the data-plane Service's (its load-balancer address is published);
 * Secret: ``data``/``stringData`` of any type but ``kubernetes.io/tls`` (the render rejects
   those by type before reading data; the field selector keeps them out of the cache anyway);
-* Pod (data-plane pods): everything but ``metadata`` and ``status.podIP``/``podIPs`` (the
-  fields in ``prober.POD_FIELDS_USED``: the prober maps endpoints to pods by address, the pod
-  writers read metadata only).
+* Pod (every Pod of the data-plane namespace: which ones are the data plane is decided from the
+  data-plane Service at each reconcile): everything but the fields in
+  ``prober.POD_FIELDS_USED``: ``metadata`` name, namespace, uid, resourceVersion,
+  deletionTimestamp, labels and the config-poke and listeners annotations, and
+  ``status.podIP``/``podIPs`` (the discovery maps endpoints to pods by targetRef or address and
+  matches labels against the Service's selector; the pod writers read metadata only).
 
 Then every kept object is *compacted* (:func:`compact`): rebuilt with each mapping key and
 each short string value interned, so the 10k HTTPRoutes of a large cluster share one ``"name"``,
@@ -51,7 +54,9 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 ENDPOINT_FIELDS_DROPPED = ("targetRef", "nodeName", "zone", "hints", "deprecatedTopology")
-POD_FIELDS_KEPT = ("apiVersion", "kind", "metadata")
+POD_FIELDS_KEPT = ("apiVersion", "kind", "metadata", "status")
+POD_METADATA_KEPT = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp", "labels", "annotations")
+POD_ANNOTATIONS_KEPT = ("gateway.titaniumproxy.com/config-poke", "gateway.titaniumproxy.com/listeners")
 POD_STATUS_KEPT = ("podIP", "podIPs")
 
 
@@ -117,12 +122,28 @@ def secret_transform(obj: Obj) -> Obj:
 
 
 def pod_transform(obj: Obj) -> Obj:
-    obj = strip_metadata(obj)
+    """The Pod with only what the data-plane discovery, the prober and the pod writers read (the
+    input itself when it holds nothing else)."""
+    md = obj.get("metadata")
     status = obj.get("status")
-    status_ok = status is None or (isinstance(status, dict) and all(k in POD_STATUS_KEPT for k in status))
-    if status_ok and all(k in POD_FIELDS_KEPT or k == "status" for k in obj):
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    if (all(k in POD_FIELDS_KEPT for k in obj)
+            and (not isinstance(md, dict) or all(k in POD_METADATA_KEPT for k in md))
+            and (not isinstance(ann, dict) or all(k in POD_ANNOTATIONS_KEPT for k in ann))
+            and (not isinstance(status, dict) or all(k in POD_STATUS_KEPT for k in status))):
         return obj
-    out = {k: v for k, v in obj.items() if k in POD_FIELDS_KEPT}
+    out: Obj = {k: v for k, v in obj.items() if k in POD_FIELDS_KEPT and k not in ("metadata", "status")}
+    if isinstance(md, dict):
+        meta = {k: v for k, v in md.items() if k in POD_METADATA_KEPT}
+        if isinstance(ann, dict):
+            kept = {k: v for k, v in ann.items() if k in POD_ANNOTATIONS_KEPT}
+            if kept:
+                meta["annotations"] = kept
+            else:
+                meta.pop("annotations", None)
+        out["metadata"] = meta
+    elif md is not None:
+        out["metadata"] = md
     if isinstance(status, dict):
         out["status"] = {k: v for k, v in status.items() if k in POD_STATUS_KEPT}
     return out

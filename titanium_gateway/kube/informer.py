@@ -21,6 +21,7 @@ from titanium_gateway.kube.api import KubeApi, Obj, Resource
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.reflector import Backoff, Reflector
 from titanium_gateway.kube.store import IndexFunc, Store
+from titanium_gateway.kube.threads import CoreThread, dead
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class SharedInformer:
                       clock=clock, name=f"{self.name}/{ns}" if ns else self.name, transform=transform)
             for ns in scopes
         ]
-        self._threads: list[threading.Thread] = []
+        self._threads: list[CoreThread] = []
         self._lock = threading.Lock()
 
     def add_event_handler(self, handler: EventHandler | None = None, *,
@@ -119,9 +120,15 @@ class SharedInformer:
             if self._threads:
                 return
             for r in self.reflectors:
-                t = threading.Thread(target=r.run, name=f"reflector-{r.name}", daemon=True)
+                t = CoreThread(r.run, f"reflector-{r.name}")
                 self._threads.append(t)
                 t.start()
+
+    def dead_threads(self) -> list[str]:
+        """Names of the reflector threads that ended although not stopped (see ``kube.threads``)."""
+        with self._lock:
+            threads = list(self._threads)
+        return [t.name for t, r in zip(threads, self.reflectors, strict=False) if dead(t, r.stopped)]
 
     def stop(self, join_timeout: float | None = None) -> None:
         """Stop the reflectors; with ``join_timeout`` wait (real seconds) for their threads."""
@@ -185,6 +192,9 @@ class InformerSet:
 
     def has_synced(self) -> bool:
         return all(inf.has_synced() for inf in self._informers.values())
+
+    def dead_threads(self) -> list[str]:
+        return [name for inf in self._informers.values() for name in inf.dead_threads()]
 
     def unsynced(self) -> list[str]:
         return sorted(n for n, inf in self._informers.items() if not inf.has_synced())

@@ -13,6 +13,12 @@
   renew, even while a renew call is still hanging — before the lease can expire for the others.
   Writers check it before every write. ``run()`` then returns False: the caller exits non-zero.
 - ``stop()`` ends ``run()`` and releases the lease (holderIdentity "", leaseDurationSeconds 1).
+- Any failure of an attempt (an API error, no connection to the API server, a timeout, an
+  answer that is not a Lease) is an unsuccessful attempt, never the end of ``run()``: while not
+  leading it is retried for as long as the process lives, every retry_period at first, backing
+  off exponentially while the failures go on (capped at lease_duration, so a replica started
+  during an API outage takes the Lease within about one lease duration after the API is back);
+  while leading, the renew deadline decides (no back-off).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,6 +99,18 @@ class LeaderElectionRecord:
         if self.renew_time is not None:
             spec["renewTime"] = format_micro_time(self.renew_time)
         return spec
+
+
+_OBJECT_AT = re.compile(r" (?:object )?at 0x[0-9a-fA-F]+")
+
+
+def describe_error(e: BaseException) -> str:
+    """``Class: message`` without the object addresses urllib3 puts in its messages (so one
+    lasting failure reads the same every time: it is logged once, not at every retry)."""
+    text = _OBJECT_AT.sub("", str(e))
+    if isinstance(e, ApiError):
+        return text
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 class LeaseMissing(Exception):
@@ -180,6 +199,8 @@ class LeaderElector:
         self._reported_leader: str | None = None
         self.condition = "Pending"  # Pending | Leading | Following | LeaseMissing | Error | Lost | Released
         self.last_error: str | None = None
+        #: attempts that failed in a row (an error, not another holder): the acquire back-off
+        self.failures = 0
         self.sleeping_until: float | None = None
 
     # --- state --------------------------------------------------------------------------------
@@ -198,6 +219,11 @@ class LeaderElector:
     @property
     def identity(self) -> str:
         return self.config.identity
+
+    @property
+    def stopped(self) -> bool:
+        """``stop()`` was called."""
+        return self._stopped
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep on the clock; False when stopped meanwhile."""
@@ -229,13 +255,16 @@ class LeaderElector:
                        f"Lease {self.lock.describe()} does not exist: the chart pre-creates it and RBAC grants "
                        f"no create; install the chart or create the Lease by hand")
             return False
+        except Exception as e:  # noqa: BLE001 - no connection, a timeout, an answer that is no Lease
+            self._fail("Error", f"get Lease {self.lock.describe()}: {describe_error(e)}")
+            return False
 
         self._observe(old)
         now = self.clock.now()
         held_by_other = bool(old.holder_identity) and old.holder_identity != me
         if held_by_other and self._observed_at + max(old.lease_duration_seconds, 0) > now:
             self.condition = "Following" if not self._leading else self.condition
-            self.last_error = None
+            self._recovered()
             return False
         if old.holder_identity == me and old.acquire_time is not None:
             rec = LeaderElectionRecord(me, self._duration_s(), old.acquire_time, now_wall, old.leader_transitions)
@@ -246,8 +275,12 @@ class LeaderElector:
         except ApiError as e:
             if e.is_conflict:
                 self.last_error = "lost the race to update the Lease (409)"
+                self.failures = 0
             else:
                 self._fail("Error", f"update Lease {self.lock.describe()}: {e}")
+            return False
+        except Exception as e:  # noqa: BLE001
+            self._fail("Error", f"update Lease {self.lock.describe()}: {describe_error(e)}")
             return False
         self._observe(rec)
         self._renewed()
@@ -257,16 +290,46 @@ class LeaderElector:
         return max(1, int(round(self.config.lease_duration)))
 
     def _fail(self, condition: str, message: str) -> None:
+        self.failures += 1
         if self.last_error != message:
-            log.error("leader election: %s", message)
+            log.error("leader election: %s", message, extra={"lease": self.lock.describe(),
+                                                             "failures": self.failures})
         self.last_error = message
         if not self._leading:
             self.condition = condition
 
+    def _recovered(self) -> None:
+        if self.failures and self.last_error:
+            log.info("leader election: the Lease can be read again", extra={"lease": self.lock.describe(),
+                                                                             "failures": self.failures})
+        self.failures = 0
+        self.last_error = None
+
     def _renewed(self) -> None:
         with self._mu:
             self._last_renew = self.clock.now()
-        self.last_error = None
+        self._recovered()
+
+    def _attempt(self) -> bool:
+        """``try_acquire_or_renew``, whatever happens in it: a failure is a failed attempt."""
+        try:
+            return self.try_acquire_or_renew()
+        except Exception as e:  # noqa: BLE001 - the elector must outlive any error
+            self.failures += 1
+            self.last_error = describe_error(e)
+            log.exception("leader election: attempt failed", extra={"lease": self.lock.describe(),
+                                                                     "error": self.last_error})
+            return False
+
+    def retry_delay(self) -> float:
+        """Seconds before the next acquire attempt: retry_period (jittered) while nothing fails;
+        after ``failures`` failed attempts in a row, retry_period x 2^(failures-1), capped at
+        lease_duration (jittered too)."""
+        base = self.config.retry_period
+        if self.failures > 1:
+            cap = max(base, self.config.lease_duration)
+            base = min(cap, base * 2.0 ** min(self.failures - 1, 32))
+        return self._jittered(base)
 
     def _observe(self, rec: LeaderElectionRecord) -> None:
         with self._mu:
@@ -286,14 +349,14 @@ class LeaderElector:
     def acquire(self) -> bool:
         """Retry every retry_period (jittered) until we hold the lease (True) or ``stop()`` (False)."""
         while not self._stopped:
-            if self.try_acquire_or_renew():
+            if self._attempt():
                 with self._mu:
                     self._leading = True
                 self.condition = "Leading"
                 self._gauge.set(1)
                 log.info("leader election: %s became the leader of %s", self.identity, self.lock.describe())
                 return True
-            if not self._sleep(self._jittered(self.config.retry_period)):
+            if not self._sleep(self.retry_delay()):
                 return False
         return False
 
@@ -306,7 +369,7 @@ class LeaderElector:
             while True:
                 with self._mu:
                     deadline = (self._last_renew or 0.0) + self.config.renew_deadline
-                ok = self.try_acquire_or_renew()
+                ok = self._attempt()
                 now = self.clock.now()
                 if self._stopped:
                     return True
@@ -364,8 +427,8 @@ class LeaderElector:
         self._gauge.set(0)
         try:
             old = self.lock.get()
-        except ApiError as e:
-            log.warning("leader election: release: %s", e)
+        except Exception as e:  # noqa: BLE001 - an API error or no connection: the Lease just expires
+            log.warning("leader election: release: %s", describe_error(e))
             return False
         if old.holder_identity != self.identity:
             return False
@@ -373,8 +436,8 @@ class LeaderElector:
         rec = LeaderElectionRecord("", 1, now, now, old.leader_transitions)
         try:
             self.lock.update(rec)
-        except ApiError as e:
-            log.warning("leader election: release: %s", e)
+        except Exception as e:  # noqa: BLE001
+            log.warning("leader election: release: %s", describe_error(e))
             return False
         self.condition = "Released"
         self._observe(rec)

@@ -49,6 +49,7 @@ from titanium_gateway.kube.api import (
     Resource,
 )
 from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
+from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.metrics import REGISTRY, Registry
 from titanium_gateway.render.result import ObjectStatus
 from titanium_gateway.render.statusmerge import merged_status
@@ -271,13 +272,19 @@ class StatusWriter:
                 self._pending[st.key] = (st, guards.get(st.key), seen.get(st.key, ""))
             self._m_pending.set(len(self._pending))
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="status-worker", daemon=True)
+                self._thread = CoreThread(self._run, "status-worker")
                 self._thread.start()
             self._cond.notify_all()
 
     def pending(self) -> int:
         with self._cond:
             return len(self._pending)
+
+    def dead_threads(self) -> list[str]:
+        """["status-worker"] when the worker thread ended although the writer was not closed."""
+        with self._cond:
+            thread, closed = self._thread, self._closed
+        return [thread.name] if thread is not None and dead(thread, closed) else []
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is pending nor being written (True), or ``timeout`` real seconds."""

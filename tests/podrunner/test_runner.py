@@ -153,6 +153,8 @@ def test_pod_lifecycle(cluster, tmp_path):
 def test_missing_secret_keeps_the_container_waiting(cluster):
     server, runner, net = cluster
     server.delete_object("Secret", "apps", "tok")
+    # The runner's Secret cache hears of the delete by watch: a pod seen first would start.
+    wait_for(lambda: runner.secrets.get("apps", "tok") is None, what="the runner's cache without the Secret")
     server.put_object(pod_manifest())
     wait_for(lambda: (status_of(server).get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {})
              .get("reason") == "CreateContainerConfigError", what="CreateContainerConfigError")

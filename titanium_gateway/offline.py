@@ -217,7 +217,7 @@ def load_manifests(
             continue
         if check_fields:
             for path in fieldcheck.unknown_fields(obj, api_version, kind):
-                report.warnings.append(f"{m.origin}: {_describe(obj)}: unknown field {path!r}")
+                report.warnings.append(f"{m.origin}: {_describe(obj)}: {fieldcheck.describe_unknown(kind, path)}")
         if served[api_version] != api_version:
             obj = dict(obj)
             obj["apiVersion"] = served[api_version]

@@ -242,3 +242,48 @@ def test_strictly_equal_tells_json_values_apart() -> None:
         cur["a"] = {}
         cur = cur["a"]
     assert tf.strictly_equal(nested, nested) is False  # too deep to tell: never raises, never reused
+
+
+def test_fields_of_newer_gateway_api_releases_survive_the_transforms_and_are_not_ignored() -> None:
+    """A rule's ``retry``/``sessionPersistence`` and a Gateway's ``tls.frontend`` (newer CRDs
+    than the render's v1.2.1) reach the render through the informer transforms (a first
+    compaction and one against the cached version): the rule answers 500 naming the field and
+    the HTTPS listener is not accepted."""
+    from tests.render.core_fixtures import (
+        endpoints,
+        gateway,
+        gatewayclass,
+        listener,
+        route,
+        service,
+        tls_secret,
+    )
+    from titanium_gateway.contract import Request, decide, load_config
+
+    backend = [{"name": "api", "port": 8080}]
+    rules = [{"matches": [{"path": {"type": "PathPrefix", "value": "/r"}}], "backendRefs": backend,
+              "retry": {"attempts": 3, "codes": [503]}},
+             {"matches": [{"path": {"type": "PathPrefix", "value": "/s"}}], "backendRefs": backend,
+              "sessionPersistence": {"type": "Cookie", "sessionName": "s"}}]
+    https = listener("https", 443, "HTTPS", tls={"certificateRefs": [{"name": "shop-tls"}]})
+    gw = gateway(listeners=[listener(), https],
+                 tls={"frontend": {"default": {"validation": {"caCertificateRefs": [{"name": "ca"}]}}}})
+    objects = [gatewayclass(), gw, service(), endpoints(), route(rules=rules), tls_secret()]
+    options = RenderOptions(assume_programmed=True)
+    first = _apply(objects, options)
+    again = [tf.transform_for(str(o["kind"]), options.data_plane_service).with_previous(  # type: ignore[attr-defined]
+        copy.deepcopy(o), prev) for o, prev in zip(objects, first, strict=True)]
+    for objs in (first, again):
+        kept = {o["kind"]: o for o in objs}
+        assert kept["HTTPRoute"]["spec"]["rules"][0]["retry"] == {"attempts": 3, "codes": [503]}
+        assert "sessionPersistence" in kept["HTTPRoute"]["spec"]["rules"][1]
+        assert kept["Gateway"]["spec"]["tls"] == gw["spec"]["tls"]
+        result = render(build_snapshot(objs, now=NOW), options)
+        cfg = load_config(result.config, dict(result.parts))
+        for path, field in (("/r", "spec.rules[0].retry"), ("/s", "spec.rules[1].sessionPersistence")):
+            out = decide(cfg, Request(host="shop.example.com", path=path)).outcome
+            assert getattr(out, "status", None) == 500 and f"{field} is not supported" in out.body  # type: ignore[union-attr]
+        gw_status = next(s.status for s in result.statuses if s.key[0] == "Gateway")
+        https_accepted = next(c for ls in gw_status["listeners"] if ls["name"] == "https"
+                              for c in ls["conditions"] if c["type"] == "Accepted")
+        assert (https_accepted["status"], https_accepted["reason"]) == ("False", "UnsupportedValue")

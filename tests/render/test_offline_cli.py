@@ -626,3 +626,27 @@ def test_a_large_input_gets_a_condensed_summary(tmp_path: Path, capsys: pytest.C
     assert "HTTPRoute apps/r001" not in err
     assert "HTTPRoute: 250 not listed: every parent Accepted, references resolved" in err  # 249 + the quickstart's shop
     assert len(err.splitlines()) < 40
+
+
+def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_summary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_render()
+    route = tmp_path / "route.yaml"
+    route.write_text(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: retried, namespace: apps}\n"
+        "spec:\n  parentRefs: [{name: web}]\n  hostnames: [retry.example.com]\n  rules:\n"
+        "  - name: main\n    backendRefs: [{name: frontend, port: 8080}]\n    retry: {attempts: 2, codes: [503]}\n")
+    out = tmp_path / "out"
+    assert main(["-f", str(QUICKSTART), "-f", str(route), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (f"{route}:1: document 1: HTTPRoute apps/retried: field 'spec.rules[0].retry' is from Gateway API v1.7"
+            " (experimental in v1.2.1), newer than the v1.2.1 standard schemas; not supported, the rule answers 500"
+            in err)
+    assert "field 'spec.rules[0].name' is from Gateway API v1.4" in err and "it changes no traffic" in err
+    assert "unknown field" not in err
+    assert "parent apps/web: Accepted=False (UnsupportedValue)" in err
+    assert "Accepted: spec.rules[0].retry is not supported" in err
+    twp = yaml.safe_load((out / "twp.yaml").read_text())
+    (retried,) = [r for r in twp["routes"] if r["id"].startswith("httproute/apps/retried/")]
+    assert retried["directResponse"]["status"] == 500
+    assert "spec.rules[0].retry is not supported" in retried["directResponse"]["body"]

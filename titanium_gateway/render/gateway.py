@@ -228,6 +228,85 @@ def _certificates(
     return any_ok, reason, message
 
 
+# -- fields of newer Gateway API releases ---------------------------------------------------
+# The API server prunes the fields its CRD schema does not have, so a field the render does not
+# know comes from a newer release or the experimental channel. One that changes what the
+# Gateway does is never ignored (docs/gateway-api.md, "Fields of newer Gateway API releases").
+_SPEC_FIELDS = frozenset({"gatewayClassName", "listeners", "addresses", "infrastructure"})
+_LISTENER_FIELDS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
+_LISTENER_TLS_FIELDS = frozenset({"mode", "certificateRefs", "options"})
+#: ``spec.infrastructure``: labels and annotations for generated resources (this controller
+#: creates none per Gateway: nothing to apply them to) and the implementation's parameters.
+_INFRASTRUCTURE_FIELDS = frozenset({"labels", "annotations", "parametersRef"})
+#: validation of client certificates on every HTTPS port
+_ALL_PORTS = frozenset({-1})
+
+
+def _gateway_problem(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """(reason, message) of what makes the whole Gateway unsupported, ("", "") when nothing."""
+    problems: list[str] = []
+    reason = "UnsupportedValue"
+    for key, value in spec.items():
+        if key in _SPEC_FIELDS:
+            continue
+        if key == "tls" and not f.mapping(value).get("backend"):
+            continue  # (the frontend part is the HTTPS listeners')
+        if key == "allowedListeners":
+            namespaces = f.mapping(f.mapping(value).get("namespaces"))
+            if (f.string(namespaces.get("from")) or "None") == "None":
+                continue  # (the default: no ListenerSet may attach, which is what happens)
+            problems.append("spec.allowedListeners is not supported (ListenerSets are not watched)")
+            continue
+        if key == "defaultScope" and (value is None or value == "None"):
+            continue
+        if key == "tls":
+            problems.append("spec.tls.backend is not supported (the data plane presents no client certificate"
+                            " to backends)")
+            continue
+        problems.append(f"spec.{f.plain(key)} is not supported")
+    infrastructure = spec.get("infrastructure")
+    if isinstance(infrastructure, Mapping):
+        for key, value in infrastructure.items():
+            if key == "parametersRef" and value is not None:
+                if not problems:
+                    reason = "InvalidParameters"
+                problems.append("spec.infrastructure.parametersRef is not supported (this controller takes no parameters)")
+            elif key not in _INFRASTRUCTURE_FIELDS:
+                problems.append(f"spec.infrastructure.{f.plain(key)} is not supported")
+    return (reason, bound_message("; ".join(problems))) if problems else ("", "")
+
+
+def _frontend_validation(spec: Mapping[str, Any]) -> tuple[frozenset[int], str]:
+    """The ports whose HTTPS listeners ``spec.tls.frontend`` asks to validate client
+    certificates on (``_ALL_PORTS``: every one), and the field's path; empty when none."""
+    frontend = f.mapping(f.mapping(spec.get("tls")).get("frontend"))
+    if not frontend:
+        return frozenset(), ""
+    if f.mapping(frontend.get("default")).get("validation"):
+        return _ALL_PORTS, "spec.tls.frontend.default.validation"
+    ports = set()
+    path = ""
+    for i, entry in enumerate(f.items(frontend.get("perPort"))):
+        entry = f.mapping(entry)
+        port = f.port(entry.get("port"))
+        if port and f.mapping(entry.get("tls")).get("validation"):
+            ports.add(port)
+            path = path or f"spec.tls.frontend.perPort[{i}].tls.validation"
+    return frozenset(ports), path
+
+
+def _listener_problem(raw: Mapping[str, Any], tls: Mapping[str, Any], index: int) -> str:
+    """The fields of a listener (and its ``tls``) of a newer release, as one message; "" when none."""
+    problems = [f"spec.listeners[{index}].{f.plain(k)} is not supported" for k in raw if k not in _LISTENER_FIELDS]
+    for k in tls:
+        if k == "frontendValidation":
+            problems.append(f"spec.listeners[{index}].tls.frontendValidation (client certificate validation)"
+                            " is not supported")
+        elif k not in _LISTENER_TLS_FIELDS:
+            problems.append(f"spec.listeners[{index}].tls.{f.plain(k)} is not supported")
+    return "; ".join(problems)
+
+
 def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], GatewayInfo]:
     """Process every Gateway of our classes; returns them by (namespace, name)."""
     gateways = [
@@ -250,6 +329,10 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
         } if isinstance(status.get("listeners"), list) else {}
         gconds = ctx.conditions(gw, existing_conditions(status))
         unsupported_address = bool(spec.get("addresses"))
+        spec_reason, spec_msg = ("", "") if spec.keys() <= _SPEC_FIELDS and not spec.get("infrastructure") \
+            else _gateway_problem(spec)
+        rejected = unsupported_address or bool(spec_reason)
+        frontend_ports, frontend_path = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
         infos: list[ListenerInfo] = []
         seen_names: set[str] = set()
         local: dict[int, list[ListenerInfo]] = {}
@@ -276,6 +359,12 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
                 accepted_reason, accepted_msg = "UnsupportedProtocol", f"protocol {protocol!r} is not supported"
             elif protocol == "HTTPS" and f.string(tls.get("mode") or "Terminate") != "Terminate":
                 accepted_reason, accepted_msg = "UnsupportedProtocol", "TLS mode Passthrough is not supported"
+            elif not (raw.keys() <= _LISTENER_FIELDS and tls.keys() <= _LISTENER_TLS_FIELDS) and (
+                    newer := _listener_problem(raw, tls, index)):
+                accepted_reason, accepted_msg = "UnsupportedValue", newer
+            elif protocol == "HTTPS" and frontend_ports and (frontend_ports is _ALL_PORTS or port in frontend_ports):
+                accepted_reason = "UnsupportedValue"
+                accepted_msg = f"{frontend_path} (client certificate validation) is not supported"
             elif raw_hostname is not None and (hostname is None or not valid_hostname(hostname)):
                 shown = repr(raw_hostname[:64]) if isinstance(raw_hostname, str) else f"a {type(raw_hostname).__name__}"
                 accepted_reason, accepted_msg = "UnsupportedValue", f"hostname {shown} is not a valid hostname"
@@ -322,7 +411,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
                 cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls)
             if not kinds_ok and not refs_reason:
                 refs_reason, refs_msg = "InvalidRouteKinds", "only HTTPRoute is supported in allowedRoutes.kinds"
-            li.attachable = not accepted_reason and not conflict and li.serves_httproute and not unsupported_address
+            li.attachable = not accepted_reason and not conflict and li.serves_httproute and not rejected
             li.usable = li.attachable and cert_ok
             if accepted_reason:
                 lc.set("Accepted", False, accepted_reason, bound_message(accepted_msg))
@@ -347,6 +436,8 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
         if unsupported_address:
             gconds.set("Accepted", False, "UnsupportedAddress",
                        "spec.addresses is not supported; the address comes from the data-plane Service")
+        elif spec_reason:
+            gconds.set("Accepted", False, spec_reason, spec_msg)
         elif infos and valid == len(infos):
             gconds.set("Accepted", True, "Accepted", "Gateway is accepted")
         elif valid:
@@ -354,7 +445,7 @@ def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], Ga
         else:
             gconds.set("Accepted", False, "ListenersNotValid", "no listener is valid")
         gconds.set("Programmed", False, "Invalid", "placeholder")
-        result[(ns, name)] = GatewayInfo(ns, name, gw, not unsupported_address and valid > 0, infos, gconds,
+        result[(ns, name)] = GatewayInfo(ns, name, gw, not rejected and valid > 0, infos, gconds,
                                          addresses)
     return result
 

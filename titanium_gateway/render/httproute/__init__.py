@@ -149,7 +149,7 @@ class Translator:
         for ri, rule in enumerate(f.items(spec.get("rules"))):
             if not f.is_mapping(rule):
                 rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
-            out = translate_rule(self, rule, ns, one_port)
+            out = translate_rule(self, rule, ns, one_port, ri)
             problems.refs += out.refs
             rule_unsupported = out.unsupported
             if rule_unsupported:

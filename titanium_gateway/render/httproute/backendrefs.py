@@ -33,6 +33,8 @@ INVALID_BACKEND = Cluster(id=INVALID_BACKEND_CLUSTER)
 MAX_WEIGHT = 1_000_000
 #: A backendRef with these fields only names a Service in the route's namespace (a short key).
 _PLAIN_REF_KEYS = frozenset({"name", "port", "weight"})
+#: The fields of an HTTPBackendRef in Gateway API v1.2.1 (any other is of a newer release).
+_REF_FIELDS = frozenset({"group", "kind", "name", "namespace", "port", "weight", "filters"})
 
 Resolved = tuple[Cluster | None, str, str]
 
@@ -123,6 +125,9 @@ class Backends:
                 continue
             if weight > MAX_WEIGHT:
                 unsupported.append(f"backendRef weight {weight} is larger than {MAX_WEIGHT}")
+                continue
+            if not ref.keys() <= _REF_FIELDS:  # a field of a newer release
+                unsupported += [f"backendRef field {f.plain(k)} is not supported" for k in ref if k not in _REF_FIELDS]
                 continue
             if f.items(ref.get("filters")):
                 unsupported.append("filters on a backendRef are not supported")

@@ -145,6 +145,11 @@ def build_match(raw: Mapping[str, Any]) -> MatchOut:
         else:
             problems.append(f"query match type {plain(qtype)} is not supported")
             degraded = True
+    if not raw.keys() <= _MATCH_FIELDS:  # a field of a newer release: ignoring it would widen the match
+        for key in raw:
+            if key not in _MATCH_FIELDS:
+                problems.append(f"match field {plain(key)} is not supported")
+                degraded = True
     match = Match(path_value, path_kind, method, tuple(sorted(headers.items())), tuple(sorted(query.items())),
                   tuple(sorted(query_regex.items())))
     return MatchOut(match, degraded, tuple(problems), match_part(match))

@@ -82,8 +82,26 @@ def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> ClusterSettings:
     return ClusterSettings(request_timeout=f.timespan(backend_ms)) if backend_ms else DEFAULT_SETTINGS
 
 
-def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None) -> RuleOut:
+#: The fields of an HTTPRouteRule the render reads (Gateway API v1.2.1 standard channel), and
+#: ``name`` (standard since v1.4), which names the rule and changes no traffic. Any other field
+#: comes from a newer release or the experimental channel (the API server prunes fields its
+#: schema does not have, so a field that reaches us is one the installed CRD defines): ``retry``,
+#: ``sessionPersistence``, ... The rule answers 500 naming it rather than forwarding as if it
+#: were absent (docs/gateway-api.md, "Fields of newer Gateway API releases").
+RULE_FIELDS = frozenset({"matches", "filters", "backendRefs", "timeouts", "name"})
+
+
+def newer_rule_fields(rule: Mapping[str, Any], index: int) -> list[str]:
+    """The problems of a rule's fields the render does not know (``spec.rules[0].retry is not
+    supported``), in the rule's order."""
+    return [f"spec.rules[{index}].{f.plain(key)} is not supported" for key in rule if key not in RULE_FIELDS]
+
+
+def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None,
+                   index: int = 0) -> RuleOut:
     out = RuleOut()
+    if not rule.keys() <= RULE_FIELDS:
+        out.unsupported += newer_rule_fields(rule, index)
     raw_matches = rule.get("matches")
     if raw_matches is None or raw_matches == []:
         raw_matches = [{}]

@@ -857,6 +857,36 @@ def ingress_foreign_annotations(ingress: Mapping[str, Any]) -> list[ForeignAnnot
                                has_tls=bool(spec.get("tls")))
 
 
+#: The API server caps an events.k8s.io/v1 Event's ``note`` at 1 KiB (UTF-8 bytes); the writer
+#: cuts a longer one, so the message is made to fit with whole sentences.
+FOREIGN_MESSAGE_MAX_BYTES = 1024
+
+
+def foreign_annotation_message(found: Sequence[ForeignAnnotation], limit: int = FOREIGN_MESSAGE_MAX_BYTES) -> str:
+    """The note of an Ingress's one ``ForeignAnnotation`` Event: for one annotation its message;
+    for several, their names and then each message numbered, as many as fit in ``limit``
+    bytes (the rest counted). Stable: the same annotations give the same text."""
+    if len(found) == 1 and len(found[0].message.encode()) <= limit:
+        return found[0].message
+    names = [a.annotation[len(PREFIX):] if a.annotation.startswith(PREFIX) else a.annotation for a in found]
+    head = f"{len(found)} {PREFIX} annotations are not enforced here: {', '.join(names)}."
+    if len(head.encode()) > limit:
+        head = _fit(head, limit)
+    text = head
+    for i, a in enumerate(found, 1):
+        more = f" ({i}) {a.message}"
+        rest = f" ({len(found) - i + 1} more not shown)"
+        if len((text + more).encode()) + (len(rest.encode()) if i < len(found) else 0) > limit:
+            return text + rest if len((text + rest).encode()) <= limit else text
+        text += more
+    return text
+
+
+def _fit(text: str, limit: int) -> str:
+    data = text.encode()
+    return text if len(data) <= limit else data[:limit - 3].decode("utf-8", "ignore") + "..."
+
+
 def ingress_paths(ingress: Mapping[str, Any]) -> list[str]:
     """``rules[].http.paths[].path`` of an Ingress, in order (strings only)."""
     spec = ingress.get("spec")
@@ -911,6 +941,7 @@ def table() -> list[tuple[str, str, bool, bool, str]]:
 __all__ = [
     "Analysis",
     "FOREIGN_ANNOTATION_REASON",
+    "FOREIGN_MESSAGE_MAX_BYTES",
     "Finding",
     "ForeignAnnotation",
     "KNOWN",
@@ -919,6 +950,7 @@ __all__ = [
     "PREFIX",
     "UNSUPPORTED",
     "analyze",
+    "foreign_annotation_message",
     "foreign_annotations",
     "ingress_foreign_annotations",
     "ingress_paths",

@@ -650,3 +650,27 @@ def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_s
     (retried,) = [r for r in twp["routes"] if r["id"].startswith("httproute/apps/retried/")]
     assert retried["directResponse"]["status"] == 500
     assert "spec.rules[0].retry is not supported" in retried["directResponse"]["body"]
+
+
+def test_foreign_annotation_events_show_in_the_summary_and_events_yaml(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_render()
+    ing = tmp_path / "ingress.yaml"
+    ingress = ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: apps\n"
+               "  annotations: {{nginx.ingress.kubernetes.io/whitelist-source-range: 10.0.0.0/8}}\n"
+               "spec:\n  ingressClassName: {cls}\n  rules:\n  - host: {name}.example.com\n    http:\n      paths:\n"
+               "      - {{path: /, pathType: Prefix, backend: {{service: {{name: frontend, port: {{number: 8080}}}}}}}}\n")
+    ing.write_text("apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: titanium}\n"
+                   "spec: {controller: titanium.io/ingress-controller}\n---\n"
+                   + ingress.format(name="shop", cls="titanium") + "---\n" + ingress.format(name="theirs", cls="nginx"))
+    out = tmp_path / "out"
+    assert main(["-f", str(QUICKSTART), "-f", str(ing), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    message = ("nginx.ingress.kubernetes.io/whitelist-source-range '10.0.0.0/8' is not enforced here (a client address"
+               " allow-list): only titanium.io/ annotations are read; the equivalent is"
+               " titanium.io/whitelist-source-range: '10.0.0.0/8'")
+    assert f"Event Warning ForeignAnnotation on Ingress apps/shop: {message}" in err
+    assert "on Ingress apps/theirs" not in err
+    events = yaml.safe_load((out / "events.yaml").read_text())
+    assert [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in events] == [
+        ("shop", "ForeignAnnotation", message)]

@@ -30,6 +30,12 @@ from typing import Any
 
 from cryptography import x509
 
+from titanium_gateway.nginx_annotations import (
+    FOREIGN_ANNOTATION_REASON,
+    foreign_annotation_message,
+    ingress_foreign_annotations,
+)
+from titanium_gateway.nginx_annotations import PREFIX as NGINX_PREFIX
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render import memo
@@ -434,6 +440,9 @@ class Translator:
             self.event(ing, "UnknownAnnotation", f"{unknown} is not a known annotation; it is ignored")
         for err in ann.errors:
             self.event(ing, "InvalidAnnotation", err.message)
+        foreign = foreign_annotations_note(obj, f.mapping(meta.get("annotations")))
+        if foreign:
+            self.event(ing, FOREIGN_ANNOTATION_REASON, foreign)
         if ann.valid and not ing.is_canary:
             self.cluster_settings(ing)
         return ing
@@ -856,6 +865,16 @@ def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[d
     if isinstance(cluster_ip, str) and cluster_ip and cluster_ip != "None":
         return [{"ip": cluster_ip}]
     return []
+
+
+def foreign_annotations_note(obj: Mapping[str, Any], annotations: Mapping[str, Any]) -> str:
+    """The note of a served Ingress's ``ForeignAnnotation`` Warning Event: the
+    ``nginx.ingress.kubernetes.io/`` annotations that change security or routing and are not in
+    force here (``nginx_annotations.foreign_annotations``); "" when there are none."""
+    if not any(type(k) is str and k.startswith(NGINX_PREFIX) for k in annotations):
+        return ""
+    found = ingress_foreign_annotations(obj)
+    return foreign_annotation_message(found) if found else ""
 
 
 def translate(ctx: RenderContext, cache: memo.RenderCache | None = None) -> None:

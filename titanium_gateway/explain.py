@@ -181,9 +181,11 @@ def _address_values(addresses: Any) -> list[str]:
 
 
 def gateway_addresses(result: RenderResult, prepared: Prepared) -> dict[str, list[str]]:
-    """Gateway ``namespace/name`` -> its addresses, for every Gateway of this controller: the
+    """``Gateway namespace/name`` -> its addresses, for every Gateway of this controller: the
     status addresses the render gives it (from the data-plane Service), else the input
-    Gateway's ``status.addresses``, else its ``spec.addresses``."""
+    Gateway's ``status.addresses``, else its ``spec.addresses``. Without a Gateway of ours,
+    ``Ingress namespace/name`` -> the load-balancer addresses the render gives each Ingress of
+    ours (the same data-plane Service)."""
     out: dict[str, list[str]] = {}
     for st in result.statuses:
         if st.kind != "Gateway":
@@ -197,7 +199,16 @@ def gateway_addresses(result: RenderResult, prepared: Prepared) -> dict[str, lis
             values = _address_values(status.get("addresses") if isinstance(status, Mapping) else None)
             if not values:
                 values = _address_values(spec.get("addresses") if isinstance(spec, Mapping) else None)
-        out[key] = values
+        out[f"Gateway {key}"] = values
+    if out:
+        return out
+    for st in result.statuses:
+        if st.kind == "Ingress":
+            lb = st.status.get("loadBalancer")
+            entries = lb.get("ingress") if isinstance(lb, Mapping) else None
+            values = [str(e.get("ip") or e.get("hostname")) for e in entries if isinstance(e, Mapping)
+                      and (e.get("ip") or e.get("hostname"))] if isinstance(entries, list) else []
+            out[f"Ingress {st.namespace}/{st.name}"] = values
     return out
 
 
@@ -207,13 +218,15 @@ def choose_address(addresses: Mapping[str, list[str]]) -> str:
     if len(distinct) == 1:
         return distinct[0]
     if not addresses:
-        raise UsageError("the request names no host and the input has no Gateway of this controller: "
+        raise UsageError("the request names no host and the input has no Gateway or Ingress of this controller: "
                          "give the host in the URL (http://HOST/PATH) or with -H 'Host: HOST'")
     if not distinct:
-        raise UsageError(f"the request names no host and no Gateway has an address ({', '.join(sorted(addresses))}): "
+        names = sorted(addresses)
+        raise UsageError(f"the request names no host and {', '.join(names)} {'has' if len(names) == 1 else 'have'} "
+                         "no address (addresses come from the data-plane Service, see --data-plane-service): "
                          "give the host in the URL (http://HOST/PATH) or with -H 'Host: HOST'")
     listed = "; ".join(f"{k}: {', '.join(v) or 'none'}" for k, v in sorted(addresses.items()))
-    raise UsageError(f"the request names no host and the Gateways have several addresses ({listed}): "
+    raise UsageError(f"the request names no host and there are several addresses ({listed}): "
                      "give the host in the URL (http://HOST/PATH) or with -H 'Host: HOST'")
 
 
@@ -461,7 +474,8 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
                              "and are answered 503")
         path, upstream_headers = apply_request_transforms(croute.request_transforms, req.path, req.headers)
         upstream_host = next((v for k, v in upstream_headers if k.lower() == "host"), None)
-        ex.upstream = {"path": path, "query": req.query, "host": upstream_host}
+        ex.upstream = {"path": path, "query": req.query, "host": upstream_host,
+                       "headers": [{"name": k, "value": v} for k, v in upstream_headers]}
     elif isinstance(outcome, RedirectTo):
         ex.action, ex.status, ex.location = "redirect", outcome.status, outcome.location
     elif isinstance(outcome, Respond):

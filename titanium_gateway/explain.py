@@ -263,6 +263,7 @@ class Explanation:
     upstream: dict[str, Any] | None = None
     policies: list[dict[str, Any]] = field(default_factory=list)
     timeout: str | None = None
+    answered_by: str | None = None  # the policy that answers before the route's action
     match: list[dict[str, Any]] = field(default_factory=list)
     losing: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
@@ -290,6 +291,7 @@ class Explanation:
             "upstream": self.upstream,
             "policies": self.policies,
             "timeout": self.timeout,
+            "answeredBy": self.answered_by,
             "match": self.match,
             "losing": [x["route"] for x in self.losing],
             "losingRoutes": self.losing,
@@ -482,7 +484,7 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
         ex.action, ex.status, ex.body = "direct", outcome.status, outcome.body
     if answer is not None:
         notes.insert(0, f"the {answer.policy} policy answers {answer.status} before the route's action")
-        ex.status = answer.status
+        ex.status, ex.answered_by = answer.status, answer.policy
     ex.note = "; ".join(notes) or None
     return ex
 
@@ -566,14 +568,15 @@ def text_report(ex: Explanation) -> str:
             f"{c['field']} {c['expected']} ({c['actual']!r})" for c in ex.match))
     else:
         lines.append("matched by:  any request (the route has no condition)")
+    status = f"{ex.status}" if ex.answered_by is None else f"the {ex.answered_by} policy answers {ex.status} first"
     if ex.action == "forward":
-        lines.append(f"action:      forward ({ex.status})")
+        lines.append(f"action:      forward ({status})")
         for b in ex.backends:
             lines.append(f"  {b['percent']:g}% (weight {b['weight']}) {_backend_text(b)}")
     elif ex.action == "redirect":
-        lines.append(f"action:      redirect {ex.status}, Location: {ex.location}")
+        lines.append(f"action:      redirect, Location: {ex.location} ({status})")
     else:
-        lines.append(f"action:      direct response {ex.status}: {ex.body!r}")
+        lines.append(f"action:      direct response: {ex.body!r} ({status})")
     if ex.mirror is not None:
         lines.append(f"mirror:      {ex.mirror['percent']:g}% copied to {_backend_text(ex.mirror)}")
     if ex.policies:

@@ -28,7 +28,7 @@ TESTDATA = ROOT / "tests" / "render" / "testdata"
 
 #: Every key of the JSON output, in order (documented in docs/render-cli.md).
 JSON_KEYS = ["request", "listener", "certificate", "route", "order", "source", "action", "status", "location", "body",
-             "backends", "mirror", "transforms", "upstream", "policies", "timeout", "match", "losing", "losingRoutes",
+             "backends", "mirror", "transforms", "upstream", "policies", "timeout", "answeredBy", "match", "losing", "losingRoutes",
              "note", "hints"]
 
 
@@ -117,7 +117,7 @@ def test_redirect_location_for_this_request(capsys: pytest.CaptureFixture[str]) 
         "httproute/apps/redir/r1m0/b.example.com", 302, "http://new.example.com/new")
     code, text, _ = explain_text(capsys, "-f", case("seed-httproute-redirects"), "--request",
                                  "GET http://b.example.com/moved/y")
-    assert "action:      redirect 302, Location: http://new.example.com/new" in text
+    assert "action:      redirect, Location: http://new.example.com/new (302)" in text
 
 
 def test_direct_response(capsys: pytest.CaptureFixture[str]) -> None:
@@ -278,9 +278,12 @@ def test_ip_allow_list_policy_needs_the_client_address(capsys: pytest.CaptureFix
     base = ["-f", str(tmp_path / "in.yaml"), "--request", "GET http://shop.example.com/"]
     code, out, _ = explain(capsys, *base)
     allow = next(p for p in out["policies"] if p["kind"] == "IpAllowDeny")
-    assert "give --client-address" in allow["verdict"] and out["status"] == 200
+    assert "give --client-address" in allow["verdict"] and out["status"] == 200 and out["answeredBy"] is None
     code, out, _ = explain(capsys, *base, "--client-address", "192.0.2.1")
     assert out["status"] == 403 and "IpAllowDeny policy answers 403" in out["note"] and code == 0
+    assert out["answeredBy"] == "IpAllowDeny" and out["action"] == "forward"
+    code, text, _ = explain_text(capsys, *base, "--client-address", "192.0.2.1")
+    assert "action:      forward (the IpAllowDeny policy answers 403 first)" in text
     code, out, _ = explain(capsys, *base, "--client-address", "10.1.2.3")
     assert out["status"] == 200
 

@@ -1,5 +1,5 @@
 """The ``titanium-gateway`` command: ``controller`` (run the controller) and the offline tools
-``render`` and ``migrate-ingress`` (see docs/render-cli.md)."""
+``render``, ``explain`` and ``migrate-ingress`` (see docs/render-cli.md)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,21 @@ import os
 import sys
 from collections.abc import Callable
 
-USAGE = """usage: titanium-gateway {controller,render,migrate-ingress} [options]
+USAGE = """usage: titanium-gateway {controller,render,explain,migrate-ingress} [options]
   controller       run the controller (see controller --help)
   render           render manifests offline into twp.yaml, statuses and events (see render --help)
+  explain          render manifests offline and tell which route answers a request, and why (see explain --help)
   migrate-ingress  report and convert Ingresses written for ingress-nginx (see migrate-ingress --help)"""
 
 
 def _render(argv: list[str]) -> int:
     from titanium_gateway.offline import main
+
+    return main(argv)
+
+
+def _explain(argv: list[str]) -> int:
+    from titanium_gateway.explain import main
 
     return main(argv)
 
@@ -35,11 +42,12 @@ def _controller(argv: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "controller": _controller,
     "render": _render,
+    "explain": _explain,
     "migrate-ingress": _migrate,
 }
 #: Commands that hold nothing to clean up once they have written their output: the process
 #: ends without tearing down its objects (a second or more after reading 10k routes).
-OFFLINE = frozenset({"render", "migrate-ingress"})
+OFFLINE = frozenset({"render", "explain", "migrate-ingress"})
 
 
 def main(argv: list[str] | None = None) -> int:

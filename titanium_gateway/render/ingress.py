@@ -420,10 +420,6 @@ class Translator:
                 self.event(ing, "PortUnavailable", f"HTTP port {self.http_port} is bound with TLS")
         if self.https_needed:
             self.ctx.add_listener(self.https_port, True)
-        if primaries and not self.ctx.listeners:  # routes, but nothing to receive a request
-            served = {id(p.ing): p.ing for p in primaries}
-            for ing in served.values():
-                self.not_served(ing, f"the data plane has no listener ({self.http_why})")
 
     def not_served(self, ing: _Ingress, why: str) -> None:
         """An owned Ingress none of whose routes a request can reach: a ``NotServed`` event."""

@@ -132,10 +132,12 @@ def r(rid: str, source: Source, rule: int, match: Match, host: str | None = "h",
 
 
 def test_a_rule_is_unreachable_only_when_all_its_routes_are_covered() -> None:
-    routes = [
-        r("a0", A, 0, m("/")),
+    routes = [  # (in precedence order: a covering route comes first with the same host and path)
+        r("a0m0", A, 0, m("/x")),
+        r("a0m1", A, 0, m("/y/"), index=1),
+        r("a1", A, 1, m("/z")),
         r("b0m0", B, 0, m("/x")),
-        r("b0m1", B, 0, m("/y"), index=1),
+        r("b0m1", B, 0, m("/y"), index=1),  # the same prefix as /y/
         r("b1m0", B, 1, m("/z")),
         r("b1other", B, 1, m("/z"), host="g"),  # the same rule on a host nobody else serves
     ]
@@ -147,9 +149,9 @@ def test_a_rule_is_unreachable_only_when_all_its_routes_are_covered() -> None:
 
 def test_routes_of_the_same_rule_never_shadow_each_other_and_same_object_rules_do() -> None:
     routes = [
-        r("a0m0", A, 0, m("/")),
+        r("a0m0", A, 0, m("/x")),
         r("a0m1", A, 0, m("/x"), index=1),  # covered by its own rule: that rule still answers
-        r("a1", A, 1, m("/y")),
+        r("a1", A, 1, m("/x")),
     ]
     found = find_unreachable(routes)
     assert [(u.source, u.rule_index) for u in found] == [(A, 1)]
@@ -159,18 +161,35 @@ def test_routes_of_the_same_rule_never_shadow_each_other_and_same_object_rules_d
 
 def test_not_covered_when_unsure_or_only_partly() -> None:
     routes = [
-        r("a0", A, 0, m("/a.*", "Regex")),
-        r("a1", A, 1, m("/a", "Exact")),
-        r("b0", B, 0, m("/a")),  # /a/b is not taken by the Exact /a
-        r("b1", B, 1, m("/a/b")),  # the prefix /a of B's rule 0 takes it
+        r("a0", A, 0, m("/a", "Regex")),
+        r("a1", A, 1, m("/q", "Exact")),
+        r("a2", A, 2, m("/h", headers=(("x", "1"),))),
+        r("a3", A, 3, m("/m", method="GET")),
+        r("b0", B, 0, m("/a", "Regex")),  # a regular expression never covers
+        r("b1", B, 1, m("/q")),  # the prefix /q also takes /q/x: not covered by Exact /q
+        r("b2", B, 2, m("/h")),  # no header needed
+        r("b3", B, 3, m("/m")),  # any method
+        r("b4", B, 4, m("/m", method="GET"), host="other"),
+    ]
+    assert find_unreachable(routes) == ()
+
+
+def test_equivalent_matches_any_path_and_the_default_backend() -> None:
+    ing = Source("Ingress", "apps", "ing")
+    routes = [
+        r("a0", A, 0, m("/"), host=None),
+        r("b0", B, 0, m(), host=None),  # no path = the prefix /
+        r("d", ing, -1, m(), host=None),  # the defaultBackend
     ]
     found = find_unreachable(routes)
-    assert [(u.source, u.rule_index) for u in found] == [(B, 1)]
+    assert [(u.source, u.rule_index) for u in found] == [(B, 0), (ing, -1)]
+    assert found[1].message() == ("the default backend is unreachable: every request it matches is taken first by "
+                                  "HTTPRoute apps/a rule 0")
 
 
 def test_rules_answering_500_are_not_reported() -> None:
     err = Behavior(DirectResponse(500, "UnsupportedValue: x"))
-    assert find_unreachable([r("a0", A, 0, m("/")), r("b0", B, 0, m("/x"), behavior=err)]) == ()
+    assert find_unreachable([r("a0", A, 0, m("/x")), r("b0", B, 0, m("/x"), behavior=err)]) == ()
 
 
 def test_takers_are_named_in_route_order_each_once() -> None:
@@ -178,17 +197,20 @@ def test_takers_are_named_in_route_order_each_once() -> None:
     routes = [
         r("a0", A, 0, m("/x")),
         r("c0", c, 0, m("/y"), index=2),
-        r("b0m0", B, 0, m("/x/1")),
-        r("b0m1", B, 0, m("/y/1"), index=1),
-        r("b0m2", B, 0, m("/x/2"), index=2),
+        r("b0m0", B, 0, m("/x")),
+        r("b0m1", B, 0, m("/y"), index=1),
+        r("b0m2", B, 0, m("/x"), host="h2"),
+        r("a0h2", A, 0, m("/x"), host="h2"),  # (after b0m2: it does not cover it)
     ]
+    assert find_unreachable(routes) == ()
+    del routes[-2]
     (u,) = find_unreachable(routes)
     assert [t.source for t in u.takers] == [A, c]
     assert u.message() == ("rule 0 is unreachable: every request it matches is taken first by HTTPRoute apps/a rule 0"
                            " and Ingress apps/c path /y of host h (rule 0 path 2)")
 
 
-def test_linear_index_handles_many_routes_of_one_host() -> None:
+def test_many_routes_of_one_host() -> None:
     routes = [r(f"a{i}", A, i, m(f"/p{i}")) for i in range(3000)]
     routes += [r(f"b{i}", B, i, m(f"/p{i}/")) for i in range(3000)]
     found = find_unreachable(routes)

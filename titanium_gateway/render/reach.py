@@ -7,12 +7,13 @@ R's; W's method, header and query conditions are a subset of R's. A rule is *unr
 every one of its routes is covered by a route of another rule: it can never answer a request.
 
 :func:`find_unreachable` walks the routes in order once, with the earlier routes indexed by
-match host and path, so each route is compared only with the few routes that could cover it
-(the same host, the wildcards above it, no host; the path's ancestors, no path). It is
-conservative: it says "covered" only when certain (a regular-expression path or a field it does
-not know never covers; a bucket too crowded to search is skipped), so a rule it does not report
-may still be unreachable. Host and path coverage are decided by the contract's own matching
-predicates (:mod:`titanium_gateway.contract.routing`) applied to the covered route's values.
+match host and path: in precedence order a route that covers another and comes before it has
+the same host and an equivalent path (see the function), so each route is compared only with the
+few earlier routes of its key. It is conservative: it says "covered" only when certain (a
+regular-expression path or a match field it does not know never covers; past a crowded key's
+first routes nothing is compared), so a rule it does not report may still be unreachable.
+Coverage (:func:`covers`) is decided with the contract's own matching predicates
+(:mod:`titanium_gateway.contract.routing`) applied to the covered route's values.
 
 The unit of a report is a rule: an HTTPRoute rule (all its matches x hosts), an Ingress path (its
 rule and path; the defaultBackend is rule -1).
@@ -23,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 from urllib.parse import urlencode
 
@@ -61,8 +61,8 @@ class Taker:
 
 @dataclass(frozen=True)
 class Unreachable:
-    """A rule none of whose routes can ever win, and the rules that take its requests (in
-    route order of their first covering route, each once)."""
+    """A rule none of whose routes can ever win, and the rules that take its requests (each
+    once, in the order they first take one of its routes)."""
 
     source: Source
     rule_index: int
@@ -164,47 +164,6 @@ def covers(w_host: str | None, w: Match, r_host: str | None, r: Match) -> bool:
     return True
 
 
-def _path_key(match: Match) -> tuple[str | None, str | None] | None:
-    """A route's index bucket as a possible coverer (None: it covers nothing)."""
-    if match.path is None:
-        return (None, None)
-    if match.path_kind == "Exact":
-        return ("Exact", match.path)
-    if match.path_kind == "Prefix":
-        return ("Prefix", match.path.rstrip("/") or "/")
-    return None
-
-
-def _candidate_paths(match: Match) -> list[tuple[str | None, str | None]]:
-    """The buckets of the routes whose path may cover ``match``'s (verified by :func:`covers`)."""
-    out: list[tuple[str | None, str | None]] = [(None, None), ("Prefix", "/")]
-    path, kind = match.path, match.path_kind
-    if path is None or kind not in ("Exact", "Prefix") or not path.startswith("/"):
-        return out
-    if kind == "Exact":
-        out.append(("Exact", path))
-    stripped = path.rstrip("/")
-    for i in range(1, len(stripped)):
-        if stripped[i] == "/":
-            out.append(("Prefix", stripped[:i]))
-    if stripped:
-        out.append(("Prefix", stripped))
-    return out
-
-
-def _candidate_hosts(host: str | None) -> list[str | None]:
-    """The match hosts that may cover ``host`` (verified by :func:`covers`)."""
-    if host is None:
-        return [None]
-    out: list[str | None] = [None, host]
-    labels = host.split(".")
-    for i in range(1, len(labels)):
-        wildcard = "*." + ".".join(labels[i:])
-        if wildcard != host:
-            out.append(wildcard)
-    return out
-
-
 def _answers_500(route: Route) -> bool:
     action = route.behavior.action
     return type(action) is DirectResponse and action.status == 500
@@ -219,64 +178,89 @@ def unit_of(route: Route) -> Unit | None:
 
 def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
     """The unreachable rules of ``routes`` (in data-plane order), in the order of their first
-    route."""
-    index: dict[str | None, dict[tuple[str | None, str | None], list[tuple[int, Route, Unit | None]]]] = {}
-    #: unit -> [its first route, all covered so far, {taker unit: (first covering position, route)}]
-    units: dict[Unit, list[Any]] = {}
+    route.
+
+    Which earlier routes are compared: the routes are in precedence order (render/precedence.py),
+    and within one tier a route that covers another and comes first has the same match host and
+    an equivalent path (a wildcard or no host, a shorter prefix, an Exact path, fewer conditions
+    all sort after the more specific route). So the index is keyed by (host, path: no path and
+    the prefix ``/`` are one key) and a route is compared with the earlier routes of its own key
+    only (at most ``_BUCKET_SCAN`` of them). Across tiers, the routes ordered after the normal
+    ones are 500 routes (not reported) and Ingress defaultBackends (no host, any path: their
+    key is that of the catch-all routes that cover them). Whatever is compared,
+    :func:`covers` decides.
+    """
+    #: (prefixes, Exact paths): match host -> path -> the first routes of that key, in order
+    index: tuple[dict[str | None, dict[str, list[Route]]], ...] = ({}, {})
+    #: unit -> {taker unit: (its first covering route's position, that route)}, units covered so far
+    covered: dict[Unit, dict[Unit | None, tuple[int, Route]]] = {}
+    first_route: dict[Unit, Route] = {}
+    #: the routes not covered (their units are looked at only when another route of theirs is)
+    uncovered: list[Route] = []
     for pos, r in enumerate(routes):
-        unit = unit_of(r)
-        if unit is not None and not _answers_500(r):  # (a rule not honoured is reported already)
-            state = units.get(unit)
-            if state is None:
-                state = units[unit] = [r, True, {}]
-            if state[1]:
-                hit = _first_cover(index, r, unit)
-                if hit is None:
-                    state[1] = False
-                else:
-                    wpos, w, wunit = hit
-                    takers = state[2]
-                    if wunit not in takers or takers[wunit][0] > wpos:
-                        takers[wunit] = (wpos, w)
-        key = _path_key(r.match)
-        if key is not None and (key[1] is None or key[1].startswith("/")):  # (a relative path matches nothing)
-            index.setdefault(r.host, {}).setdefault(key, []).append((pos, r, unit))
-    out: list[Unreachable] = []
-    for (source, rule, match), (first, covered, takers) in units.items():
-        if not covered or not takers:
+        match = r.match
+        path = match.path
+        if path is None:
+            table, pkey = 0, ""
+        elif path.startswith("/") and ((kind := match.path_kind) == "Prefix" or kind == "Exact"):
+            table, pkey = (0, path.rstrip("/")) if kind == "Prefix" else (1, path)
+        else:
+            uncovered.append(r)  # a regular expression (or a path no request has): never certain
             continue
+        by_path = index[table].get(r.host)
+        if by_path is None:
+            by_path = index[table][r.host] = {}
+        bucket = by_path.get(pkey)
+        if bucket is None:
+            by_path[pkey] = [r]
+            uncovered.append(r)
+            continue
+        hit = _first_cover(bucket, r)
+        if hit is None:
+            uncovered.append(r)
+        elif not _answers_500(r):
+            unit = unit_of(r)
+            assert unit is not None
+            takers = covered.get(unit)
+            if takers is None:
+                takers = covered[unit] = {}
+                first_route[unit] = r
+            wunit = unit_of(hit)
+            if wunit not in takers:
+                takers[wunit] = (pos, hit)
+        if len(bucket) < _BUCKET_SCAN:
+            bucket.append(r)  # (past it, the later routes of the key are not compared with it)
+    if covered:
+        names = {unit[0].name for unit in covered}
+        for r in uncovered:
+            source = r.source
+            if source is not None and source.name in names:
+                covered.pop(unit_of(r), None)  # type: ignore[arg-type]
+    out: list[Unreachable] = []
+    for unit, takers in covered.items():
+        source, rule, match_index = unit
+        first = first_route[unit]
         ordered = sorted(takers.items(), key=lambda item: item[1][0])
-        out.append(Unreachable(source, rule, match, first.host, first.match.path, first.match.path_kind,
-                               tuple(Taker(u[0], u[1], u[2], w.host, w.match.path, w.match.path_kind)
+        out.append(Unreachable(source, rule, match_index, first.host, first.match.path, first.match.path_kind,
+                               tuple(Taker(u[0], u[1], u[2], w.host, w.match.path, w.match.path_kind)  # type: ignore[index]
                                      for u, (_, w) in ordered)))
     return tuple(out)
 
 
-def _first_cover(index: dict[Any, dict[Any, list[tuple[int, Route, Unit | None]]]], r: Route,
-                 unit: Unit) -> tuple[int, Route, Unit | None] | None:
-    """The earliest indexed route of another unit that covers ``r``."""
-    best: tuple[int, Route, Unit | None] | None = None
-    paths = None
-    for host in _candidate_hosts(r.host):
-        by_path = index.get(host)
-        if by_path is None:
-            continue
-        if paths is None:
-            paths = _candidate_paths(r.match)
-        for pkey in paths:
-            bucket = by_path.get(pkey)
-            if not bucket:
-                continue
-            for entry in islice(bucket, _BUCKET_SCAN):
-                if best is not None and entry[0] >= best[0]:
-                    break  # (buckets are in route order)
-                if entry[2] == unit:
-                    continue
-                w = entry[1]
-                if covers(w.host, w.match, r.host, r.match):
-                    best = entry
-                    break
-    return best
+def _first_cover(bucket: list[Route], r: Route) -> Route | None:
+    """The earliest route of ``bucket`` (earlier routes of ``r``'s key, in order) of another
+    rule that covers ``r`` (None: ``r`` has no source, or none covers it)."""
+    source = r.source
+    if source is None:
+        return None
+    rhost, rmatch, rule = r.host, r.match, r.rule_index
+    index = r.match_index if source.kind == "Ingress" else -1
+    for w in bucket:
+        if w.source == source and w.rule_index == rule and (index == -1 or w.match_index == index):
+            continue  # (a route of the same rule)
+        if covers(w.host, w.match, rhost, rmatch):
+            return w
+    return None
 
 
 # -- where users see them ----------------------------------------------------------------------

@@ -390,7 +390,7 @@ def test_deterministic_in_any_input_order_and_with_a_cache() -> None:
     assert {e.reason for e in first.events} == {"ShadowedRule", "NotServed"}
 
 
-def test_snapshot_objects_without_versions_render_the_same() -> None:
+def test_a_warm_cache_renders_the_same() -> None:
     # (the cache replays HTTPRoutes with a resourceVersion: give them one)
     objects = _simple_http_https("2024-01-03T00:00:00Z")
     for i, obj in enumerate(objects):

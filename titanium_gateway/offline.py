@@ -711,6 +711,25 @@ def not_taking_part(
     return lines
 
 
+def reach_lines(result: RenderResult) -> list[str]:
+    """The summary's sections of the rules no request reaches (``ShadowedRule``) and of the
+    accepted objects the config does not serve (``NotServed``)."""
+    lines: list[str] = []
+    if result.unreachable:
+        lines.append(f"Unreachable rules ({len(result.unreachable)}):")
+        lines.extend(f"  {u.source.kind} {u.source.namespace}/{u.source.name} {u.message(limit=8)}"
+                     for u in result.unreachable)
+    unserved = [e for e in result.events if e.reason == "NotServed"]
+    if unserved:
+        lines.append(f"Accepted but not served ({len(unserved)}):")
+        lines.extend(f"  {e.kind} {e.namespace}/{e.name}: {e.message.partition(': ')[2] or e.message}"
+                     for e in unserved)
+    document = result.document
+    if document is not None and document.routes and not document.listeners:
+        lines.append("WARNING: twp.yaml opens no listener: none of its routes is served")
+    return lines
+
+
 #: Up to this many owned objects the summary lists each; above, HTTPRoutes and Ingresses in
 #: their good state are counted instead (the GatewayClasses, Gateways and every object with a
 #: problem are still listed).
@@ -790,6 +809,7 @@ def summary(
         lines.append(f"{kind}: {n} not listed: {what} (status.yaml with --out has them all)")
     for e in result.events:
         lines.append(f"Event {e.type} {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")
+    lines.extend(reach_lines(result))
     counts = config_counts(result)
     lines.append(
         f"twp.yaml: {counts['listeners']} listener(s), {counts['routes']} route(s), "

@@ -36,6 +36,9 @@ EVENT_REASONS = {
     "CanaryWithoutPrimary",
     "CanaryConflict",
     "PortUnavailable",
+    # beyond the table (docs/ingress.md): a path no request can reach, an Ingress nothing serves
+    "ShadowedRule",
+    "NotServed",
 }
 
 

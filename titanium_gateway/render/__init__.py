@@ -5,7 +5,7 @@ no randomness; the same input in any order gives the same bytes. A :class:`Rende
 per caller, reused across renders) only saves work: translations of unchanged objects are
 replayed (render/memo.py), the result is the same. Steps: GatewayClasses ->
 Gateways (listeners, certificates) -> HTTPRoutes -> ``ingress.translate(ctx)`` -> routes
-ordered by precedence -> emit (YAML, parts, hash) -> Programmed conditions -> result.
+ordered by precedence -> unreachable rules (render/reach.py) -> emit (YAML, parts, hash) -> Programmed conditions -> result.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import memo as _memo
+from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.model import Document
@@ -99,6 +100,8 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     cert_entries = ctx.certificate_entries()
     document = Document(ctx.listener_values(), ctx.certificate_values(cert_entries), tuple(ctx.take_ordered_routes()),
                         tuple(ctx.sorted_clusters()))
+    # rules no request can reach (the routes are in their final order): events and status notes
+    unreachable = _reach.report(ctx, _reach.find_unreachable(document.routes))
     out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                      cache=cache.text if cache is not None else None)
     if cache is not None:
@@ -122,4 +125,5 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         listeners=ctx.listener_keys(),
         delivery_error=out.delivery_error,
         document=document,
+        unreachable=unreachable,
     )

@@ -395,7 +395,13 @@ class Translator:
             if ing.is_canary:
                 canaries.append(ing)
                 continue
-            for p in self.paths(ing):
+            paths = self.paths(ing)
+            if not paths:
+                self.not_served(ing, "none of its paths is valid (InvalidPath events say why)" if any(
+                    f.items(f.mapping(f.mapping(rule).get("http")).get("paths"))
+                    for rule in f.items(f.mapping(ing.obj.get("spec")).get("rules")))
+                    else "it has no rule paths and no defaultBackend")
+            for p in paths:
                 primaries.append(p)
                 conflict_key = p.conflict_key
                 owner = owners.get(conflict_key)
@@ -420,6 +426,10 @@ class Translator:
                 self.event(ing, "PortUnavailable", f"HTTP port {self.http_port} is bound with TLS")
         if self.https_needed:
             self.ctx.add_listener(self.https_port, True)
+
+    def not_served(self, ing: _Ingress, why: str) -> None:
+        """An owned Ingress none of whose routes a request can reach: a ``NotServed`` event."""
+        self.event(ing, "NotServed", f"the Ingress is not served: {why}")
 
     def prepare(self, obj: Mapping[str, Any], created: str, namespace: str, name: str) -> _Ingress:
         """``created``, ``namespace``, ``name``: the Ingress's :func:`_age_key`."""

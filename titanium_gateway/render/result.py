@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from titanium_gateway.render.model import Document
+    from titanium_gateway.render.reach import Unreachable
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
 
@@ -108,3 +109,6 @@ class RenderResult:
     #: provenance: each route's source object, rule and match, each cluster's backend
     #: (render/model.py). None in results not made by the render.
     document: Document | None = field(default=None, compare=False, repr=False)
+    #: The rules no request can reach (every route of theirs is taken first by other rules),
+    #: as reported by ``ShadowedRule`` events (render/reach.py), in route order.
+    unreachable: tuple[Unreachable, ...] = ()

@@ -28,7 +28,7 @@ from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
-from titanium_gateway.render.httproute.status import API_VERSION, Statuses
+from titanium_gateway.render.httproute.status import API_VERSION, Statuses, not_served_reason
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.model import (
     RESPONSE_TRANSFORMS,
@@ -129,17 +129,24 @@ class Translator:
         one_port = next(iter(ports)) if len(ports) == 1 else None
         hosts = effective_hosts(basis, route_hosts) if basis else (sorted({h.lower() for h in route_hosts}) or [None])
         problems = _Problems()
-        self.emit_rules(route, ns, name, spec, hosts, one_port, problems, emit=bool(serving))
+        emitted = self.emit_rules(route, ns, name, spec, hosts, one_port, problems, emit=bool(serving))
+        # accepted but not in the config: the status and an event say why
+        unserved = "" if emitted or not attached else (
+            not_served_reason(attached) if not serving
+            else "it has no rules" if not f.items(spec.get("rules")) else "none of its rules makes a route")
         self.statuses.route(route, ns, name, parents, old_parents, problems.firsts + problems.unsupported,
                             problems.ref_firsts + [m for _, m in problems.refs],
                             problems.refs[0][0] if problems.refs else "", len(set(problems.firsts)),
-                            len(set(problems.ref_firsts)))
+                            len(set(problems.ref_firsts)), unserved)
         return counted_once
 
     def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                    hosts: list[str | None], one_port: tuple[int, str] | None, problems: _Problems, *,
-                   emit: bool) -> None:
+                   emit: bool) -> int:
+        """The rules' routes (when ``emit``), problems into ``problems``; returns how many routes
+        were added."""
         ctx = self.ctx
+        added = 0
         source = Source("HTTPRoute", ns, name)
         owner = owner_part(creation_timestamp(route), ns, name)
         host_keys = [(host, ctx.host_part(host)) for host in hosts]  # (each host with its precedence part)
@@ -178,9 +185,10 @@ class Translator:
                 for host, host_rank in host_keys:
                     rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
                     b = behavior if behavior is not None else self._redirect_behavior(out, host, problems)
-                    ctx.add_route(Route(rid, host, m.match, b, key_from_parts(tier, host_rank, m.ranks, owner, ri, mi),
-                                        source, ri, mi))
+                    added += ctx.add_route(Route(rid, host, m.match, b,
+                                                 key_from_parts(tier, host_rank, m.ranks, owner, ri, mi), source, ri, mi))
             problems.unsupported += rule_unsupported
+        return added
 
     def _shared_behavior(self, out: RuleOut, rule_message: str) -> Behavior | None:
         """The behavior of every route of a rule (one object for the rules of equal content);

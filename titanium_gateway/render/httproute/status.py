@@ -14,12 +14,47 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import ConditionList, existing_conditions, generation
 from titanium_gateway.render.fields import listed, summarize
+from titanium_gateway.render.gateway import ListenerInfo, bound_message
 from titanium_gateway.render.httproute.attach import Identity, Parent, parent_ref_echo, ref_identity
-from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.render.result import EventRecord, ObjectStatus
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 _ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
 Outcome = tuple[bool, str, str]
+#: The Event reason of an accepted route (or an owned Ingress) that has no route in the config.
+NOT_SERVED = "NotServed"
+#: At most this many unprogrammed listeners are named in a NotServed message.
+_NAMED_LISTENERS = 3
+
+
+def not_served_reason(listeners: list[ListenerInfo]) -> str:
+    """Why a route attached only to ``listeners`` (none of them programmed) is not served:
+    ``listener "https" of Gateway ns/gw is not programmed (Secret ns/x not found)``."""
+    parts = []
+    for li in listeners[:_NAMED_LISTENERS]:
+        refs = li.conditions.get("ResolvedRefs") if li.conditions is not None else None
+        why = refs.get("message") if refs is not None and refs.get("status") == "False" else ""
+        parts.append(f'listener "{li.name}" of Gateway'
+                     f" {li.gateway_ns}/{li.gateway_name} is not programmed"
+                     + (f" ({why})" if why else ""))
+    if len(listeners) > _NAMED_LISTENERS:
+        parts.append(f"{len(listeners) - _NAMED_LISTENERS} more listeners are not programmed")
+    return "; ".join(parts)
+
+
+def with_accepted_note(status: ObjectStatus, note: str) -> ObjectStatus:
+    """``status`` (an HTTPRoute's) with ``; <note>`` added to the message of every parent's
+    ``Accepted: True`` condition (a copy: the conditions of statuses are shared read-only)."""
+    parents = []
+    for entry in f.items(status.status.get("parents")):
+        conditions = []
+        for cond in f.items(entry.get("conditions")):
+            if cond.get("type") == "Accepted" and cond.get("status") == "True":
+                cond = {**cond, "message": bound_message(f"{cond.get('message')}; {note}")}
+            conditions.append(cond)
+        parents.append({**entry, "conditions": conditions})
+    return ObjectStatus.of(status.api_version, status.kind, status.namespace, status.name,
+                           {**status.status, "parents": parents})
 
 
 def _kept_time(previous: list[Mapping[str, Any]], ctype: str, outcome: Outcome) -> str | None:
@@ -61,9 +96,15 @@ class Statuses:
 
     def route(self, route: Mapping[str, Any], ns: str, name: str, parents: list[Parent],
               old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[str], ref_reason: str,
-              n_firsts: int, n_ref_firsts: int) -> None:
-        """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed)."""
+              n_firsts: int, n_ref_firsts: int, unserved: str = "") -> None:
+        """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed);
+        ``unserved``: why an accepted route has no route in the config (a ``NotServed`` event;
+        an Accepted parent's message says it)."""
         ctx = self.ctx
+        if unserved:
+            ctx.add_event(EventRecord(kind="HTTPRoute", namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
+                                      message=f"the route is not served: {unserved}",
+                                      uid=f.string(f.metadata(route).get("uid")), api_version=API_VERSION))
         entries: list[dict[str, Any]] = []
         gen = generation(route)
         for p in parents:
@@ -78,6 +119,8 @@ class Statuses:
                 accepted = (False, p.reason, p.message)
             elif unsupported:
                 accepted = (False, "UnsupportedValue", summarize(unsupported, listed(n_firsts)))
+            elif unserved:
+                accepted = (True, "Accepted", bound_message(f"{p.message}, but not served: {unserved}"))
             else:
                 accepted = (True, "Accepted", p.message)
             resolved = (False, ref_reason, summarize(refs, listed(n_ref_firsts))) if refs else _ALL_RESOLVED

@@ -120,6 +120,30 @@ def test_out_dir_files(tmp_path: Path) -> None:
     assert [(ls["port"], ls["decryptSsl"]) for ls in twp["listeners"]] == [(8443, True)]
 
 
+def test_out_makes_no_pfx_but_still_reports_bad_certificates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command writes no TLS Secret files, so it validates each certificate but makes no PFX."""
+    require_render()
+    from titanium_gateway.render import certificates
+
+    made: list[int] = []
+    real = certificates._pfx
+    monkeypatch.setattr(certificates, "_pfx", lambda *a: made.append(1) or real(*a))
+    certificates._cache.clear()
+    out = tmp_path / "o"
+    assert main(["-f", str(HTTPS), "--out", str(out)]) == 0
+    assert "apps.shop-tls.pfx" in (out / "certificates.yaml").read_text() and made == []
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in HTTPS.iterdir():
+        text = f.read_text()
+        if f.name == "15-secret.yaml":
+            text = text.replace("tls.key:", "tls.key: bm90IGEga2V5  #")  # base64 of "not a key"
+        (bad / f.name).write_text(text)
+    assert main(["-f", str(bad), "--out", str(tmp_path / "o2")]) == 0
+    status = (tmp_path / "o2" / "status.yaml").read_text()
+    assert "InvalidCertificateRef" in status and "tls.key is not a PEM private key" in status
+
+
 def test_options_reach_the_render(tmp_path: Path) -> None:
     require_render()
     out = tmp_path / "o"

@@ -544,7 +544,7 @@ def test_every_render_changing_controller_option_means_the_same_on_render(flags:
 
 
 def test_config_counts_agree_with_the_parsed_document() -> None:
-    from titanium_gateway.offline import config_counts
+    from titanium_gateway.offline import config_counts, counts_from_bytes
 
     from .conftest import case_names, render_case
 
@@ -556,6 +556,28 @@ def test_config_counts_agree_with_the_parsed_document() -> None:
             for key in expected:
                 expected[key] += len(doc.get(key) or [])
         assert config_counts(result) == expected, case
+        assert counts_from_bytes(result) == expected, case
+
+
+def test_config_counts_of_a_config_cut_short_by_an_item_larger_than_a_part() -> None:
+    import dataclasses
+
+    from titanium_gateway.offline import config_counts
+
+    from .conftest import case_names, case_objects, case_options
+
+    render = require_render()
+    case = next(c for c in case_names() if c.startswith("seed-config-parts"))
+    options, snap_kwargs = case_options(case)
+    result = render(build_snapshot(case_objects(case), **snap_kwargs), dataclasses.replace(options, part_limit_bytes=100))
+    assert "more than the part limit" in result.delivery_error
+    expected = {"listeners": 0, "routes": 0, "clusters": 0}
+    for data in [result.config, *(d for _, d in result.parts)]:
+        doc = yaml.load(data, Loader=yaml.CSafeLoader)  # noqa: S506
+        for key in expected:
+            expected[key] += len(doc.get(key) or [])
+    assert result.document is not None and expected["routes"] < len(result.document.routes)
+    assert config_counts(result) == expected
 
 
 def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:

@@ -6,9 +6,10 @@ ingresses=False)``: 20 Gateways, 200 TLS Secrets, N/5 Services with their Endpoi
 written once as a ``kind: List`` in JSON (what ``kubectl get -o json`` gives) and in YAML.
 Each run times ``python3 -m titanium_gateway render -f FILE --out DIR`` from the outside
 (process start to exit: interpreter start, imports, reading, rendering, writing every file,
-the summary), and in the same run the floor: ``json.load`` of the JSON input plus
-``json.dumps`` of the rendered document (twp.yaml and its parts, parsed beforehand), each
-timed in a fresh ``python3`` with Python's defaults (its garbage collector on). Runs
+the summary; with bytecode caches, as an installed command has them), and in the same run
+the floor: ``json.load`` of the JSON input plus ``json.dumps`` of the rendered document
+(twp.yaml and its parts, parsed beforehand), each timed in a fresh ``python3`` with
+Python's defaults (its garbage collector on). Runs
 alternate floor, JSON, YAML, so a drift of the machine's speed affects all three; the ratio
 is taken run by run, and the median is reported.
 
@@ -69,9 +70,20 @@ def cli_command(path: Path, out: Path) -> list[str]:
             "--data-plane-service", f"{workload.DATA_PLANE_NAMESPACE}/{workload.DATA_PLANE_SERVICE}"]
 
 
+def cli_env(out: Path) -> dict[str, str]:
+    """The environment of the command: the project on the path, and bytecode caches as an
+    installed package has them (pip compiles them at install): written by the warm-up run
+    under ``<out>.pycache`` and read by the timed ones, even where the environment sets
+    PYTHONDONTWRITEBYTECODE (else every run would compile the project's modules again)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(out.parent / f"{out.name}.pycache")
+    return env
+
+
 def run_cli(path: Path, out: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one whole ``render`` process."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = cli_env(out)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cli_command(path, out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -151,7 +163,7 @@ def phases(path: Path, out: Path) -> dict[str, float]:
     them (the unknown-field check, part of the loading in the command, timed on its own)."""
     from benchmarks import workload
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = cli_env(out)
     proc = subprocess.run([sys.executable, "-c", _PHASES, str(path), str(out),
                            f"{workload.DATA_PLANE_NAMESPACE}/{workload.DATA_PLANE_SERVICE}"],
                           env=env, capture_output=True, text=True, check=True)

@@ -546,9 +546,18 @@ _COUNTED = (b"listeners", b"routes", b"clusters")
 
 
 def config_counts(result: RenderResult) -> dict[str, int]:
-    """The number of listeners, routes and clusters in twp.yaml and its parts, counted from the
-    bytes (the top-level block lists of the emitted document: one ``- `` line per item at the
-    list's indentation) instead of parsing 20 MB of YAML again."""
+    """The number of listeners, routes and clusters in twp.yaml and its parts: those of the
+    rendered document (``result.document``), which emit writes whole unless the config cannot
+    be delivered (an item larger than a part ends it); else counted from the bytes."""
+    doc = result.document
+    if doc is not None and not result.delivery_error:
+        return {"listeners": len(doc.listeners), "routes": len(doc.routes), "clusters": len(doc.clusters)}
+    return counts_from_bytes(result)
+
+
+def counts_from_bytes(result: RenderResult) -> dict[str, int]:
+    """:func:`config_counts` from the bytes (the top-level block lists of the emitted document:
+    one ``- `` line per item at the list's indentation) instead of parsing 20 MB of YAML again."""
     counts = {"listeners": 0, "routes": 0, "clusters": 0}
     for data in [result.config, *(d for _, d in result.parts)]:
         starts = [0] + [m.start() + 1 for m in _LINE_START_KEY.finditer(data)] + [len(data)]

@@ -120,6 +120,30 @@ def test_out_dir_files(tmp_path: Path) -> None:
     assert [(ls["port"], ls["decryptSsl"]) for ls in twp["listeners"]] == [(8443, True)]
 
 
+def test_out_makes_no_pfx_but_still_reports_bad_certificates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command writes no TLS Secret files, so it validates each certificate but makes no PFX."""
+    require_render()
+    from titanium_gateway.render import certificates
+
+    made: list[int] = []
+    real = certificates._pfx
+    monkeypatch.setattr(certificates, "_pfx", lambda *a: made.append(1) or real(*a))
+    certificates._cache.clear()
+    out = tmp_path / "o"
+    assert main(["-f", str(HTTPS), "--out", str(out)]) == 0
+    assert "apps.shop-tls.pfx" in (out / "certificates.yaml").read_text() and made == []
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in HTTPS.iterdir():
+        text = f.read_text()
+        if f.name == "15-secret.yaml":
+            text = text.replace("tls.key:", "tls.key: bm90IGEga2V5  #")  # base64 of "not a key"
+        (bad / f.name).write_text(text)
+    assert main(["-f", str(bad), "--out", str(tmp_path / "o2")]) == 0
+    status = (tmp_path / "o2" / "status.yaml").read_text()
+    assert "InvalidCertificateRef" in status and "tls.key is not a PEM private key" in status
+
+
 def test_options_reach_the_render(tmp_path: Path) -> None:
     require_render()
     out = tmp_path / "o"
@@ -520,7 +544,7 @@ def test_every_render_changing_controller_option_means_the_same_on_render(flags:
 
 
 def test_config_counts_agree_with_the_parsed_document() -> None:
-    from titanium_gateway.offline import config_counts
+    from titanium_gateway.offline import config_counts, counts_from_bytes
 
     from .conftest import case_names, render_case
 
@@ -532,6 +556,28 @@ def test_config_counts_agree_with_the_parsed_document() -> None:
             for key in expected:
                 expected[key] += len(doc.get(key) or [])
         assert config_counts(result) == expected, case
+        assert counts_from_bytes(result) == expected, case
+
+
+def test_config_counts_of_a_config_cut_short_by_an_item_larger_than_a_part() -> None:
+    import dataclasses
+
+    from titanium_gateway.offline import config_counts
+
+    from .conftest import case_names, case_objects, case_options
+
+    render = require_render()
+    case = next(c for c in case_names() if c.startswith("seed-config-parts"))
+    options, snap_kwargs = case_options(case)
+    result = render(build_snapshot(case_objects(case), **snap_kwargs), dataclasses.replace(options, part_limit_bytes=100))
+    assert "more than the part limit" in result.delivery_error
+    expected = {"listeners": 0, "routes": 0, "clusters": 0}
+    for data in [result.config, *(d for _, d in result.parts)]:
+        doc = yaml.load(data, Loader=yaml.CSafeLoader)  # noqa: S506
+        for key in expected:
+            expected[key] += len(doc.get(key) or [])
+    assert result.document is not None and expected["routes"] < len(result.document.routes)
+    assert config_counts(result) == expected
 
 
 def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:

@@ -118,7 +118,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         config=out.config,
         config_hash=out.config_hash,
         parts=out.parts,
-        tls_files=dict(sorted(ctx.tls_files.items())),
+        tls_files=ctx.tls_files.sorted(),
         certificates=cert_entries,
         statuses=ctx.sorted_statuses(),
         events=ctx.events(),

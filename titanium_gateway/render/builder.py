@@ -56,7 +56,12 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
-from titanium_gateway.render.certificates import CertificateConversion, convert_tls_secret, pfx_file_name
+from titanium_gateway.render.certificates import (
+    CertificateConversion,
+    TLSFiles,
+    convert_tls_secret,
+    pfx_file_name,
+)
 from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.model import Backend, Certificate, Cluster, Listener, Route
@@ -112,7 +117,7 @@ class RenderContext:
         self.clusters: dict[str, Cluster] = {}
         self.routes: dict[str, Route] = {}
         self._certs: dict[tuple[str, str], _CertBinding] = {}
-        self.tls_files: dict[str, bytes] = {}
+        self.tls_files = TLSFiles()  # a PFX is made when its file is read
         self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         #: Free-form data shared between translators (e.g. Gateway info for HTTPRoutes).
@@ -231,8 +236,7 @@ class RenderContext:
         binding.hosts.update(h for h in hosts if h)
         if default_rank is not None and (binding.default_rank is None or default_rank < binding.default_rank):
             binding.default_rank = default_rank
-        assert conv.pfx is not None
-        self.tls_files[pfx_file_name(namespace, name)] = conv.pfx
+        self.tls_files.set_certificate(pfx_file_name(namespace, name), conv)
         return conv
 
     def add_tls_file(self, name: str, data: bytes) -> None:

@@ -5,7 +5,10 @@ Public API:
 * :func:`pfx_file_name` ``(namespace, name) -> "<namespace>.<name>.pfx"``
 * :func:`convert_tls_secret` ``(secret) -> CertificateConversion`` — ``pfx`` bytes, or an
   ``error`` (a human message for InvalidCertificateRef: wrong type, missing keys, garbage,
-  encrypted key, key not matching the certificate). Never raises.
+  encrypted key, key not matching the certificate, a key type PKCS#12 cannot hold). Never
+  raises. The Secret is validated at once; the PFX bytes are made when ``pfx`` is first read.
+* :class:`TLSFiles`: the files of the generated TLS Secret, name -> bytes; a certificate's PFX
+  is made when its entry is first read (a render whose files nobody writes makes none).
 
 OpenSSL salts the PKCS#12 MAC at random; the rest of a password-less PFX is deterministic. The
 conversion replaces the salt with one derived from the Secret's content and recomputes the MAC
@@ -21,13 +24,14 @@ import base64
 import binascii
 import hashlib
 import hmac
+import threading
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 TLS_SECRET_TYPE = "kubernetes.io/tls"
@@ -35,16 +39,97 @@ _CACHE_SIZE = 4096
 _cache: OrderedDict[str, CertificateConversion] = OrderedDict()
 
 
-@dataclass(frozen=True)
+#: The private keys ``pkcs12.serialize_key_and_certificates`` accepts (it raises TypeError for
+#: any other, e.g. an X25519 key).
+_PKCS12_KEY_TYPES = (rsa.RSAPrivateKey, dsa.DSAPrivateKey, ec.EllipticCurvePrivateKey,
+                     ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)
+_build_lock = threading.Lock()
+
+
 class CertificateConversion:
-    pfx: bytes | None
-    error: str = ""
-    #: DNS names of the leaf certificate (SAN, else CN): informational only.
-    names: tuple[str, ...] = ()
+    """A validated Secret (``ok``) and its PFX, or why it cannot be used (``error``).
+
+    ``CertificateConversion(pfx, error, names)`` as before; a conversion made by
+    :func:`convert_tls_secret` holds a ``build`` instead of the bytes and makes them (once, under
+    a lock) when ``pfx`` is first read."""
+
+    __slots__ = ("_pfx", "_build", "error", "names")
+
+    def __init__(self, pfx: bytes | None, error: str = "", names: tuple[str, ...] = (), *,
+                 build: Callable[[], bytes] | None = None) -> None:
+        self._pfx = pfx
+        self._build = build if pfx is None else None
+        self.error = error
+        #: DNS names of the leaf certificate (SAN, else CN): informational only.
+        self.names = names
 
     @property
     def ok(self) -> bool:
-        return self.pfx is not None
+        return self._pfx is not None or self._build is not None
+
+    @property
+    def pfx(self) -> bytes | None:
+        if self._pfx is None and self._build is not None:
+            with _build_lock:
+                if self._build is not None:
+                    self._pfx, self._build = self._build(), None
+        return self._pfx
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CertificateConversion):
+            return NotImplemented
+        return (self.pfx, self.error, self.names) == (other.pfx, other.error, other.names)
+
+    def __hash__(self) -> int:
+        return hash((self.error, self.names))
+
+    def __repr__(self) -> str:
+        state = "ok" if self.ok else f"error={self.error!r}"
+        return f"CertificateConversion({state}, names={self.names!r})"
+
+
+class TLSFiles(Mapping[str, bytes]):
+    """The files of the generated TLS Secret in insertion order, name -> bytes. An entry set
+    with :meth:`set_certificate` reads as that conversion's PFX, made on first read."""
+
+    __slots__ = ("_files",)
+
+    def __init__(self, files: Iterable[tuple[str, bytes]] = ()) -> None:
+        self._files: dict[str, bytes | CertificateConversion] = dict(files)
+
+    def __getitem__(self, name: str) -> bytes:
+        value = self._files[name]
+        if type(value) is bytes:
+            return value
+        assert isinstance(value, CertificateConversion)
+        pfx = value.pfx
+        assert pfx is not None  # only conversions that are ok are set
+        return pfx
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._files
+
+    def __setitem__(self, name: str, data: bytes) -> None:
+        self._files[name] = data
+
+    def set_certificate(self, name: str, conversion: CertificateConversion) -> None:
+        assert conversion.ok
+        self._files[name] = conversion
+
+    def sorted(self) -> TLSFiles:
+        """A copy with the names in order (nothing is made)."""
+        out = TLSFiles()
+        out._files = dict(sorted(self._files.items()))
+        return out
+
+    def __repr__(self) -> str:
+        return f"TLSFiles({sorted(self._files)!r})"
 
 
 def pfx_file_name(namespace: str, name: str) -> str:
@@ -99,19 +184,23 @@ def _convert(crt: bytes, key_pem: bytes) -> CertificateConversion:
         pass
     except Exception:  # noqa: BLE001
         names = []
-    try:
-        pfx = pkcs12.serialize_key_and_certificates(
-            None, key, leaf, certs[1:] or None, serialization.NoEncryption()  # type: ignore[arg-type]
-        )
-    except Exception:  # noqa: BLE001 - unsupported key type etc.
+    if not isinstance(key, _PKCS12_KEY_TYPES):
         return CertificateConversion(None, "the key type cannot be stored in a PKCS#12 file")
+    chain = certs[1:]
+    return CertificateConversion(None, "", tuple(sorted(set(names))),
+                                 build=lambda: _pfx(key, leaf, chain, crt, key_pem))
+
+
+def _pfx(key: Any, leaf: x509.Certificate, chain: list[x509.Certificate], crt: bytes, key_pem: bytes) -> bytes:
+    """The password-less PFX of a validated key and certificate chain, with a MAC salt derived
+    from the content (see the module doc)."""
+    pfx = pkcs12.serialize_key_and_certificates(None, key, leaf, chain or None, serialization.NoEncryption())
     try:
         stable = _with_deterministic_mac(pfx, hashlib.sha256(crt + b"\0" + key_pem).digest())
         pkcs12.load_key_and_certificates(stable, None)  # OpenSSL verifies the new MAC
-        pfx = stable
+        return stable
     except Exception:  # noqa: BLE001 - keep OpenSSL's (salted) bytes; memoization still applies
-        pass
-    return CertificateConversion(pfx, "", tuple(sorted(set(names))))
+        return pfx
 
 
 _SHA1_OID = bytes.fromhex("2b0e03021a")
@@ -149,9 +238,10 @@ def _pkcs12_kdf_mac_key(hash_name: str, salt: bytes, iterations: int) -> bytes:
     u, v = (32, 64) if hash_name == "sha256" else (20, 64)
     d = bytes([3]) * v
     i = (salt * ((v + len(salt) - 1) // len(salt)))[:v * ((len(salt) + v - 1) // v)] if salt else b""
-    a = hashlib.new(hash_name, d + i).digest()
+    digest = getattr(hashlib, hash_name)  # (hashlib.new looks the name up on every call)
+    a = digest(d + i).digest()
     for _ in range(iterations - 1):
-        a = hashlib.new(hash_name, a).digest()
+        a = digest(a).digest()
     return a[:u]
 
 

@@ -704,7 +704,7 @@ def test_foreign_annotation_events_show_in_the_summary_and_events_yaml(
     ing = tmp_path / "ingress.yaml"
     ingress = ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: apps\n"
                "  annotations: {{nginx.ingress.kubernetes.io/whitelist-source-range: 10.0.0.0/8}}\n"
-               "spec:\n  ingressClassName: {cls}\n  rules:\n  - host: {name}.example.com\n    http:\n      paths:\n"
+               "spec:\n  ingressClassName: {cls}\n  rules:\n  - host: {name}.ingress.example.net\n    http:\n      paths:\n"
                "      - {{path: /, pathType: Prefix, backend: {{service: {{name: frontend, port: {{number: 8080}}}}}}}}\n")
     ing.write_text("apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: titanium}\n"
                    "spec: {controller: titanium.io/ingress-controller}\n---\n"

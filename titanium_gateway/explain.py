@@ -38,8 +38,8 @@ from titanium_gateway.offline import (
     LoadReport,
     Prepared,
     add_render_arguments,
+    input_notices,
     load_manifests,
-    not_taking_part,
     options_from_args,
     prepare,
 )
@@ -655,21 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _notices(result: RenderResult, report: LoadReport, prepared: Prepared, options: RenderOptions) -> list[str]:
     """What the user must know about the input besides the answer (stderr)."""
-    lines: list[str] = []
-    absent = not_taking_part(prepared.snapshot, options, report)
-    if absent:
-        lines.append(f"Not taking part ({len(absent)}):")
-        lines.extend(f"  {line}" for line in absent)
-    if prepared.unread_secrets:
-        lines.append(f"Secrets not read (outside --secret-namespaces): {', '.join(prepared.unread_secrets)}")
-    if report.warnings:
-        lines.append(f"Warnings ({len(report.warnings)}):")
-        lines.extend(f"  {w}" for w in report.warnings)
-    if report.ignored:
-        lines.append(f"ignored {len(report.ignored)} object(s): " + "; ".join(report.ignored))
-    lines.extend(report.notes)
-    lines.extend(report.empty)
-    lines.extend(report.skipped)
+    lines = input_notices(report, prepared, options)
     if result.delivery_error:
         lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
     for e in result.events:

@@ -26,14 +26,14 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import urlsplit
 
 from titanium_gateway import contract
 from titanium_gateway.contract import model as cm
 from titanium_gateway.contract.routing import Check, ForwardTo, NotFound, RedirectTo, Respond, hostname_of
 from titanium_gateway.contract.transforms import apply_request_transforms
-from titanium_gateway.manifests import InputError
+from titanium_gateway.manifests import CommandLineParser, InputError, UsageError
 from titanium_gateway.offline import (
     LoadReport,
     Prepared,
@@ -60,10 +60,6 @@ _TOKEN = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 #: At most this many near misses are shown when no route matches.
 HINTS = 3
-
-
-class UsageError(Exception):
-    """Bad command line or request: exit code 2."""
 
 
 # -- the request ---------------------------------------------------------------------------
@@ -599,13 +595,8 @@ def text_report(ex: Explanation) -> str:
 
 
 # -- the command -------------------------------------------------------------------------------
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(
+    p = CommandLineParser(
         prog=PROG,
         description="Render Gateway API / Ingress manifests as `render` does and tell which data-plane route "
         "answers a request, what it does with it, and why.",

@@ -20,13 +20,14 @@ them. Every failure is an :class:`InputError` whose message names the file and p
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from yaml import events as _ev
@@ -52,6 +53,18 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 class InputError(Exception):
     """Bad input: an unreadable or invalid file, a duplicate key, an object without
     apiVersion/kind/name. The message names the file and the position."""
+
+
+class UsageError(Exception):
+    """A bad command line of an offline command: exit code 2."""
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that raises :class:`UsageError` instead of exiting, so that the
+    command prints its usage and error and returns 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
 
 
 class Origin:

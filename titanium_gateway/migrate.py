@@ -19,11 +19,19 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from titanium_gateway import blockyaml
 from titanium_gateway import nginx_annotations as na
-from titanium_gateway.manifests import InputError, Manifest, Origin, ReadNotes, read_manifests
+from titanium_gateway.manifests import (
+    CommandLineParser,
+    InputError,
+    Manifest,
+    Origin,
+    ReadNotes,
+    UsageError,
+    read_manifests,
+)
 
 NGINX_CONTROLLER = "k8s.io/ingress-nginx"
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
@@ -270,17 +278,8 @@ def write_converted(reports: Sequence[IngressReport], out_dir: Path) -> list[str
 # --- command line --------------------------------------------------------------------------------
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(
+    p = CommandLineParser(
         prog="titanium-gateway migrate-ingress",
         description="Report what every nginx.ingress.kubernetes.io/ annotation of your Ingresses becomes here, "
         "and convert them (exit 1 when a security-relevant one has no equivalent).",
@@ -304,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"titanium-gateway migrate-ingress: error: {exc}", file=sys.stderr)
         return 2

@@ -26,15 +26,17 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from titanium_gateway import blockyaml, fieldcheck
 from titanium_gateway.manifests import (
     MANIFEST_SUFFIXES,
+    CommandLineParser,
     InputError,
     Manifest,
     Origin,
     ReadNotes,
+    UsageError,
     read_manifests,
 )
 from titanium_gateway.render.options import (
@@ -861,15 +863,6 @@ def input_notices(report: LoadReport, prepared: Prepared | None, options: Render
 # --- options ------------------------------------------------------------------------------------
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
 def _port_map_arg(text: str) -> dict[int, int]:
     try:
         return parse_port_map(text)
@@ -958,7 +951,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(
+    p = CommandLineParser(
         prog="titanium-gateway render",
         description="Render Gateway API / Ingress manifests offline into the data plane's twp.yaml, "
         "with the statuses, events and certificates the controller would write.",
@@ -986,7 +979,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"titanium-gateway render: error: {exc}", file=sys.stderr)
         return 2

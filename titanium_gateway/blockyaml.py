@@ -186,7 +186,7 @@ class _Writer:
             else:
                 raise _Unsure
         except _Unsure:
-            return pyyaml_dump(_plain(value))
+            return pyyaml_dump(plain(value))
         return "".join(out)
 
 
@@ -202,11 +202,12 @@ def dump_documents(values: Any) -> str:
     return "".join(("---\n" if i else "") + writer.dump(v) for i, v in enumerate(values))
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """Mappings/tuples (e.g. MappingProxyType) as plain dicts/lists, for PyYAML's dumper."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

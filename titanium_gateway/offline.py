@@ -380,15 +380,6 @@ def build_snapshot(objects: Iterable[Mapping[str, Any]], now: str = OFFLINE_NOW,
 # --- output -------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    """Mappings/tuples (e.g. MappingProxyType) as plain dicts/lists for the YAML dumper."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def to_yaml(value: Any) -> str:
     """Block-style YAML of plain data (multi-line strings as literal blocks), as PyYAML writes it."""
     return blockyaml.dump(value)
@@ -463,7 +454,7 @@ def status_documents(
             else:  # (final_status makes a plain copy)
                 status = final_status(st.kind, current, st.status, controller_name)
         else:
-            status = _plain(st.status) if copy else st.status
+            status = blockyaml.plain(st.status) if copy else st.status
         docs.append({"apiVersion": st.api_version, "kind": st.kind, "metadata": meta, "status": status})
     return docs
 

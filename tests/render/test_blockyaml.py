@@ -46,4 +46,4 @@ _tree = st.recursive(
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
 @given(value=st.one_of(st.dictionaries(_key, _tree, max_size=5), st.lists(_tree, max_size=5)))
 def test_any_plain_data_is_written_as_pyyaml_writes_it(value: Any) -> None:
-    assert blockyaml.dump(value) == blockyaml.pyyaml_dump(blockyaml._plain(value))
+    assert blockyaml.dump(value) == blockyaml.pyyaml_dump(blockyaml.plain(value))

@@ -479,11 +479,7 @@ def figure_status(n: int) -> list[Row]:
     rows: list[Row] = []
     base = workload.build(n, ingresses=False, routes=False)
     gw_ns, gw_name = workload.namespace_name(0), "gw-00"
-    routes = []
-    for j in range(n):
-        r = _strip_server_fields(workload.httproute(j, n, 0))
-        r["spec"]["parentRefs"] = [{"group": GW, "kind": "Gateway", "name": gw_name, "namespace": gw_ns}]
-        routes.append(r)
+    routes = workload.routes_for_one_gateway(n, _strip_server_fields)
     keys = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in routes}
     with Cluster.start(base.objects) as c:
         accepted: set[tuple[str, str]] = set()

@@ -287,11 +287,7 @@ def figure_status_real(n: int) -> list[Row]:
     rows: list[Row] = []
     base = workload.build(n, ingresses=False, routes=False)
     gw_ns, gw_name = workload.namespace_name(0), "gw-00"
-    routes = []
-    for j in range(n):
-        r = _for_server(workload.httproute(j, n, 0))
-        r["spec"]["parentRefs"] = [{"group": GW, "kind": "Gateway", "name": gw_name, "namespace": gw_ns}]
-        routes.append(r)
+    routes = workload.routes_for_one_gateway(n, _for_server)
     keys = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in routes}
     try:
         with _cluster() as (cluster, helm):

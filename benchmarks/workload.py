@@ -451,3 +451,16 @@ def informer_objects(objects: list[Obj], data_plane_service: tuple[str, str]) ->
             fn = transforms[o["kind"]] = transform_for(o["kind"], data_plane_service)
         out.append(fn(o))
     return out, "objects as the informer caches hold them (controller/transform.py)"
+
+
+def routes_for_one_gateway(n: int, prepare: Any) -> list[Obj]:
+    """The status figure's ``n`` HTTPRoutes, all attached to the first Gateway (``gw-00``), each
+    passed through ``prepare`` (what the API server must not be sent stripped)."""
+    gw_ns, gw_name = namespace_name(0), "gw-00"
+    routes = []
+    for j in range(n):
+        r = prepare(httproute(j, n, 0))
+        r["spec"]["parentRefs"] = [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gw_name,
+                                    "namespace": gw_ns}]
+        routes.append(r)
+    return routes

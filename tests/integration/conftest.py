@@ -5,6 +5,7 @@ ConfigMap the controller writes. Everything on loopback; every wait is a poll wi
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -263,6 +264,14 @@ def env() -> Iterator[Env]:
     fleet = DataPlaneFleet.start(2, token=rel.token, service=rel.data_plane)
     fleet.register(server, rel.namespace, rel.data_plane, deployment=rel.data_plane)
     fleet.follow(server, rel.namespace, rel.config_map)
+    with running(server, rel, fleet) as e:
+        yield e
+
+
+@contextlib.contextmanager
+def running(server: FakeApiServer, rel: Release, fleet: DataPlaneFleet) -> Iterator[Env]:
+    """An Env of this server, release and data-plane fleet (with its rollout), and on the way out
+    every controller instance, the rollout, the fleet and the server stopped."""
     e = Env(server, rel, fleet, rollout=Rollout(server, rel.namespace, rel.data_plane, [s.name for s in fleet]))
     try:
         yield e

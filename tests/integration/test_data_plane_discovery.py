@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.conftest import LISTENERS, Env, Rollout, condition, make_tls_secret, wait_for
+from tests.integration.conftest import LISTENERS, Env, condition, make_tls_secret, running, wait_for
 from tests.support.apiserver import FakeApiServer
 from tests.support.dataplane import DATA_PLANE_LABELS, DataPlaneFleet
 from tests.support.release import Release, seed_release
@@ -32,16 +32,8 @@ def edge() -> Iterator[Env]:
     fleet = DataPlaneFleet.start(2, token=rel.token, service=rel.data_plane)
     fleet.register(server, rel.namespace, rel.data_plane, deployment=rel.data_plane, labels=EDGE)
     fleet.follow(server, rel.namespace, rel.config_map, sync_period=60)
-    e = Env(server, rel, fleet, rollout=Rollout(server, rel.namespace, rel.data_plane, [s.name for s in fleet]))
-    try:
+    with running(server, rel, fleet) as e:
         yield e
-    finally:
-        for inst in e.instances:
-            inst.shutdown(5)
-        assert e.rollout is not None
-        e.rollout.stop()
-        fleet.stop()
-        server.stop()
 
 
 def _stray(env: Env, name: str, labels: dict[str, str], ip: str) -> None:

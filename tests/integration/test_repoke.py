@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.conftest import Env, Rollout, condition, wait_for
+from tests.integration.conftest import Env, condition, running, wait_for
 from tests.support.apiserver import FakeApiServer
 from tests.support.dataplane import DataPlaneFleet, sha256_hex
 from tests.support.release import Release, seed_release
@@ -31,16 +31,8 @@ def lagging() -> Iterator[Env]:
     fleet[0].follow(server, rel.namespace, rel.config_map, pod_name=fleet[0].name, sync_period=60,
                     configmap_lag=LAG)
     fleet[1].follow(server, rel.namespace, rel.config_map, pod_name=fleet[1].name, sync_period=60)
-    e = Env(server, rel, fleet, rollout=Rollout(server, rel.namespace, rel.data_plane, [s.name for s in fleet]))
-    try:
+    with running(server, rel, fleet) as e:
         yield e
-    finally:
-        for inst in e.instances:
-            inst.shutdown(5)
-        assert e.rollout is not None
-        e.rollout.stop()
-        fleet.stop()
-        server.stop()
 
 
 def poke_patches(env: Env, pod: str) -> list[str]:

@@ -620,8 +620,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
+    args = parser.parse(argv)
+    if isinstance(args, int):
+        return args
     try:
-        args = parser.parse_args(argv)
         spec = parse_request(args.request, args.headers)
         if args.client_address is not None:
             try:
@@ -629,11 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError:
                 raise UsageError(f"--client-address {args.client_address!r} is not an IP address") from None
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+        return parser.usage_error(str(exc))
     options = options_from_args(args)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # (as render: no cycles to collect in a short-lived process)

@@ -60,11 +60,27 @@ class UsageError(Exception):
 
 
 class CommandLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` that raises :class:`UsageError` instead of exiting, so that the
-    command prints its usage and error and returns 2."""
+    """An ``ArgumentParser`` that raises :class:`UsageError` instead of exiting; :meth:`parse`
+    turns that into the usage and the error on stderr and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace | int:
+        """The parsed arguments, or the exit code once it is told: 2 for a bad command line, 0
+        after ``--help``."""
+        try:
+            return self.parse_args(argv)
+        except UsageError as exc:
+            return self.usage_error(str(exc))
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+
+    def usage_error(self, message: str) -> int:
+        """Prints the usage and ``PROG: error: message`` on stderr; returns 2."""
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        return 2
 
 
 class Origin:

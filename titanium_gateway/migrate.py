@@ -29,7 +29,6 @@ from titanium_gateway.manifests import (
     Manifest,
     Origin,
     ReadNotes,
-    UsageError,
     read_manifests,
 )
 
@@ -301,14 +300,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"titanium-gateway migrate-ingress: error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    args = parser.parse(argv)
+    if isinstance(args, int):
+        return args
     notes = ReadNotes()
     try:
         manifests = read_manifests(args.paths, notes)

@@ -36,7 +36,6 @@ from titanium_gateway.manifests import (
     Manifest,
     Origin,
     ReadNotes,
-    UsageError,
     read_manifests,
 )
 from titanium_gateway.render.options import (
@@ -968,14 +967,9 @@ def _render_function() -> Callable[[Snapshot, RenderOptions], RenderResult]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"titanium-gateway render: error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    args = parser.parse(argv)
+    if isinstance(args, int):
+        return args
     options = options_from_args(args)
     report = LoadReport()
     # a short-lived process that builds millions of objects and no reference cycles: the cyclic

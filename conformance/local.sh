@@ -14,13 +14,14 @@
 #      artifacts/conformance.log (base resources are left for the next step: the cluster is
 #      thrown away anyway);
 #   5. runs the tests that failed on the header join alone again with the join normalized (a
-#      diagnosis run, no report: artifacts/conformance-join-normalized.log), then prints the
-#      summary (conformance/summary.py, artifacts/conformance-summary.txt);
+#      diagnosis run, no report: artifacts/conformance-join-normalized.log; a run whose setup
+#      failed before any test is tried once more), then prints the summary (conformance/summary.py, artifacts/conformance-summary.txt);
 #   6. stops everything it started (trap), keeping the logs in artifacts/.
 #
 # The exit status is 0 when the suite ran and every failing test is one listed in
 # conformance/expected-failures.txt failing for its stated reason only (and, for the header
-# join, passing in the diagnosis run); 1 otherwise; 2 when a prerequisite is missing.
+# join, not failing in the diagnosis run; one it could not run is reported as inconclusive, with
+# the log's reasons); 1 otherwise; 2 when a prerequisite is missing.
 #
 # Needs root (network namespaces), iproute2, util-linux (nsenter, unshare), Go with the module
 # proxy, and the Python packages of `pip install -e '.[test]'`.
@@ -146,11 +147,23 @@ summary_extra=()
 if [[ -n "$joined" && -z "${CONFORMANCE_RUN_TEST:-}" ]]; then
   skip="$("$PYTHON" -c 'import json,sys; keep=set(sys.argv[2].split()); print(",".join(t["name"] for t in json.load(open(sys.argv[1]))["tests"] if t["name"] not in keep))' \
     "$ARTIFACTS/conformance-tests.json" "$joined")"
+  diagnose() {
+    (cd "$ARTIFACTS" && "$ROOT/hack/kube/exec.sh" "$BIN/conformance.test" -test.run '^TestConformance$' -test.v \
+      -test.timeout 15m -titanium.join-normalized -gateway-class=titanium -conformance-profiles=GATEWAY-HTTP \
+      -supported-features="$supported_features" -skip-tests="$skip") >"$NORMALIZED_LOG" 2>&1
+  }
   step "diagnosis run: $(echo $joined) with the append join normalized"
   set +e
-  (cd "$ARTIFACTS" && "$ROOT/hack/kube/exec.sh" "$BIN/conformance.test" -test.run '^TestConformance$' -test.v \
-    -test.timeout 15m -titanium.join-normalized -gateway-class=titanium -conformance-profiles=GATEWAY-HTTP \
-    -supported-features="$supported_features" -skip-tests="$skip") >"$NORMALIZED_LOG" 2>&1
+  diagnose
+  diagnosis_rc=$?
+  # A run that reached none of the tests (its setup failed) is tried once more; its first log is kept.
+  if ! grep -qE '^\s*--- (PASS|FAIL): TestConformance/[A-Za-z0-9]+ ' "$NORMALIZED_LOG"; then
+    cp "$NORMALIZED_LOG" "$ARTIFACTS/conformance-join-normalized.first.log"
+    step "the diagnosis run ran no test (exit $diagnosis_rc; artifacts/conformance-join-normalized.first.log): once more"
+    tail -n 15 "$NORMALIZED_LOG" | sed 's/^/   | /' >&2
+    sleep 10
+    diagnose
+  fi
   set -e
   summary_extra=(--normalized-log "$NORMALIZED_LOG")
 fi

@@ -103,6 +103,21 @@ def test_the_diagnosis_run_must_pass(tmp_path, capsys, result, rc):
     assert f"{1 if result == 'PASS' else 0}/1 of the header-join failures pass" in out
 
 
+def test_a_diagnosis_run_that_ran_nothing_is_inconclusive_and_says_why(tmp_path, capsys):
+    args = _inputs(tmp_path, JOIN)
+    norm = _log(tmp_path, "norm.log", "=== RUN   TestConformance\n"
+                "    suite.go:365: 2026-12-02T01:29:03Z: Test Setup: Ensuring Gateways and Pods from base manifests are ready\n"
+                "        \tError:      \tgateways not ready after 60s\n"
+                "--- FAIL: TestConformance (60.02s)\nFAIL\n")
+    # The main run's reasons were checked; the diagnosis adds nothing, so it does not fail the run.
+    assert summary.main([*args, "--normalized-log", norm]) == 0
+    out = capsys.readouterr().out
+    assert "0/1 of the header-join failures pass" in out
+    assert "the diagnosis run did not run HTTPRouteRequestHeaderModifier; it is inconclusive" in out
+    assert "|         \tError:      \tgateways not ready after 60s" in out
+    assert "| --- FAIL: TestConformance (60.02s)" in out
+
+
 def test_an_unexpected_failure_fails(tmp_path, capsys):
     args = _inputs(tmp_path, JOIN)
     (tmp_path / "expected.txt").write_text("")

@@ -70,9 +70,7 @@ class Instance:
         return self.runtime.controller
 
     def metric(self, name: str, **labels: str) -> float:
-        fam = self.registry.get(name)
-        assert fam is not None, f"metric {name} not registered"
-        return float(fam.value(**labels))  # type: ignore[attr-defined]
+        return self.registry.value(name, **labels)
 
     @property
     def health_port(self) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 import requests
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import Env, wait_for
 from titanium_gateway.render import render
@@ -89,11 +90,15 @@ def test_metrics_and_health_endpoints(env: Env) -> None:
     assert requests.get(f"{base}/readyz", timeout=5).status_code == 200
     text = wait_for(lambda: (t := requests.get(f"{base}/metrics", timeout=5).text)
                     and "titanium_status_writes_total" in t and t, timeout=5)
-    for name in ("controller_runtime_reconcile_total{result=\"success\"}", "controller_runtime_reconcile_time_seconds",
-                 "titanium_render_duration_seconds", "titanium_config_bytes", "titanium_config_writes_total",
-                 "titanium_status_writes_total", "titanium_probe_results_total{result=\"confirmed\"}",
-                 "leader_election_master_status", "rest_client_requests_total",
-                 'workqueue_depth{name="reconcile"}', 'workqueue_adds_total{name="reconcile"}',
-                 'workqueue_queue_duration_seconds_bucket{name="reconcile"', 'workqueue_work_duration_seconds_count{name="reconcile"}',
-                 'workqueue_retries_total{name="reconcile"}'):
-        assert name in text, name
+    samples = [(s.name, s.labels) for fam in text_string_to_metric_families(text) for s in fam.samples]
+    for name, labels in (
+            ("controller_runtime_reconcile_total", {"result": "success"}),
+            ("controller_runtime_reconcile_time_seconds_count", {}),
+            ("titanium_render_duration_seconds_count", {}), ("titanium_config_bytes", {}),
+            ("titanium_config_writes_total", {}), ("titanium_status_writes_total", {}),
+            ("titanium_probe_results_total", {"result": "confirmed"}), ("leader_election_master_status", {}),
+            ("rest_client_requests_total", {}), ("workqueue_depth", {"name": "reconcile"}),
+            ("workqueue_adds_total", {"name": "reconcile"}), ("workqueue_queue_duration_seconds_bucket", {"name": "reconcile"}),
+            ("workqueue_work_duration_seconds_count", {"name": "reconcile"}),
+            ("workqueue_retries_total", {"name": "reconcile"})):
+        assert any(n == name and labels.items() <= got.items() for n, got in samples), (name, labels)

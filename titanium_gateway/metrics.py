@@ -118,7 +118,7 @@ class Registry(CollectorRegistry):
         """All families in the text exposition format 0.0.4."""
         return generate_latest(self).decode()
 
-    def value(self, sample: str, **labels: str) -> float:
+    def value(self, sample: str, /, **labels: str) -> float:
         """The sum of the samples named ``sample`` (e.g. ``x_total``, ``h_count``) whose labels
         include ``labels`` (0 when there is none: a child never touched)."""
         total = 0.0

@@ -69,7 +69,7 @@ class Instance:
         assert self.runtime.controller is not None
         return self.runtime.controller
 
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, name: str, /, **labels: str) -> float:
         return self.registry.value(name, **labels)
 
     @property

@@ -347,10 +347,20 @@ tests:
         alertname: TitaniumGatewayNoLeader
         exp_alerts:
           - exp_labels: {severity: critical}
+            exp_annotations:
+              summary: No titanium-gateway controller replica is the leader
+              description: >-
+                No replica has held the Lease titanium-gateway for 5m (or no replica is scraped): nothing writes
+                the data plane's config, statuses or Events.
       - eval_time: 25m
         alertname: TitaniumGatewayNoLeader
         exp_alerts:
           - exp_labels: {severity: critical, job: JOB}
+            exp_annotations:
+              summary: No titanium-gateway controller replica is the leader
+              description: >-
+                No replica has held the Lease titanium-gateway for 5m (or no replica is scraped): nothing writes
+                the data plane's config, statuses or Events.
   # errors for 25 minutes on pod a, then none; pod b never fails
   - interval: 1m
     input_series:
@@ -368,6 +378,11 @@ tests:
         alertname: TitaniumGatewayReconcileErrors
         exp_alerts:
           - exp_labels: {severity: warning, namespace: gs, pod: a}
+            exp_annotations:
+              summary: titanium-gateway reconciles are failing
+              description: >-
+                Reconciles of controller a have kept failing for 10m (20 failures in the last 10m): the data
+                plane's config and the statuses are not being updated. See the controller's log.
       - eval_time: 50m
         alertname: TitaniumGatewayReconcileErrors
         exp_alerts: []
@@ -388,6 +403,11 @@ tests:
         alertname: TitaniumGatewayCertificateExpiringSoon
         exp_alerts:
           - exp_labels: {severity: warning, namespace: apps, name: soon}
+            exp_annotations:
+              summary: Certificate apps/soon expires within 14 days
+              description: >-
+                The kubernetes.io/tls Secret apps/soon the data plane serves expires in 9d 23h 45m 0s. Renew it
+                (the data plane picks up the new one by itself).
 """
 
 

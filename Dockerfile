@@ -36,9 +36,12 @@ RUN python -m pip uninstall -y pip setuptools wheel >/dev/null 2>&1 || true; \
  && groupadd --gid 1654 titanium \
  && useradd --uid 1654 --gid 1654 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin titanium
 COPY --from=build /opt/titanium-gateway /opt/titanium-gateway
+# MALLOC_ARENA_MAX=2: glibc's malloc otherwise gives each thread (informers, status writers,
+# HTTP) an arena of its own, and what a thread frees (a decoded list page) stays resident there.
 ENV PATH=/opt/titanium-gateway/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    MALLOC_ARENA_MAX=2
 USER 1654:1654
 EXPOSE 8081
 ENTRYPOINT ["titanium-gateway"]

@@ -6,7 +6,7 @@ TAG ?= dev
 CHART := charts/titanium-gateway
 
 .PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance conformance-local fuzz clean \
-	kube-build cluster-up cluster-down cluster-test dev
+	kube-build cluster-up cluster-down cluster-test dev promtool
 
 install:  ## install the package and its test dependencies (editable)
 	$(PIP) install -q -e '.[test]'
@@ -47,6 +47,9 @@ image:
 
 chart:
 	hack/helm.sh lint $(CHART)
+
+promtool:  ## build promtool into .cache/promtool/bin (needs Go; the chart's alert tests use it)
+	hack/promtool.sh
 
 manifests:  ## regenerate manifests/ from the chart
 	hack/generate-manifests.sh

@@ -170,6 +170,7 @@ class Cluster:
         self.log_path = self.workdir / "controller.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("TITANIUM_GATEWAY_")}
         env["TITANIUM_ADMIN_TOKEN"] = self.rel.token
+        env.setdefault("MALLOC_ARENA_MAX", "2")  # as the image and the chart set it
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         self.health_port = _free_port()
         args = [sys.executable, "-m", "titanium_gateway", "controller", *self.rel.controller_args(),

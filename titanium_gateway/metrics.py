@@ -1,5 +1,4 @@
-"""A tiny thread-safe Prometheus registry: counters, gauges and histograms with labels,
-rendered in the text exposition format 0.0.4.
+"""The controller's Prometheus metrics, on ``prometheus_client``.
 
 Usage::
 
@@ -8,30 +7,57 @@ Usage::
     reconciles.labels(result="ok").inc()
     body = REGISTRY.render_text()          # serve with CONTENT_TYPE
 
-``Registry.counter/gauge/histogram`` are get-or-create: asking twice for the same name with the
-same type and label names returns the same family (so several instances of a component can
-share one metric); a different type or label set raises ``ValueError``.
+``Registry`` is a ``prometheus_client.CollectorRegistry`` whose ``counter``, ``gauge`` and
+``histogram`` are get-or-create: asking twice for the same name with the same type and label
+names returns the same ``prometheus_client`` metric (so several instances of a component share
+one family); a different type or label set raises ``ValueError``. Each controller gets a
+registry of its own (tests run many in one process); ``REGISTRY``, the one the controller
+serves on ``/metrics``, also holds the ``process_*`` and ``python_*`` collectors.
+
+Counters and histograms are written without the ``<name>_created`` samples of the
+OpenMetrics model: the 0.0.4 text format has no place for them (Prometheus would store them as
+separate gauges) and client-go does not write them.
 
 The module also holds ``WorkqueueMetricsProvider`` (client-go's ``workqueue.MetricsProvider``)
-and its Prometheus implementation ``PrometheusWorkqueueMetrics``, plus helpers for the standard
-metric names other parts of the controller use (``rest_client_requests_total``,
-``leader_election_master_status``).
+and its Prometheus implementation ``PrometheusWorkqueueMetrics``, plus the metrics other parts
+of the controller share (``rest_client_requests_total``, ``leader_election_master_status``).
 """
 
 from __future__ import annotations
 
-import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Metric,
+    generate_latest,
+)
+
+__all__ = [
+    "CONTENT_TYPE", "DEFAULT_BUCKETS", "REGISTRY", "Counter", "Gauge", "Histogram", "Registry",
+    "exponential_buckets", "leader_election_master_status", "reflector_malformed_objects",
+    "rest_client_requests", "NoopWorkqueueMetrics", "PrometheusWorkqueueMetrics", "WorkqueueMetricsProvider",
+]
+
+#: The text exposition format 0.0.4: what ``generate_latest`` writes for names of the classic
+#: character set, which every name here is (``Registry`` refuses others).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 DEFAULT_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+_M = TypeVar("_M", Counter, Gauge, Histogram)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -41,329 +67,69 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     return tuple(start * factor**i for i in range(count))
 
 
-def format_value(v: float) -> str:
-    """A sample value as the text format writes it (``+Inf``, ``-Inf``, ``NaN``, integers bare)."""
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    if float(v).is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return repr(float(v))
+class Registry(CollectorRegistry):
+    """A ``CollectorRegistry`` with get-or-create metric families (``process_collectors``: also
+    the process, platform and garbage-collector collectors of ``prometheus_client``)."""
 
+    def __init__(self, *, process_collectors: bool = False) -> None:
+        super().__init__(auto_describe=True)
+        self._families: dict[str, tuple[type, tuple[str, ...], Counter | Gauge | Histogram]] = {}
+        self._families_lock = threading.Lock()
+        if process_collectors:
+            for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+                self.register(collector)
 
-def _escape_help(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _escape_label_value(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _label_str(names: Sequence[str], values: Sequence[str], extra: tuple[str, str] | None = None) -> str:
-    pairs = [f'{n}="{_escape_label_value(v)}"' for n, v in zip(names, values, strict=True)]
-    if extra is not None:
-        pairs.append(f'{extra[0]}="{_escape_label_value(extra[1])}"')
-    return "{" + ",".join(pairs) + "}" if pairs else ""
-
-
-class _Family:
-    """A metric name with its label names and one child per label-value tuple."""
-
-    type_name = ""
-
-    def __init__(self, name: str, help_text: str, labelnames: Sequence[str]) -> None:
-        if not _NAME_RE.match(name):
-            raise ValueError(f"invalid metric name {name!r}")
-        for ln in labelnames:
-            if not _LABEL_RE.match(ln) or ln.startswith("__") or ln == "le":
-                raise ValueError(f"invalid label name {ln!r} for {name}")
-        if len(set(labelnames)) != len(labelnames):
-            raise ValueError(f"duplicate label names for {name}")
-        self.name = name
-        self.help = help_text
-        self.labelnames: tuple[str, ...] = tuple(labelnames)
-        self._lock = threading.Lock()
-        self._children: dict[tuple[str, ...], object] = {}
-
-    def _key(self, args: tuple[str, ...], kwargs: dict[str, str]) -> tuple[str, ...]:
-        if args and kwargs:
-            raise ValueError("pass label values either positionally or by name, not both")
-        if kwargs:
-            if set(kwargs) != set(self.labelnames):
-                raise ValueError(f"{self.name} takes labels {list(self.labelnames)}, got {sorted(kwargs)}")
-            return tuple(str(kwargs[n]) for n in self.labelnames)
-        if len(args) != len(self.labelnames):
-            raise ValueError(f"{self.name} takes {len(self.labelnames)} label values, got {len(args)}")
-        return tuple(str(a) for a in args)
-
-    def _new_child(self) -> object:
-        raise NotImplementedError
-
-    def _child(self, key: tuple[str, ...]) -> object:
-        with self._lock:
-            c = self._children.get(key)
-            if c is None:
-                c = self._new_child()
-                self._children[key] = c
-            return c
-
-    def _unlabelled(self) -> object:
-        if self.labelnames:
-            raise ValueError(f"{self.name} has labels {list(self.labelnames)}: call .labels(...) first")
-        return self._child(())
-
-    def remove(self, *args: str, **kwargs: str) -> None:
-        """Drop the child with these label values (no error when absent)."""
-        key = self._key(args, kwargs)
-        with self._lock:
-            self._children.pop(key, None)
-
-    def _items(self) -> list[tuple[tuple[str, ...], object]]:
-        with self._lock:
-            return sorted(self._children.items())
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} {self.type_name}"]
-        for key, child in self._items():
-            lines.extend(self._render_child(key, child))
-        return lines
-
-    def _render_child(self, key: tuple[str, ...], child: object) -> list[str]:
-        raise NotImplementedError
-
-
-class CounterChild:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._value = 0.0
-
-    def inc(self, amount: float = 1.0) -> None:
-        if amount < 0:
-            raise ValueError("a counter only goes up")
-        with self._lock:
-            self._value += amount
-
-    @property
-    def value(self) -> float:
-        with self._lock:
-            return self._value
-
-
-class GaugeChild:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._value = 0.0
-        self._fn: Callable[[], float] | None = None
-
-    def set(self, value: float) -> None:
-        with self._lock:
-            self._value = float(value)
-
-    def inc(self, amount: float = 1.0) -> None:
-        with self._lock:
-            self._value += amount
-
-    def dec(self, amount: float = 1.0) -> None:
-        with self._lock:
-            self._value -= amount
-
-    def set_function(self, fn: Callable[[], float]) -> None:
-        """Compute the value when read (render time) instead of storing it."""
-        with self._lock:
-            self._fn = fn
-
-    @property
-    def value(self) -> float:
-        with self._lock:
-            fn = self._fn
-            if fn is None:
-                return self._value
-        return float(fn())
-
-
-class HistogramChild:
-    def __init__(self, buckets: tuple[float, ...]) -> None:
-        self._lock = threading.Lock()
-        self._bounds = buckets
-        self._counts = [0] * len(buckets)
-        self._sum = 0.0
-        self._count = 0
-
-    def observe(self, value: float) -> None:
-        with self._lock:
-            self._sum += value
-            self._count += 1
-            for i, b in enumerate(self._bounds):
-                if value <= b:
-                    self._counts[i] += 1
-                    break
-
-    def snapshot(self) -> tuple[list[tuple[float, int]], float, int]:
-        """Cumulative (upper bound, count) pairs without +Inf, the sum and the count."""
-        with self._lock:
-            cum, out = 0, []
-            for b, c in zip(self._bounds, self._counts, strict=True):
-                cum += c
-                out.append((b, cum))
-            return out, self._sum, self._count
-
-    @property
-    def count(self) -> int:
-        with self._lock:
-            return self._count
-
-    @property
-    def sum(self) -> float:
-        with self._lock:
-            return self._sum
-
-
-class Counter(_Family):
-    type_name = "counter"
-
-    def _new_child(self) -> CounterChild:
-        return CounterChild()
-
-    def labels(self, *args: str, **kwargs: str) -> CounterChild:
-        return self._child(self._key(args, kwargs))  # type: ignore[return-value]
-
-    def inc(self, amount: float = 1.0) -> None:
-        self._unlabelled().inc(amount)  # type: ignore[attr-defined]
-
-    def value(self, *args: str, **kwargs: str) -> float:
-        """The current value of one child (0 when it was never touched)."""
-        with self._lock:
-            c = self._children.get(self._key(args, kwargs))
-        return c.value if isinstance(c, CounterChild) else 0.0
-
-    def _render_child(self, key: tuple[str, ...], child: object) -> list[str]:
-        assert isinstance(child, CounterChild)
-        return [f"{self.name}{_label_str(self.labelnames, key)} {format_value(child.value)}"]
-
-
-class Gauge(_Family):
-    type_name = "gauge"
-
-    def _new_child(self) -> GaugeChild:
-        return GaugeChild()
-
-    def labels(self, *args: str, **kwargs: str) -> GaugeChild:
-        return self._child(self._key(args, kwargs))  # type: ignore[return-value]
-
-    def set(self, value: float) -> None:
-        self._unlabelled().set(value)  # type: ignore[attr-defined]
-
-    def inc(self, amount: float = 1.0) -> None:
-        self._unlabelled().inc(amount)  # type: ignore[attr-defined]
-
-    def dec(self, amount: float = 1.0) -> None:
-        self._unlabelled().dec(amount)  # type: ignore[attr-defined]
-
-    def set_function(self, fn: Callable[[], float]) -> None:
-        self._unlabelled().set_function(fn)  # type: ignore[attr-defined]
-
-    def value(self, *args: str, **kwargs: str) -> float:
-        with self._lock:
-            c = self._children.get(self._key(args, kwargs))
-        return c.value if isinstance(c, GaugeChild) else 0.0
-
-    def _render_child(self, key: tuple[str, ...], child: object) -> list[str]:
-        assert isinstance(child, GaugeChild)
-        return [f"{self.name}{_label_str(self.labelnames, key)} {format_value(child.value)}"]
-
-
-class Histogram(_Family):
-    type_name = "histogram"
-
-    def __init__(self, name: str, help_text: str, labelnames: Sequence[str],
-                 buckets: Iterable[float] = DEFAULT_BUCKETS) -> None:
-        super().__init__(name, help_text, labelnames)
-        bounds = sorted(float(b) for b in buckets if not math.isinf(b))
-        if not bounds or len(set(bounds)) != len(bounds):
-            raise ValueError(f"{name}: buckets must be non-empty and distinct")
-        self.buckets: tuple[float, ...] = tuple(bounds)
-
-    def _new_child(self) -> HistogramChild:
-        return HistogramChild(self.buckets)
-
-    def labels(self, *args: str, **kwargs: str) -> HistogramChild:
-        return self._child(self._key(args, kwargs))  # type: ignore[return-value]
-
-    def observe(self, value: float) -> None:
-        self._unlabelled().observe(value)  # type: ignore[attr-defined]
-
-    def _render_child(self, key: tuple[str, ...], child: object) -> list[str]:
-        assert isinstance(child, HistogramChild)
-        cum, total, count = child.snapshot()
-        lines = []
-        for bound, c in cum:
-            lines.append(f"{self.name}_bucket{_label_str(self.labelnames, key, ('le', format_value(bound)))} {c}")
-        lines.append(f"{self.name}_bucket{_label_str(self.labelnames, key, ('le', '+Inf'))} {count}")
-        lines.append(f"{self.name}_sum{_label_str(self.labelnames, key)} {format_value(total)}")
-        lines.append(f"{self.name}_count{_label_str(self.labelnames, key)} {count}")
-        return lines
-
-
-class Registry:
-    """Holds metric families by name; ``render_text()`` writes them all (sorted by name)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._families: dict[str, _Family] = {}
-
-    def _get_or_create(self, cls: type[_Family], name: str, help_text: str, labelnames: Sequence[str],
-                       factory: Callable[[], _Family]) -> _Family:
-        with self._lock:
-            fam = self._families.get(name)
-            if fam is not None:
-                if type(fam) is not cls or fam.labelnames != tuple(labelnames):
-                    raise ValueError(f"metric {name} already registered as {fam.type_name} "
-                                     f"with labels {list(fam.labelnames)}")
-                return fam
-            fam = factory()
-            self._families[name] = fam
-            return fam
+    def _get_or_create(self, cls: type[_M], name: str, help_text: str, labelnames: Sequence[str],
+                       **kwargs: object) -> _M:
+        labels = tuple(labelnames)
+        if not _NAME_RE.match(name) or not all(_LABEL_RE.match(n) for n in labels):
+            raise ValueError(f"metric {name} {list(labels)}: a name or label name outside [a-zA-Z0-9_:]")
+        with self._families_lock:
+            known = self._families.get(name)
+            if known is not None:
+                kind, known_labels, metric = known
+                if kind is not cls or known_labels != labels:
+                    raise ValueError(f"metric {name} already registered as {kind.__name__.lower()} "
+                                     f"with labels {list(known_labels)}")
+                assert isinstance(metric, cls)
+                return metric
+            made = cls(name, help_text, labels, registry=self, **kwargs)  # type: ignore[arg-type]
+            self._families[name] = (cls, labels, made)
+            return made
 
     def counter(self, name: str, help_text: str, labelnames: Sequence[str] = ()) -> Counter:
-        fam = self._get_or_create(Counter, name, help_text, labelnames,
-                                  lambda: Counter(name, help_text, labelnames))
-        assert isinstance(fam, Counter)
-        return fam
+        return self._get_or_create(Counter, name, help_text, labelnames)
 
     def gauge(self, name: str, help_text: str, labelnames: Sequence[str] = ()) -> Gauge:
-        fam = self._get_or_create(Gauge, name, help_text, labelnames,
-                                  lambda: Gauge(name, help_text, labelnames))
-        assert isinstance(fam, Gauge)
-        return fam
+        return self._get_or_create(Gauge, name, help_text, labelnames)
 
     def histogram(self, name: str, help_text: str, labelnames: Sequence[str] = (),
                   buckets: Iterable[float] = DEFAULT_BUCKETS) -> Histogram:
-        bl = tuple(buckets)
-        fam = self._get_or_create(Histogram, name, help_text, labelnames,
-                                  lambda: Histogram(name, help_text, labelnames, bl))
-        assert isinstance(fam, Histogram)
-        return fam
+        return self._get_or_create(Histogram, name, help_text, labelnames, buckets=tuple(buckets))
 
-    def get(self, name: str) -> _Family | None:
-        with self._lock:
-            return self._families.get(name)
-
-    def unregister(self, name: str) -> None:
-        with self._lock:
-            self._families.pop(name, None)
+    def collect(self) -> Iterator[Metric]:
+        """Every family, without the ``_created`` samples of counters and histograms."""
+        for metric in super().collect():
+            if metric.type in ("counter", "histogram") and any(s.name.endswith("_created") for s in metric.samples):
+                metric.samples = [s for s in metric.samples if not s.name.endswith("_created")]
+            yield metric
 
     def render_text(self) -> str:
-        """All families in the text exposition format 0.0.4 (ends with a newline)."""
-        with self._lock:
-            fams = sorted(self._families.items())
-        lines: list[str] = []
-        for _, fam in fams:
-            lines.extend(fam.render())
-        return "\n".join(lines) + "\n" if lines else ""
+        """All families in the text exposition format 0.0.4."""
+        return generate_latest(self).decode()
+
+    def value(self, sample: str, /, **labels: str) -> float:
+        """The sum of the samples named ``sample`` (e.g. ``x_total``, ``h_count``) whose labels
+        include ``labels`` (0 when there is none: a child never touched)."""
+        total = 0.0
+        for metric in self.collect():
+            for s in metric.samples:
+                if s.name == sample and all(s.labels.get(k) == str(v) for k, v in labels.items()):
+                    total += s.value
+        return total
 
 
-REGISTRY = Registry()
+REGISTRY = Registry(process_collectors=True)
 """The process-wide registry the controller serves on ``/metrics``."""
 
 

@@ -183,6 +183,7 @@ def test_controller_deployment(helm):
         "TITANIUM_GATEWAY_KUBE_API_BURST": "1000",
         "TITANIUM_GATEWAY_VERBOSE": "false",
     }
+    assert env["MALLOC_ARENA_MAX"] == "2"  # as the image sets it (also for another image)
 
 
 def conventions_flags() -> set[str]:

@@ -113,6 +113,8 @@ def test_dockerfile_is_multi_stage_slim_non_root():
         assert tool not in final_text, f"{tool} in the final image"
     assert "COPY --from=build /opt/titanium-gateway /opt/titanium-gateway" in final
     assert 'ENTRYPOINT ["titanium-gateway"]' in final and 'CMD ["controller"]' in final
+    env = re.search(r"^ENV ((?:.*\\\n)*.*)$", final_text, re.M)
+    assert env and re.search(r"\bMALLOC_ARENA_MAX=2\b", env.group(1)), "the final image caps glibc's malloc arenas"
 
 
 def test_dockerignore_keeps_the_context_small():

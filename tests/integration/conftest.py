@@ -69,10 +69,8 @@ class Instance:
         assert self.runtime.controller is not None
         return self.runtime.controller
 
-    def metric(self, name: str, **labels: str) -> float:
-        fam = self.registry.get(name)
-        assert fam is not None, f"metric {name} not registered"
-        return float(fam.value(**labels))  # type: ignore[attr-defined]
+    def metric(self, name: str, /, **labels: str) -> float:
+        return self.registry.value(name, **labels)
 
     @property
     def health_port(self) -> int:

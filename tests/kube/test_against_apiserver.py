@@ -76,9 +76,9 @@ def test_crud_patch_types_and_errors(api: RestApi, server: FakeApiServer, regist
     with pytest.raises(ApiError) as nf:
         api.get(CONFIG_MAPS, "default", "x")
     assert nf.value.is_not_found and nf.value.reason == "NotFound" and '"x"' in nf.value.message
-    text = registry.render_text()
-    assert 'rest_client_requests_total{code="404",method="GET",host="127.0.0.1:' in text
-    assert 'rest_client_requests_total{code="201",method="POST",host="127.0.0.1:' in text
+    assert registry.value("rest_client_requests_total", code="404", method="GET") >= 1
+    assert registry.value("rest_client_requests_total", code="201", method="POST") >= 1
+    assert 'host="127.0.0.1:' in registry.render_text()
 
 
 def test_retry_after_is_reported_not_slept(api: RestApi, server: FakeApiServer) -> None:

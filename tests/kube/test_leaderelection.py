@@ -170,7 +170,7 @@ def test_run_loses_leadership_when_renewals_fail_and_reports_false() -> None:
     t, out = run_in_thread(le)
     assert wait_until(lambda: events == ["started"] and le.sleeping_until is not None)
     assert le.is_leader()
-    assert 'leader_election_master_status{name="tg"} 1' in reg.render_text()
+    assert reg.value("leader_election_master_status", name="tg") == 1
     for _ in range(20):  # the API server fails every renew from now on
         api.fail("get", ApiError(500, "InternalError", "etcd down"))
     t0 = clock.now()
@@ -187,7 +187,7 @@ def test_run_loses_leadership_when_renewals_fail_and_reports_false() -> None:
     assert events == ["started", "stopped"]
     assert not le.is_leader() and le.condition == "Lost"
     assert clock.now() - t0 <= 10.0 + 2.0  # gave up at the renew deadline, not the lease expiry
-    assert 'leader_election_master_status{name="tg"} 0' in reg.render_text()
+    assert reg.value("leader_election_master_status", name="tg") == 0
 
 
 def test_run_stops_at_once_when_another_replica_holds_the_lease() -> None:

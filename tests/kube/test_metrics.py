@@ -3,20 +3,30 @@ from __future__ import annotations
 import threading
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from titanium_gateway.metrics import (
     CONTENT_TYPE,
+    REGISTRY,
     NoopWorkqueueMetrics,
     PrometheusWorkqueueMetrics,
     Registry,
     exponential_buckets,
-    format_value,
     leader_election_master_status,
     rest_client_requests,
 )
 
 
-def test_counter_gauge_render_text_format() -> None:
+def families(text: str) -> dict[str, tuple[str, str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]]:
+    """name -> (type, help, {(sample name, sorted labels): value}), parsed by prometheus_client."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        out[fam.name] = (fam.type, fam.documentation,
+                         {(s.name, tuple(sorted(s.labels.items()))): s.value for s in fam.samples})
+    return out
+
+
+def test_counter_gauge_text_parses_with_escaped_help_and_labels() -> None:
     r = Registry()
     c = r.counter("requests_total", "Requests.\nSecond line \\ here", ["code", "path"])
     c.labels(code="200", path='/a"b\\c\nd').inc()
@@ -25,31 +35,31 @@ def test_counter_gauge_render_text_format() -> None:
     g.set(1.5)
     g.dec(0.25)
     text = r.render_text()
-    assert text == (
-        "# HELP requests_total Requests.\\nSecond line \\\\ here\n"
-        "# TYPE requests_total counter\n"
-        'requests_total{code="200",path="/a\\"b\\\\c\\nd"} 3\n'
-        "# HELP temperature Temp.\n"
-        "# TYPE temperature gauge\n"
-        "temperature 1.25\n"
-    )
+    got = families(text)
+    assert got == {
+        "requests": ("counter", "Requests.\nSecond line \\ here",
+                     {("requests_total", (("code", "200"), ("path", '/a"b\\c\nd'))): 3.0}),
+        "temperature": ("gauge", "Temp.", {("temperature", ()): 1.25}),
+    }
+    assert "_created" not in text  # not part of the 0.0.4 text the controller writes
     assert CONTENT_TYPE.startswith("text/plain; version=0.0.4")
 
 
 def test_histogram_buckets_are_cumulative_with_inf_sum_count() -> None:
     r = Registry()
-    h = r.histogram("lat_seconds", "Latency.", ["name"], buckets=[1, 0.1])
+    h = r.histogram("lat_seconds", "Latency.", ["name"], buckets=[0.1, 1])
     child = h.labels(name="q")
     for v in (0.05, 0.5, 0.5, 7):
         child.observe(v)
-    lines = r.render_text().splitlines()
-    assert lines[2:] == [
-        'lat_seconds_bucket{name="q",le="0.1"} 1',
-        'lat_seconds_bucket{name="q",le="1"} 3',
-        'lat_seconds_bucket{name="q",le="+Inf"} 4',
-        'lat_seconds_sum{name="q"} 8.05',
-        'lat_seconds_count{name="q"} 4',
-    ]
+    _, _, samples = families(r.render_text())["lat_seconds"]
+    assert samples == {
+        ("lat_seconds_bucket", (("le", "0.1"), ("name", "q"))): 1,
+        ("lat_seconds_bucket", (("le", "1.0"), ("name", "q"))): 3,
+        ("lat_seconds_bucket", (("le", "+Inf"), ("name", "q"))): 4,
+        ("lat_seconds_sum", (("name", "q"),)): 8.05,
+        ("lat_seconds_count", (("name", "q"),)): 4,
+    }
+    assert r.value("lat_seconds_count", name="q") == 4
 
 
 def test_get_or_create_and_conflicts() -> None:
@@ -76,17 +86,22 @@ def test_gauge_function_and_remove() -> None:
     box = [3.0]
     g.labels(k="v").set_function(lambda: box[0])
     box[0] = 4.0
-    assert 'g{k="v"} 4' in r.render_text()
-    g.remove(k="v")
+    assert r.value("g", k="v") == 4
+    g.remove("v")
     assert 'g{k="v"}' not in r.render_text()
 
 
-def test_format_value_special() -> None:
-    assert format_value(float("inf")) == "+Inf"
-    assert format_value(float("-inf")) == "-Inf"
-    assert format_value(float("nan")) == "NaN"
-    assert format_value(2.0) == "2"
-    assert format_value(1e-08) == "1e-08"
+def test_value_sums_the_samples_whose_labels_match() -> None:
+    r = Registry()
+    c = r.counter("n_total", "N.", ["a", "b"])
+    c.labels(a="1", b="x").inc()
+    c.labels(a="1", b="y").inc(2)
+    c.labels(a="2", b="x").inc(4)
+    assert r.value("n_total") == 7
+    assert r.value("n_total", a="1") == 3
+    assert r.value("n_total", a="1", b="y") == 2
+    assert r.value("n_total", a="3") == 0
+    assert r.value("missing_total") == 0
     assert exponential_buckets(1, 10, 3) == (1, 10, 100)
 
 
@@ -103,7 +118,16 @@ def test_thread_safe_counting() -> None:
         t.start()
     for t in threads:
         t.join()
-    assert c.value(t="x") == 16000
+    assert r.value("n_total", t="x") == 16000
+
+
+def test_served_registry_has_the_process_collectors_and_parses() -> None:
+    got = families(REGISTRY.render_text())
+    for name in ("process_resident_memory_bytes", "process_virtual_memory_bytes", "process_cpu_seconds",
+                 "process_open_fds", "process_start_time_seconds", "python_info", "python_gc_collections"):
+        assert name in got, name
+    assert got["process_resident_memory_bytes"][2][("process_resident_memory_bytes", ())] > 1_000_000
+    assert "process_resident_memory_bytes" not in Registry().render_text()  # a controller's own: none
 
 
 def test_workqueue_provider_names_and_standard_metrics() -> None:
@@ -118,22 +142,32 @@ def test_workqueue_provider_names_and_standard_metrics() -> None:
     p.new_longest_running_processor_seconds_metric("reconcile").set(0.5)
     rest_client_requests(r).labels(code="200", method="GET", host="h:443").inc()
     leader_election_master_status(r).labels(name="titanium-gateway").set(1)
-    text = r.render_text()
-    for line in (
-        'workqueue_depth{name="reconcile"} 1',
-        'workqueue_adds_total{name="reconcile"} 1',
-        'workqueue_queue_duration_seconds_count{name="reconcile"} 1',
-        'workqueue_work_duration_seconds_count{name="reconcile"} 1',
-        'workqueue_retries_total{name="reconcile"} 1',
-        'workqueue_unfinished_work_seconds{name="reconcile"} 1.5',
-        'workqueue_longest_running_processor_seconds{name="reconcile"} 0.5',
-        'rest_client_requests_total{code="200",method="GET",host="h:443"} 1',
-        'leader_election_master_status{name="titanium-gateway"} 1',
+    got = families(r.render_text())
+    for family, kind, sample, labels, value in (
+        ("workqueue_depth", "gauge", "workqueue_depth", {"name": "reconcile"}, 1),
+        ("workqueue_adds", "counter", "workqueue_adds_total", {"name": "reconcile"}, 1),
+        ("workqueue_queue_duration_seconds", "histogram", "workqueue_queue_duration_seconds_count",
+         {"name": "reconcile"}, 1),
+        ("workqueue_work_duration_seconds", "histogram", "workqueue_work_duration_seconds_count",
+         {"name": "reconcile"}, 1),
+        ("workqueue_retries", "counter", "workqueue_retries_total", {"name": "reconcile"}, 1),
+        ("workqueue_unfinished_work_seconds", "gauge", "workqueue_unfinished_work_seconds",
+         {"name": "reconcile"}, 1.5),
+        ("workqueue_longest_running_processor_seconds", "gauge", "workqueue_longest_running_processor_seconds",
+         {"name": "reconcile"}, 0.5),
+        ("rest_client_requests", "counter", "rest_client_requests_total",
+         {"code": "200", "method": "GET", "host": "h:443"}, 1),
+        ("leader_election_master_status", "gauge", "leader_election_master_status",
+         {"name": "titanium-gateway"}, 1),
     ):
-        assert line in text.splitlines(), line
+        assert got[family][0] == kind, family
+        assert got[family][2][(sample, tuple(sorted(labels.items())))] == value, sample
+    # client-go's buckets: 10 ns .. 10 s
+    buckets = [dict(k[1])["le"] for k in got["workqueue_queue_duration_seconds"][2] if k[0].endswith("_bucket")]
+    assert buckets[0] == "1e-08" and buckets[-2:] == ["10.0", "+Inf"] and len(buckets) == 11
     # a second provider on the same registry shares the families
     PrometheusWorkqueueMetrics(r).new_depth_metric("reconcile").inc()
-    assert 'workqueue_depth{name="reconcile"} 2' in r.render_text()
+    assert r.value("workqueue_depth", name="reconcile") == 2
     n = NoopWorkqueueMetrics()
     n.new_depth_metric("x").inc()
     n.new_latency_metric("x").observe(1)

@@ -291,7 +291,7 @@ def test_malformed_watch_events_are_skipped_counted_and_the_watch_goes_on(api: F
     r.watch_once()  # returns normally: nothing raised, nothing cached from the bad events
     assert store.keys() == ["default/good"] and rec.events == [("add", "good")]
     assert r.malformed == len(MALFORMED_EVENTS)
-    assert reg.get("titanium_reflector_malformed_objects_total").value(reflector=r.name) == len(MALFORMED_EVENTS)
+    assert reg.value("titanium_reflector_malformed_objects_total", reflector=r.name) == len(MALFORMED_EVENTS)
     assert r.last_sync_resource_version == "902"
     assert api.count("list") == 1  # no relist
 

@@ -110,9 +110,8 @@ def test_rate_limited_requeue_and_forget_with_metrics() -> None:
     item, _ = q.get(0)
     clock.step(3)
     q.update_unfinished_work()
-    text = reg.render_text()
-    assert 'workqueue_unfinished_work_seconds{name="reconcile"} 3' in text
-    assert 'workqueue_longest_running_processor_seconds{name="reconcile"} 3' in text
+    assert reg.value("workqueue_unfinished_work_seconds", name="reconcile") == 3
+    assert reg.value("workqueue_longest_running_processor_seconds", name="reconcile") == 3
     q.add_rate_limited("k")
     q.done("k")
     assert q.num_requeues("k") == 1
@@ -128,12 +127,11 @@ def test_rate_limited_requeue_and_forget_with_metrics() -> None:
     q.forget("k")
     q.done("k")
     assert q.num_requeues("k") == 0
-    lines = reg.render_text().splitlines()
-    assert 'workqueue_adds_total{name="reconcile"} 3' in lines
-    assert 'workqueue_retries_total{name="reconcile"} 2' in lines
-    assert 'workqueue_depth{name="reconcile"} 0' in lines
-    assert 'workqueue_work_duration_seconds_count{name="reconcile"} 3' in lines
-    assert 'workqueue_queue_duration_seconds_count{name="reconcile"} 3' in lines
+    assert reg.value("workqueue_adds_total", name="reconcile") == 3
+    assert reg.value("workqueue_retries_total", name="reconcile") == 2
+    assert reg.value("workqueue_depth", name="reconcile") == 0
+    assert reg.value("workqueue_work_duration_seconds_count", name="reconcile") == 3
+    assert reg.value("workqueue_queue_duration_seconds_count", name="reconcile") == 3
 
 
 def test_trigger_first_change_runs_at_once() -> None:
@@ -290,22 +288,19 @@ def test_coalescing_trigger_reports_client_go_workqueue_metrics() -> None:
     tr = CoalescingTrigger(0.5, clock=clock, name="reconcile", metrics=PrometheusWorkqueueMetrics(reg))
     for _ in range(5):  # five changes merge into one pending reconcile
         tr.trigger()
-    text = reg.render_text()
-    assert 'workqueue_adds_total{name="reconcile"} 5' in text
-    assert 'workqueue_depth{name="reconcile"} 1' in text
+    assert reg.value("workqueue_adds_total", name="reconcile") == 5
+    assert reg.value("workqueue_depth", name="reconcile") == 1
     clock.step(0.2)
     assert tr.wait(timeout=0)
-    text = reg.render_text()
-    assert 'workqueue_depth{name="reconcile"} 0' in text
-    assert 'workqueue_queue_duration_seconds_count{name="reconcile"} 1' in text
-    assert 'workqueue_queue_duration_seconds_sum{name="reconcile"} 0.2' in text
+    assert reg.value("workqueue_depth", name="reconcile") == 0
+    assert reg.value("workqueue_queue_duration_seconds_count", name="reconcile") == 1
+    assert reg.value("workqueue_queue_duration_seconds_sum", name="reconcile") == pytest.approx(0.2)
     clock.step(0.3)
     tr.done()
     tr.retry(after=1.0)
-    text = reg.render_text()
-    assert 'workqueue_work_duration_seconds_count{name="reconcile"} 1' in text
-    assert 'workqueue_retries_total{name="reconcile"} 1' in text
-    assert 'workqueue_depth{name="reconcile"} 1' in text
+    assert reg.value("workqueue_work_duration_seconds_count", name="reconcile") == 1
+    assert reg.value("workqueue_retries_total", name="reconcile") == 1
+    assert reg.value("workqueue_depth", name="reconcile") == 1
 
 
 def test_trigger_defer_is_a_hard_gate_that_plain_triggers_do_not_bypass() -> None:

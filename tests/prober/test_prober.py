@@ -59,7 +59,7 @@ def test_confirmed_only_when_every_ready_pod_reports_the_hash() -> None:
     reg = Registry()
     r = prober(reg).probe([Endpoint("p1", "10.0.0.1"), Endpoint("p2", "10.0.0.2")], H)
     assert r.confirmed_hash == H and r.message == ""
-    assert reg.get("titanium_probe_results_total").value(result="confirmed") == 1  # type: ignore[union-attr]
+    assert reg.value("titanium_probe_results_total", result="confirmed") == 1
     # /version got the bearer token, /readyz did not need it
     v = [c.request for c in responses.calls if str(c.request.url).endswith("/version")]
     assert all(req.headers["Authorization"] == f"Bearer {TOKEN}" for req in v)

@@ -22,6 +22,9 @@ def test_valid_pair_converts_to_passwordless_pkcs12_and_is_stable() -> None:
     assert key is not None and cert is not None
     assert a.names == ("shop.example.com",)
     assert convert_tls_secret(dict(secret)).pfx == a.pfx  # memoized by content
+    # notAfter of the leaf (core_fixtures: 2040-01-01), read from the certificate, not a clock
+    assert a.not_after == int(datetime.datetime(2040, 1, 1, tzinfo=datetime.timezone.utc).timestamp())
+    assert convert_tls_secret({"type": "kubernetes.io/tls", "data": {}}).not_after is None
 
 
 def test_mismatched_key_rejected() -> None:

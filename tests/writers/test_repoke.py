@@ -63,8 +63,8 @@ def test_a_pod_behind_is_poked_again_with_back_off_up_to_the_cap() -> None:
     clock.step(1000)
     assert poker.repoke(pods(api), confirmed=()) == 0
     assert len(api.writes("pods")) == 4
-    assert reg.get("titanium_config_pokes_total").value(kind="poke") == 1  # type: ignore[union-attr]
-    assert reg.get("titanium_config_pokes_total").value(kind="repoke") == 3  # type: ignore[union-attr]
+    assert reg.value("titanium_config_pokes_total", kind="poke") == 1
+    assert reg.value("titanium_config_pokes_total", kind="repoke") == 3
     # the cached pod carries the re-poke: poke() does not take it for a missing poke
     assert poker.poke(pods(api), "h1") == 0
 

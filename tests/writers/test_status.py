@@ -68,7 +68,7 @@ def test_conflict_rereads_and_retries_keeping_other_controllers() -> None:
                                     {"parents": [parent("web")]})])
     assert rep.written == 1 and rep.conflicts == 1
     assert [p["controllerName"] for p in api.obj(HTTPROUTES, "apps", "r")["status"]["parents"]] == ["other.io/x", OURS]
-    assert reg.get("titanium_status_conflicts_total").value(kind="HTTPRoute") == 1  # type: ignore[union-attr]
+    assert reg.value("titanium_status_conflicts_total", kind="HTTPRoute") == 1
 
 
 def test_missing_object_and_rejections_are_not_errors() -> None:
@@ -240,7 +240,7 @@ def test_the_echo_of_our_own_write_is_recognised_and_nothing_else_is() -> None:
     later = copy.deepcopy(new)  # a later transition time alone is still our status
     later["status"]["parents"][1]["conditions"][0]["lastTransitionTime"] = "2026-01-02T00:00:00Z"
     assert w.echoes("HTTPRoute", old, later)
-    assert reg.get("titanium_status_echoes_total").value(kind="HTTPRoute") == 2  # type: ignore[union-attr]
+    assert reg.value("titanium_status_echoes_total", kind="HTTPRoute") == 2
 
     other = copy.deepcopy(new)  # another controller changed its own entry
     other["status"]["parents"][0]["conditions"][0]["status"] = "False"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import signal
 import sys
 import threading
@@ -131,28 +130,6 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
     return code
 
 
-#: glibc ``M_ARENA_MAX`` (mallopt parameter -8) and the arenas the process may use.
-_M_ARENA_MAX = -8
-MALLOC_ARENAS = 2
-
-
-def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """Cap glibc's malloc arenas before any thread starts (as ``MALLOC_ARENA_MAX=2`` would):
-    every informer, status-writer and HTTP thread otherwise gets an arena of its own, and the
-    memory a thread frees (a decoded list page, a request body) stays in its arena, resident.
-    A no-op where the C library is not glibc or the environment already sets the variable."""
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        mallopt = getattr(libc, "mallopt", None)
-        return bool(mallopt is not None and mallopt(_M_ARENA_MAX, arenas) == 1)
-    except (OSError, AttributeError):
-        return False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -165,7 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(opts.verbose)
     install_exception_hooks()
     register_secret(opts.admin_token)
-    limit_malloc_arenas()
     from titanium_gateway.kube.rest import RestApi, load_configuration
 
     try:

@@ -251,6 +251,16 @@ class Controller:
         self._m_memo = reg.counter("titanium_render_memo_total",
                                    "HTTPRoute translations by outcome: replayed from the last render or translated.",
                                    ["outcome"])
+        self._m_cert_expiry = reg.gauge(
+            "titanium_certificate_expiry_timestamp_seconds",
+            "notAfter (Unix seconds) of each kubernetes.io/tls Secret converted for the data plane "
+            "(Gateway listener certificateRefs and Ingress tls).", ["namespace", "name"])
+        self._m_programmed = reg.gauge(
+            "titanium_gateway_programmed",
+            "1 while the Programmed condition this controller writes on a Gateway is True, else 0.",
+            ["namespace", "name"])
+        self._cert_series: set[tuple[str, str]] = set()
+        self._gateway_series: set[tuple[str, str]] = set()
 
     # --- informer events: one key, coalesced --------------------------------------------------
     def _on_add(self, obj: Any) -> None:
@@ -484,6 +494,7 @@ class Controller:
                 self._m_memo.labels("translated").inc(memo.misses - self._memo_seen[1])
                 self._memo_seen = (memo.hits, memo.misses)
             self.last_result = result
+            self._certificate_metrics(result)
             log.debug("rendered", extra={"config_hash": result.config_hash,
                                          "duration_ms": round(render_s * 1000, 1)})
         probed = False
@@ -528,6 +539,7 @@ class Controller:
             released, guards = self._released_statuses(result)
             statuses = (*result.statuses, *self._orphaned_route_statuses(result), *released)
             self.status_writer.submit(statuses, guards, _seen_versions(snap, statuses))
+            self._gateway_metrics(result)
         self.event_writer.write(result.events)
         event_wait = self.event_writer.paused_for()
         if event_wait > 0:  # 429 on an Event: the rest are posted once the Retry-After has passed
@@ -541,6 +553,33 @@ class Controller:
         log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
         return result
+
+    def _certificate_metrics(self, result: RenderResult) -> None:
+        """One expiry series per converted certificate; those of certificates gone are removed."""
+        seen: set[tuple[str, str]] = set()
+        for cert in result.certificates:
+            if cert.not_after is None:
+                continue
+            ns, _, name = cert.source.partition("/")
+            self._m_cert_expiry.labels(ns, name).set(cert.not_after)
+            seen.add((ns, name))
+        for key in self._cert_series - seen:
+            self._m_cert_expiry.remove(*key)
+        self._cert_series = seen
+
+    def _gateway_metrics(self, result: RenderResult) -> None:
+        """One Programmed series per Gateway this controller owns (the statuses it submits)."""
+        seen: set[tuple[str, str]] = set()
+        for st in result.statuses:
+            if st.kind != "Gateway":
+                continue
+            conditions = st.status.get("conditions") or ()
+            programmed = any(c.get("type") == "Programmed" and c.get("status") == "True" for c in conditions)
+            self._m_programmed.labels(st.namespace, st.name).set(1 if programmed else 0)
+            seen.add((st.namespace, st.name))
+        for key in self._gateway_series - seen:
+            self._m_programmed.remove(*key)
+        self._gateway_series = seen
 
     def _still_ours(self, cur: Mapping[str, Any], ours: ObjectStatus) -> bool:
         """The object still carries the status we rendered for it (nobody wrote since)."""

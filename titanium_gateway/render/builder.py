@@ -83,6 +83,7 @@ class _CertBinding:
     name: str
     hosts: set[str] = field(default_factory=set)
     default_rank: tuple[Any, ...] | None = None
+    not_after: int | None = None
 
 
 def with_id_suffix(cluster: Cluster, suffix: str) -> Cluster:
@@ -232,7 +233,7 @@ class RenderContext:
         if self.recording is not None:
             hosts = tuple(hosts)
             self.recording.certificates.append((namespace, name, hosts, default_rank))
-        binding = self._certs.setdefault((namespace, name), _CertBinding(namespace, name))
+        binding = self._certs.setdefault((namespace, name), _CertBinding(namespace, name, not_after=conv.not_after))
         binding.hosts.update(h for h in hosts if h)
         if default_rank is not None and (binding.default_rank is None or default_rank < binding.default_rank):
             binding.default_rank = default_rank
@@ -379,6 +380,7 @@ class RenderContext:
                 hosts=tuple(sorted(b.hosts)),
                 source=f"{b.namespace}/{b.name}",
                 default=b is default,
+                not_after=b.not_after,
             )
             for b in self._certs.values()
         ]

@@ -27,6 +27,7 @@ import hmac
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import timezone
 from typing import Any
 
 from cryptography import x509
@@ -53,15 +54,17 @@ class CertificateConversion:
     :func:`convert_tls_secret` holds a ``build`` instead of the bytes and makes them (once, under
     a lock) when ``pfx`` is first read."""
 
-    __slots__ = ("_pfx", "_build", "error", "names")
+    __slots__ = ("_pfx", "_build", "error", "names", "not_after")
 
     def __init__(self, pfx: bytes | None, error: str = "", names: tuple[str, ...] = (), *,
-                 build: Callable[[], bytes] | None = None) -> None:
+                 build: Callable[[], bytes] | None = None, not_after: int | None = None) -> None:
         self._pfx = pfx
         self._build = build if pfx is None else None
         self.error = error
         #: DNS names of the leaf certificate (SAN, else CN): informational only.
         self.names = names
+        #: The leaf certificate's notAfter as Unix seconds (None when not known).
+        self.not_after = not_after
 
     @property
     def ok(self) -> bool:
@@ -78,7 +81,8 @@ class CertificateConversion:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CertificateConversion):
             return NotImplemented
-        return (self.pfx, self.error, self.names) == (other.pfx, other.error, other.names)
+        return ((self.pfx, self.error, self.names, self.not_after)
+                == (other.pfx, other.error, other.names, other.not_after))
 
     def __hash__(self) -> int:
         return hash((self.error, self.names))
@@ -187,8 +191,16 @@ def _convert(crt: bytes, key_pem: bytes) -> CertificateConversion:
     if not isinstance(key, _PKCS12_KEY_TYPES):
         return CertificateConversion(None, "the key type cannot be stored in a PKCS#12 file")
     chain = certs[1:]
-    return CertificateConversion(None, "", tuple(sorted(set(names))),
+    return CertificateConversion(None, "", tuple(sorted(set(names))), not_after=_not_after(leaf),
                                  build=lambda: _pfx(key, leaf, chain, crt, key_pem))
+
+
+def _not_after(cert: x509.Certificate) -> int:
+    """notAfter as Unix seconds (a field of the certificate: no clock)."""
+    when = getattr(cert, "not_valid_after_utc", None)  # cryptography >= 42
+    if when is None:
+        when = cert.not_valid_after.replace(tzinfo=timezone.utc)
+    return int(when.timestamp())
 
 
 def _pfx(key: Any, leaf: x509.Certificate, chain: list[x509.Certificate], crt: bytes, key_pem: bytes) -> bytes:

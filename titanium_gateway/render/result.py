@@ -30,6 +30,8 @@ class CertificateEntry:
     hosts: tuple[str, ...]
     source: str  # "<namespace>/<name>" of the kubernetes.io/tls Secret
     default: bool = False
+    #: The certificate's notAfter as Unix seconds (the controller's expiry metric).
+    not_after: int | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@
 {{- end -}}
 
 {{- define "tg.controllerName" -}}{{ include "tg.fullname" . | trunc 52 | trimSuffix "-" }}-controller{{- end -}}
+{{- define "tg.controllerMetricsName" -}}{{ include "tg.controllerName" . }}-metrics{{- end -}}
 {{- define "tg.dataPlaneName" -}}{{ include "tg.fullname" . | trunc 52 | trimSuffix "-" }}-data-plane{{- end -}}
 {{- define "tg.configMapName" -}}{{ include "tg.dataPlaneName" . }}{{- end -}}
 {{- define "tg.tlsSecretName" -}}{{ include "tg.dataPlaneName" . }}-tls{{- end -}}

@@ -19,6 +19,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.support.crdschema import prune
+
 from .conftest import NAMESPACE, ROOT, by_kind, one
 
 CRD_DIR = Path(__file__).parent / "testdata" / "prometheus-operator"
@@ -43,33 +45,11 @@ def monitoring_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def unknown_fields(obj: Any, schema: dict[str, Any], path: str = "") -> list[str]:
-    """Fields the API server would drop (or refuse with strict field validation): a key that is
-    not in ``properties`` where the schema lists them and keeps no unknown fields."""
-    out: list[str] = []
-    if isinstance(obj, dict):
-        if schema.get("x-kubernetes-preserve-unknown-fields"):
-            return out
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        for key, value in obj.items():
-            if props is not None and key in props:
-                out += unknown_fields(value, props[key], f"{path}.{key}")
-            elif isinstance(extra, dict):
-                out += unknown_fields(value, extra, f"{path}.{key}")
-            elif props is not None and not (path == "" and key in ("apiVersion", "kind", "metadata")):
-                out.append(f"{path}.{key}")
-    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(obj):
-            out += unknown_fields(item, schema["items"], f"{path}[{i}]")
-    return out
-
-
 def validate(obj: dict[str, Any]) -> None:
     if obj["apiVersion"].split("/")[0] == MONITORING:
         schema = monitoring_schemas()[(obj["apiVersion"], obj["kind"])]
         jsonschema.Draft7Validator(schema).validate(obj)
-        bad = unknown_fields(obj, schema)
+        bad = prune(copy.deepcopy(obj), schema)  # what the API server would drop
         if bad:
             raise jsonschema.ValidationError(f"unknown fields: {bad}")
     else:

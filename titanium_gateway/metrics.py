@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
 from prometheus_client import (
@@ -38,7 +38,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
-    Metric,
+    disable_created_metrics,
     generate_latest,
 )
 
@@ -51,6 +51,8 @@ __all__ = [
 #: The text exposition format 0.0.4: what ``generate_latest`` writes for names of the classic
 #: character set, which every name here is (``Registry`` refuses others).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+disable_created_metrics()  # no <name>_created samples (see the module's docstring)
 
 _NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -106,13 +108,6 @@ class Registry(CollectorRegistry):
     def histogram(self, name: str, help_text: str, labelnames: Sequence[str] = (),
                   buckets: Iterable[float] = DEFAULT_BUCKETS) -> Histogram:
         return self._get_or_create(Histogram, name, help_text, labelnames, buckets=tuple(buckets))
-
-    def collect(self) -> Iterator[Metric]:
-        """Every family, without the ``_created`` samples of counters and histograms."""
-        for metric in super().collect():
-            if metric.type in ("counter", "histogram") and any(s.name.endswith("_created") for s in metric.samples):
-                metric.samples = [s for s in metric.samples if not s.name.endswith("_created")]
-            yield metric
 
     def render_text(self) -> str:
         """All families in the text exposition format 0.0.4."""

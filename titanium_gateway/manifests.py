@@ -66,9 +66,9 @@ class CommandLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
-    def parse(self, argv: Sequence[str]) -> argparse.Namespace | int:
-        """The parsed arguments, or the exit code once it is told: 2 for a bad command line, 0
-        after ``--help``."""
+    def parse(self, argv: Sequence[str] | None) -> argparse.Namespace | int:
+        """The parsed arguments (of ``sys.argv[1:]`` when ``argv`` is None), or the exit code once
+        it is told: 2 for a bad command line, 0 after ``--help``."""
         try:
             return self.parse_args(argv)
         except UsageError as exc:

@@ -298,7 +298,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse(argv)
     if isinstance(args, int):

@@ -965,7 +965,6 @@ def _render_function() -> Callable[[Snapshot, RenderOptions], RenderResult]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse(argv)
     if isinstance(args, int):

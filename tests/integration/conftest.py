@@ -72,6 +72,14 @@ class Instance:
     def metric(self, name: str, /, **labels: str) -> float:
         return self.registry.value(name, **labels)
 
+    def reconcile_again(self, times: int = 3) -> None:
+        """Trigger ``times`` more reconciles, each waited for (5 s at most)."""
+        ctrl = self.ctrl
+        for _ in range(times):
+            n = ctrl.reconciles
+            ctrl.trigger.trigger()
+            wait_for(lambda: ctrl.reconciles > n, timeout=5, what="a triggered reconcile")  # noqa: B023 - called at once
+
     @property
     def health_port(self) -> int:
         assert self.runtime.health is not None

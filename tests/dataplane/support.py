@@ -24,16 +24,11 @@ from cryptography.x509.oid import NameOID
 
 from tests.dataplane.docs import dump
 from tests.support.httpserver import TrackingHTTPServer
+from tests.support.ports import free_port  # noqa: F401 (the dataplane tests import it from here)
 from titanium_gateway.reference_dataplane import DataPlane, DataPlaneThread
 from titanium_gateway.reference_dataplane.tls import load_chain_from_memory
 
 TOKEN = "test-admin-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.02) -> Any:

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from tests.integration.conftest import Env, wait_for
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -122,12 +123,6 @@ def _shut(*socks: socket.socket) -> None:
             s.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             s.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Replica:

@@ -401,3 +401,48 @@ def test_a_warm_cache_renders_the_same() -> None:
     cold = render(snap, RenderOptions(assume_programmed=True))
     assert render(snap, RenderOptions(assume_programmed=True), cache) == cold
     assert render(snap, RenderOptions(assume_programmed=True), cache) == cold
+
+
+def test_a_warm_cache_reuses_the_answer_only_for_the_very_same_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from titanium_gateway.render import reach
+
+    calls: list[int] = []
+    real = reach.find_unreachable
+
+    def counting(routes: Any) -> Any:
+        calls.append(len(routes))
+        return real(routes)
+
+    monkeypatch.setattr(reach, "find_unreachable", counting)
+    objects = _simple_http_https("2024-01-03T00:00:00Z")
+    for i, obj in enumerate(objects):
+        obj["metadata"]["resourceVersion"] = str(i + 1)
+        obj["metadata"].setdefault("uid", f"u{i}")
+    options = RenderOptions(assume_programmed=True)
+    # converged: the statuses the render wants are written (else conditions are stamped anew)
+    wanted = {s.key: s.status for s in render(Snapshot.from_objects(objects), options).statuses}
+    for obj in objects:
+        status = wanted.get((obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+        if status is not None:
+            obj["status"] = status
+            obj["metadata"]["resourceVersion"] += "0"
+    cache = RenderCache()
+    render(Snapshot.from_objects(objects), options, cache)
+    calls.clear()
+    # an EndpointSlice change: the routes replayed are the very objects of the last render
+    slices = [o for o in objects if o["kind"] == "EndpointSlice"]
+    slices[0]["endpoints"][0]["addresses"] = ["10.0.0.9"]
+    slices[0]["metadata"]["resourceVersion"] = "100"
+    warm = render(Snapshot.from_objects(objects), options, cache)
+    assert calls == [] and cache.hits == 3
+    cold = render(Snapshot.from_objects(objects), options)
+    assert warm == cold and warm.unreachable == cold.unreachable != ()
+    assert [e.message for e in warm.events] == [e.message for e in cold.events]
+    # the redirect route made older: new route objects, found again (now it shadows the HTTPS routes)
+    redirect = next(o for o in objects if o["metadata"]["name"] == "tls-redirect")
+    redirect["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    redirect["metadata"]["resourceVersion"] = "101"
+    warm = render(Snapshot.from_objects(objects), options, cache)
+    assert len(calls) == 2  # (the cold render above, and this one)
+    assert {(u.source.name, u.rule_index) for u in warm.unreachable} == {("bar", 0), ("foo", 0)}
+    assert warm == render(Snapshot.from_objects(objects), options)

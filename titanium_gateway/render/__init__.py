@@ -11,6 +11,8 @@ ordered by precedence -> unreachable rules (render/reach.py) -> emit (YAML, part
 from __future__ import annotations
 
 import gc
+import operator
+from collections.abc import Sequence
 
 from titanium_gateway.render import emit as _emit
 from titanium_gateway.render import gateway as _gateway
@@ -22,6 +24,7 @@ from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.model import Document
+from titanium_gateway.render.model import Route as _Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
@@ -82,6 +85,20 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
         cache.ingress_deps, cache.ingress = deps, rec
 
 
+def _find_unreachable(routes: Sequence[_Route], cache: RenderCache | None) -> tuple[_reach.Unreachable, ...]:
+    """:func:`reach.find_unreachable`, or the last render's answer when ``routes`` are the very
+    route objects of the last render, in the same order (an EndpointSlice or Service change)."""
+    if cache is None:
+        return _reach.find_unreachable(routes)
+    last = cache.unreachable
+    if last is not None and len(last[0]) == len(routes) and all(map(operator.is_, last[0], routes)):
+        return last[1]  # type: ignore[no-any-return]
+    cache.unreachable = None
+    found = _reach.find_unreachable(routes)
+    cache.unreachable = (routes, found)
+    return found
+
+
 def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None) -> RenderResult:
     ctx = RenderContext(snapshot, options)
     if cache is not None:
@@ -101,7 +118,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     document = Document(ctx.listener_values(), ctx.certificate_values(cert_entries), tuple(ctx.take_ordered_routes()),
                         tuple(ctx.sorted_clusters()))
     # rules no request can reach (the routes are in their final order): events and status notes
-    unreachable = _reach.report(ctx, _reach.find_unreachable(document.routes))
+    unreachable = _reach.report(ctx, _find_unreachable(document.routes, cache))
     out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                      cache=cache.text if cache is not None else None)
     if cache is not None:

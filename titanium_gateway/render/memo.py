@@ -158,6 +158,8 @@ class RenderCache:
         self.clusters: dict[str, tuple[Any, Any]] = {}
         #: the text of the last render's routes and clusters (emit.EmitCache)
         self.text = EmitCache()
+        #: the last render's routes (in order) and the unreachable rules found in them
+        self.unreachable: tuple[Sequence[Any], Any] | None = None
         self.hits = 0
         self.misses = 0
         self.ingress_hits = 0
@@ -172,3 +174,4 @@ class RenderCache:
         self.order = ()
         self.clusters = {}
         self.text.clear()
+        self.unreachable = None

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.bench_render import converged_objects
 from titanium_gateway.contract import routing
 from titanium_gateway.offline import build_snapshot, summary
 from titanium_gateway.render import RenderCache, render
@@ -420,12 +421,7 @@ def test_a_warm_cache_reuses_the_answer_only_for_the_very_same_routes(monkeypatc
         obj["metadata"].setdefault("uid", f"u{i}")
     options = RenderOptions(assume_programmed=True)
     # converged: the statuses the render wants are written (else conditions are stamped anew)
-    wanted = {s.key: s.status for s in render(Snapshot.from_objects(objects), options).statuses}
-    for obj in objects:
-        status = wanted.get((obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
-        if status is not None:
-            obj["status"] = status
-            obj["metadata"]["resourceVersion"] += "0"
+    objects = converged_objects(objects, options, render)
     cache = RenderCache()
     render(Snapshot.from_objects(objects), options, cache)
     calls.clear()

@@ -172,7 +172,9 @@ class Cluster:
         env["TITANIUM_ADMIN_TOKEN"] = self.rel.token
         env.setdefault("MALLOC_ARENA_MAX", "2")  # as the image and the chart set it
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        self.health_port = _free_port()
+        from tests.support.ports import free_port
+
+        self.health_port = free_port()
         args = [sys.executable, "-m", "titanium_gateway", "controller", *self.rel.controller_args(),
                 f"--kubeconfig={kubeconfig}", f"--health-port={self.health_port}", "--admin-port=1", *EXTRA_ARGS, *extra]
         log = open(self.log_path, "wb")  # noqa: SIM115 - closed with the process
@@ -262,14 +264,6 @@ class Cluster:
         """Write requests the controller sent (from the server's request log), by wall time."""
         return [r for r in self.server.requests() if r.method in ("POST", "PUT", "PATCH", "DELETE")
                 and r.time >= since and (until is None or r.time < until)]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _plain(value: Any) -> Any:

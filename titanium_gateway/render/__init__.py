@@ -93,7 +93,6 @@ def _find_unreachable(routes: Sequence[_Route], cache: RenderCache | None) -> tu
     last = cache.unreachable
     if last is not None and len(last[0]) == len(routes) and all(map(operator.is_, last[0], routes)):
         return last[1]  # type: ignore[no-any-return]
-    cache.unreachable = None
     found = _reach.find_unreachable(routes)
     cache.unreachable = (routes, found)
     return found

@@ -90,7 +90,10 @@ def test_a_data_plane_with_other_labels_is_poked_stamped_probed_and_confirmed(en
         pods = {p["metadata"]["name"]: p for p in api.list("Pod", ns, label_selector="app=edge-proxy")}
         for p in first:
             assert POKE_ANNOTATION in pods[p.name]["metadata"]["annotations"]
-            assert [r for r in p.stub.requests if r.path == "/version" and r.authorized]  # probed
+        # probed: Programmed turns True once every READY pod confirms, and a pod turns ready only
+        # once it has loaded a config, so the second may be probed on the next reconcile
+        wait_for(lambda: all([r for r in p.stub.requests if r.path == "/version" and r.authorized] for p in first),
+                 30, what="both edge pods probed")
 
         # a listener change: the Deployment is stamped, its new pods (other labels) are awaited
         env.gateway(listeners=[{"name": "http", "port": 80, "protocol": "HTTP",

@@ -4,6 +4,7 @@ addresses (127.0.0.100+): status, env, volumes and their refresh, restarts, dele
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import signal
@@ -57,9 +58,10 @@ def wait_for(cond, timeout=20.0, what=""):
 
 
 def get(url):
+    """The body, or None when nothing answers whole (no listener, or the process went mid-answer)."""
     try:
         return urllib.request.urlopen(url, timeout=2).read()
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return None
 
 

@@ -15,19 +15,19 @@ USAGE = """usage: titanium-gateway {controller,render,explain,migrate-ingress} [
 
 
 def _render(argv: list[str]) -> int:
-    from titanium_gateway.offline import main
+    from titanium_gateway.offline.render_cmd import main
 
     return main(argv)
 
 
 def _explain(argv: list[str]) -> int:
-    from titanium_gateway.explain import main
+    from titanium_gateway.offline.explain import main
 
     return main(argv)
 
 
 def _migrate(argv: list[str]) -> int:
-    from titanium_gateway.migrate import main
+    from titanium_gateway.offline.migrate import main
 
     return main(argv)
 
@@ -70,7 +70,7 @@ def run() -> None:
     if offline:
         import gc
 
-        gc.disable()  # (see offline.main: no cycles to collect; from the first import on)
+        gc.disable()  # (see offline.render_cmd.main: no cycles to collect; from the first import on)
     code = main(args)
     if offline:
         sys.stdout.flush()

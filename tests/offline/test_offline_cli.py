@@ -656,6 +656,28 @@ def test_commands_and_the_executable(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr
 
 
+def test_version(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--version`` prints the installed distribution's version; a source tree that is not
+    installed falls back to the package's ``__version__``."""
+    import importlib.metadata
+    import re
+
+    import titanium_gateway
+    from titanium_gateway import cli
+
+    declared = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M).group(1)  # type: ignore[union-attr]
+    assert cli_main(["--version"]) == 0
+    assert capsys.readouterr().out == f"titanium-gateway {declared}\n"
+    assert cli_main(["--help"]) == 0 and "--version" in capsys.readouterr().out
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(titanium_gateway, "__version__", "9.9.9-source")
+    assert cli.version() == "9.9.9-source"
+
+
 def test_a_large_input_gets_a_condensed_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Above 200 owned objects the healthy HTTPRoutes are counted, not listed; every object with
     a problem, and every Gateway, still is."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from titanium_gateway.offline import fieldcheck
 from titanium_gateway.offline.manifests import Manifest, Origin, ReadNotes, read_manifests
+from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, object_key
 
 __all__ = ["LoadReport", "SERVED_VERSIONS", "apply_defaults", "load_manifests", "load_objects"]
@@ -26,14 +27,13 @@ STANDIN_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
 #: The label the API server puts on every Namespace.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
-_GATEWAY_GROUP = "gateway.networking.k8s.io"
 #: kind -> {served apiVersion: the apiVersion the controller reads it as}. The v1beta1 and v1
 #: schemas of these kinds are identical; the API server converts, so the render sees v1.
 SERVED_VERSIONS: Mapping[str, Mapping[str, str]] = {
-    "GatewayClass": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
-    "Gateway": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
-    "HTTPRoute": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
-    "ReferenceGrant": {f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1beta1"},
+    "GatewayClass": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
+    "Gateway": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
+    "HTTPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
+    "ReferenceGrant": {f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1beta1"},
     "Namespace": {"v1": "v1"},
     "Service": {"v1": "v1"},
     "EndpointSlice": {"discovery.k8s.io/v1": "discovery.k8s.io/v1"},
@@ -66,9 +66,6 @@ class LoadReport:
         return f" ({origin})" if origin is not None else ""
 
 
-
-
-
 def _describe(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     if obj.get("kind") in CLUSTER_SCOPED:
@@ -77,6 +74,7 @@ def _describe(obj: Mapping[str, Any]) -> str:
 
 
 def standin_time(index: int) -> str:
+    """The creationTimestamp stand-in of the ``index``-th object (from :data:`STANDIN_EPOCH`)."""
     return (STANDIN_EPOCH + _dt.timedelta(seconds=index)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -33,6 +33,7 @@ def _status_sort_key(s: ObjectStatus) -> tuple[int, str, str, str]:
 
 
 def sorted_statuses(result: RenderResult) -> list[Any]:
+    """The render's statuses in the order of status.yaml and the summary: kind, namespace, name."""
     return sorted(result.statuses, key=_status_sort_key)
 
 

@@ -133,8 +133,9 @@ _PHASES = """
 import gc, json, sys, time
 gc.disable()  # as the command does
 t = time.process_time()
-from titanium_gateway import fieldcheck, offline
+from titanium_gateway.offline import fieldcheck, load, outputs, snapshot, summary
 from titanium_gateway.render import render
+from titanium_gateway.render.options import RenderOptions
 phases = {"imports": time.process_time() - t}
 
 def timed(name, fn):
@@ -144,16 +145,16 @@ def timed(name, fn):
     return value
 
 path, out, service = sys.argv[1], sys.argv[2], sys.argv[3]
-report = offline.LoadReport()
-loaded = timed("read, parse, defaults", lambda: offline.load_manifests([path], report, check_fields=False))
+report = load.LoadReport()
+loaded = timed("read, parse, defaults", lambda: load.load_manifests([path], report, check_fields=False))
 timed("unknown fields", lambda: [fieldcheck.unknown_fields(m.obj) for m in loaded])
 ns, _, name = service.rpartition("/")
-options = offline.RenderOptions(data_plane_service=(ns, name))
-prepared = timed("snapshot", lambda: offline.prepare([m.obj for m in loaded], defaulted=True))
+options = RenderOptions(data_plane_service=(ns, name))
+prepared = timed("snapshot", lambda: snapshot.prepare([m.obj for m in loaded], defaulted=True))
 result = timed("render", lambda: render(prepared.snapshot, options))
 from pathlib import Path
-timed("write files", lambda: offline.write_outputs(result, Path(out), prepared.snapshot, options.controller_name))
-timed("summary", lambda: offline.summary(result, report, prepared, options))
+timed("write files", lambda: outputs.write_outputs(result, Path(out), prepared.snapshot, options.controller_name))
+timed("summary", lambda: summary.summary(result, report, prepared, options))
 print(json.dumps(phases))
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates ``titanium_gateway/fieldschemas.json``: the field names of every kind the offline
+"""Generates ``titanium_gateway/offline/fieldschemas.json``: the field names of every kind the offline
 render reads, so it can warn about fields the API server would not know (``parentRef:`` for
 ``parentRefs:``, ``rulez:``) without a cluster.
 
@@ -35,7 +35,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "charts" / "titanium-gateway" / "crds"
-OUT = ROOT / "titanium_gateway" / "fieldschemas.json"
+OUT = ROOT / "titanium_gateway" / "offline" / "fieldschemas.json"
 
 #: kind -> (apiVersion, kubernetes client model) of the built-in kinds the render reads.
 BUILTINS = {

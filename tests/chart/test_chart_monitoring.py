@@ -204,13 +204,13 @@ def exposed_names() -> set[str]:
     """The sample names of every family a running controller registers (with leader election)."""
     from tests.writers.fakes import RecordingApi
     from titanium_gateway.controller.options import parse_options
-    from titanium_gateway.controller.reconciler import Controller
+    from titanium_gateway.controller.wiring import build_controller
     from titanium_gateway.kube.leaderelection import LeaderElectionConfig, LeaderElector
     from titanium_gateway.metrics import Registry
 
     reg, api = Registry(), RecordingApi()
     opts = parse_options(["--data-plane-service=gs/tp", "--data-plane-namespace=gs", "--identity=me"], {})
-    Controller(opts, api, registry=reg)
+    build_controller(opts, api, registry=reg)
     LeaderElector(api, LeaderElectionConfig("tg", "gs", "me"), registry=reg)
     names: set[str] = set()
     for fam in reg.collect():

@@ -9,7 +9,7 @@ from typing import Any
 from tests.controller.test_reconciler import NS, FakeRender, ScriptedProber
 from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
-from titanium_gateway.controller.reconciler import Controller
+from titanium_gateway.controller.wiring import build_controller
 from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, Prober, ProbeResult
@@ -51,7 +51,7 @@ class Cluster:
         if deployment:
             args.append("--data-plane-deployment=edge")
         self.render, self.prober = FakeRender(), ScriptedProber()
-        self.ctrl = Controller(parse_options(args, {}), api, render_fn=self.render, registry=Registry(),
+        self.ctrl = build_controller(parse_options(args, {}), api, render_fn=self.render, registry=Registry(),
                                prober=self.prober)  # type: ignore[arg-type]
         self.service(selector if selector is not None else {"app": "edge"})
 

@@ -9,6 +9,7 @@ from typing import Any
 from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
 from titanium_gateway.controller.reconciler import Controller
+from titanium_gateway.controller.wiring import build_controller
 from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, ProbeResult
@@ -68,7 +69,7 @@ def setup(leader: bool = True, clock: Any = None) -> tuple[Controller, Recording
     render, prober = FakeRender(), ScriptedProber()
     flag = {"leader": leader}
     extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
-    ctrl = Controller(opts, api, is_leader=lambda: flag["leader"], render_fn=render, registry=Registry(),
+    ctrl = build_controller(opts, api, is_leader=lambda: flag["leader"], render_fn=render, registry=Registry(),
                       prober=prober, **extra)  # type: ignore[arg-type]
     ctrl.informers["Pod"].store.upsert(pod)
     ctrl.informers["Gateway"].store.upsert(gw)

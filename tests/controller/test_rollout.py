@@ -10,6 +10,7 @@ from tests.controller.test_reconciler import NS, FakeRender, ScriptedProber, set
 from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
 from titanium_gateway.controller.reconciler import Controller
+from titanium_gateway.controller.wiring import build_controller
 from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import ProbeResult
@@ -103,7 +104,7 @@ def test_without_a_deployment_only_the_hash_is_checked() -> None:
     opts = parse_options([f"--data-plane-service={NS}/tp", f"--data-plane-namespace={NS}", "--config-parts=1",
                           "--identity=me"], {})
     render, prober = ListenerRender(), ScriptedProber()
-    ctrl = Controller(opts, api, render_fn=render, registry=Registry(), prober=prober)  # type: ignore[arg-type]
+    ctrl = build_controller(opts, api, render_fn=render, registry=Registry(), prober=prober)  # type: ignore[arg-type]
     ctrl.informers["Pod"].store.upsert(pod)
     ctrl.informers["Gateway"].store.upsert(gw)
     ctrl.informers["EndpointSlice"].store.upsert({

@@ -11,7 +11,7 @@ import pytest
 
 from tests.render.conftest import case_names, case_objects, case_options
 from titanium_gateway.controller import transform as tf
-from titanium_gateway.offline import build_snapshot
+from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render import render
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult

@@ -9,7 +9,7 @@ from titanium_gateway.kube.api import SECRETS, SERVICES
 from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
 from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.store import namespace_index
-from titanium_gateway.kube.workqueue import Queue
+from titanium_gateway.kube.workqueue import CoalescingTrigger
 
 from .fakeapi import FakeKubeApi
 
@@ -35,9 +35,9 @@ def test_informer_syncs_and_calls_handlers_with_raw_dicts() -> None:
     api = FakeKubeApi()
     api.put(SERVICES, svc("a"))
     inf = SharedInformer(api, SERVICES, indexers={"namespace": namespace_index})
-    q: Queue[str] = Queue("reconcile")
+    trigger = CoalescingTrigger(0)
     seen: list[tuple[str, str]] = []
-    inf.add_event_handler(on_add=lambda o: (seen.append(("add", o["metadata"]["name"])), q.add("world")),
+    inf.add_event_handler(on_add=lambda o: (seen.append(("add", o["metadata"]["name"])), trigger.trigger()),
                           on_update=lambda o, n: seen.append(("update", n["metadata"]["name"])),
                           on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])))
     assert not inf.has_synced()
@@ -52,7 +52,8 @@ def test_informer_syncs_and_calls_handlers_with_raw_dicts() -> None:
         assert wait_until(lambda: len(seen) == 4)
         assert seen == [("add", "a"), ("add", "b"), ("update", "b"), ("delete", "a")]
         assert [o["metadata"]["name"] for o in inf.store.by_index("namespace", "default")] == ["b"]
-        assert len(q) == 1  # many changes, one key
+        assert trigger.triggers == 2 and trigger.wait(timeout=0)  # many changes, one reconcile
+        assert not trigger.pending()
     finally:
         inf.stop()
         api.end_watches()

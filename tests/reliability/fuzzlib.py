@@ -38,7 +38,8 @@ import yaml
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from titanium_gateway.offline import apply_defaults, assumed_namespaces, load_objects
+from titanium_gateway.offline.load import apply_defaults, load_objects
+from titanium_gateway.offline.snapshot import assumed_namespaces
 from titanium_gateway.render import render
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult

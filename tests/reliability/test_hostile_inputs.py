@@ -83,7 +83,7 @@ def test_lone_surrogates_never_raise(where: str) -> None:
 # O1 (fixed): a namespace holding a lone surrogate (YAML "\udfff" escape in a manifest) made the
 # offline loader's name.encode() raise UnicodeEncodeError instead of rendering.
 def test_offline_snapshot_with_a_surrogate_namespace_never_raises() -> None:
-    from titanium_gateway.offline import build_snapshot
+    from titanium_gateway.offline.snapshot import build_snapshot
 
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": "a\udfffb"},
            "spec": {"ports": [{"port": 80}]}}

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from titanium_gateway.offline import build_snapshot, load_objects
+from titanium_gateway.offline.load import load_objects
+from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render.options import RenderOptions, parse_port_map, parse_ports
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot

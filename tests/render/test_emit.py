@@ -207,7 +207,7 @@ def test_long_keys_fall_back_to_block_style() -> None:
 
 @pytest.mark.parametrize("case", case_names())
 def test_every_golden_config_parses_back_to_the_emitter_input(case: str) -> None:
-    from titanium_gateway.offline import build_snapshot
+    from titanium_gateway.offline.snapshot import build_snapshot
     from titanium_gateway.render import render
 
     options, snap_kwargs = case_options(case)

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from titanium_gateway.offline import build_snapshot
+from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render import render
 
 from .conftest import case_names, case_objects, case_options

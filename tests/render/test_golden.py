@@ -53,7 +53,7 @@ from typing import Any
 import pytest
 import yaml
 
-from titanium_gateway.offline import certificate_list, event_list, output_files, status_documents
+from titanium_gateway.offline.outputs import certificate_list, event_list, output_files, status_documents
 from titanium_gateway.render.result import RenderResult
 
 from .conftest import INPUT_FILES, TESTDATA, case_names, parse_twp, render_case, update_golden, validate_twp

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from titanium_gateway.offline import build_snapshot, event_list, status_documents
+from titanium_gateway.offline.outputs import event_list, status_documents
+from titanium_gateway.offline.snapshot import build_snapshot
 
 from .conftest import TESTDATA, case_names, case_objects, case_options, parse_twp, render_case, require_render
 

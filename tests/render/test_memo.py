@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from benchmarks import workload
 from benchmarks.bench_render import converged_objects
-from titanium_gateway.offline import build_snapshot
+from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render import RenderCache, render
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.snapshot import Snapshot

@@ -20,7 +20,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway.offline import apply_defaults, build_snapshot, output_files
+from titanium_gateway.offline.load import apply_defaults
+from titanium_gateway.offline.outputs import output_files
+from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import object_key

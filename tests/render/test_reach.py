@@ -15,7 +15,8 @@ import pytest
 
 from benchmarks.bench_render import converged_objects
 from titanium_gateway.contract import routing
-from titanium_gateway.offline import build_snapshot, summary
+from titanium_gateway.offline.snapshot import build_snapshot
+from titanium_gateway.offline.summary import summary
 from titanium_gateway.render import RenderCache, render
 from titanium_gateway.render.model import Behavior, DirectResponse, Forward, Match, Route, Source
 from titanium_gateway.render.options import RenderOptions

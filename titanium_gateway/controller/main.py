@@ -10,7 +10,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +18,10 @@ from titanium_gateway.controller.health import HealthServer, HealthState
 from titanium_gateway.controller.logging import install_exception_hooks, register_secret, setup_logging
 from titanium_gateway.controller.options import ControllerOptions, OptionsError, parse_options
 from titanium_gateway.controller.reconciler import Controller
+from titanium_gateway.controller.wiring import wire
 from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
-from titanium_gateway.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from titanium_gateway.kube.leaderelection import LeaderElector
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.metrics import REGISTRY, Registry
 
@@ -56,21 +57,8 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
     rt = runtime or Runtime()
     reg = registry or REGISTRY
     lost = threading.Event()
-    elector: LeaderElector | None = None
-    is_leader: Callable[[], bool]
-    holder: list[Controller] = []
-    if opts.leader_election:
-        cfg = LeaderElectionConfig(
-            lease_name=opts.lease_name, lease_namespace=opts.lease_namespace, identity=opts.identity,
-            lease_duration=opts.lease.lease_duration, renew_deadline=opts.lease.renew_deadline,
-            retry_period=opts.lease.retry_period, release_on_cancel=True)  # never creates the Lease
-        elector = LeaderElector(api, cfg, clock=clock, registry=reg,
-                                on_started_leading=lambda: holder[0].on_started_leading() if holder else None)
-        is_leader = elector.is_leader
-    else:
-        is_leader = lambda: True  # noqa: E731
-    ctrl = Controller(opts, api, is_leader=is_leader, clock=clock, registry=reg, **(controller_kwargs or {}))
-    holder.append(ctrl)
+    replica = wire(opts, api, clock=clock, registry=reg, **(controller_kwargs or {}))
+    ctrl, elector = replica.controller, replica.elector
     rt.controller, rt.elector = ctrl, elector
     elector_thread: CoreThread | None = None
 

@@ -31,16 +31,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from titanium_gateway.controller.options import ControllerOptions
-from titanium_gateway.controller.transform import transform_for
 from titanium_gateway.kube import api as k
-from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
-from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
-from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
-from titanium_gateway.kube.reflector import Backoff
+from titanium_gateway.kube.informer import EventHandler, InformerSet
+from titanium_gateway.kube.ratelimit import RateLimiter
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.kube.workqueue import CoalescingTrigger
-from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
+from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import (
     DataPlane,
     Prober,
@@ -48,7 +45,6 @@ from titanium_gateway.prober.prober import (
     awaiting_rollout,
     data_plane,
     is_data_plane_pod,
-    slice_service_key,
 )
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import ObjectStatus, RenderResult
@@ -65,7 +61,6 @@ from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_sta
 log = logging.getLogger(__name__)
 
 RenderFn = Callable[[Snapshot, RenderOptions], RenderResult]
-TLS_SELECTOR = "type=kubernetes.io/tls"
 #: EndpointSlice index: ``namespace/service`` of the slice's Service (the data plane's slices in O(1))
 SLICE_SERVICE_INDEX = "service"
 
@@ -134,83 +129,82 @@ def _seen_versions(snap: Snapshot, statuses: Iterable[ObjectStatus]) -> dict[Sta
     return out
 
 
-def _default_render(cache: Any = None) -> RenderFn:
-    """The pure render, with this controller's translation memo (render/memo.py): a reconcile
-    re-translates only what changed since the last one; the output is the same."""
-    from titanium_gateway.render import render
+def cached_object(informers: InformerSet, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    """The cached object of ``kind`` (``namespace`` "" for a cluster-scoped one), or None."""
+    return informers[kind].get(namespace or None, name)
 
-    if cache is None:
-        return render
 
-    def render_with_cache(snap: Snapshot, options: Any) -> RenderResult:
-        return render(snap, options, cache)
+class ReconcileMetrics:
+    """The reconcile loop's own metric families, in ``registry``."""
 
-    return render_with_cache
+    def __init__(self, registry: Registry) -> None:
+        self.total = registry.counter("controller_runtime_reconcile_total", "Reconciles by result.", ["result"])
+        self.time = registry.histogram("controller_runtime_reconcile_time_seconds", "Time of one reconcile.")
+        self.render = registry.histogram("titanium_render_duration_seconds", "Time of the pure render.")
+        self.bytes = registry.gauge("titanium_config_bytes", "Bytes of the rendered config (root + parts).")
+        self.memo = registry.counter(
+            "titanium_render_memo_total",
+            "HTTPRoute translations by outcome: replayed from the last render or translated.", ["outcome"])
+        self.cert_expiry = registry.gauge(
+            "titanium_certificate_expiry_timestamp_seconds",
+            "notAfter (Unix seconds) of each kubernetes.io/tls Secret converted for the data plane "
+            "(Gateway listener certificateRefs and Ingress tls).", ["namespace", "name"])
+        self.programmed = registry.gauge(
+            "titanium_gateway_programmed",
+            "1 while the Programmed condition this controller writes on a Gateway is True, else 0.",
+            ["namespace", "name"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """What a :class:`Controller` works with; ``controller/wiring.py`` builds them from the options."""
+
+    #: one informer per ``WATCHED`` kind, not started; the controller subscribes to them
+    informers: InformerSet
+    trigger: CoalescingTrigger
+    guard: LeaderGuard
+    config_writer: ConfigMapWriter
+    secret_writer: SecretWriter
+    status_writer: StatusWriter
+    event_writer: EventWriter
+    poker: PodPoker
+    stamper: DeploymentStamper
+    prober: Prober
+    render_fn: RenderFn
+    #: the render's translation memo that ``render_fn`` uses (None when it uses none)
+    render_cache: Any
+    #: failure back-off of the reconcile key, and its cap (seconds)
+    rate_limiter: RateLimiter
+    max_retry_delay: float
+    #: where the parts and the controller report their metrics
+    registry: Registry
 
 
 class Controller:
-    def __init__(self, opts: ControllerOptions, api: KubeApi, *, is_leader: Callable[[], bool] | None = None,
-                 render_fn: RenderFn | None = None, clock: Clock = REAL_CLOCK, registry: Registry | None = None,
-                 prober: Prober | None = None, watch_timeout: int = 300,
-                 reflector_backoff: Callable[[], Backoff] | None = None,
-                 retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0,
-                 gc_tuning: bool = False) -> None:
-        self.opts = opts
-        self.api = api
-        self.clock = clock
-        self.render_cache: Any = None
-        if render_fn is None:
-            from titanium_gateway.render import RenderCache
+    """The reconcile loop over its :class:`Parts`: informer events trigger, one worker renders,
+    writes, and probes."""
 
-            self.render_cache = RenderCache()
-        self.render_fn = render_fn or _default_render(self.render_cache)
+    def __init__(self, opts: ControllerOptions, parts: Parts, *, clock: Clock = REAL_CLOCK,
+                 stuck_after: float = 300.0, gc_tuning: bool = False) -> None:
+        self.opts = opts
+        self.clock = clock
         self.render_options = opts.to_render_options()
-        self.guard = LeaderGuard(is_leader)
-        reg = registry or REGISTRY
-        self.registry = reg
-        # one key, "reconcile": /metrics exports the client-go workqueue figures for it
-        window = opts.min_reconcile_ms / 1000.0
-        self.trigger = CoalescingTrigger(window, clock=clock, name=RECONCILE_KEY,
-                                         metrics=PrometheusWorkqueueMetrics(reg),
-                                         min_idle=min(window, RECONCILE_MIN_IDLE))
-        ns = opts.data_plane_namespace
-        self.informers = InformerSet()
-        kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
-        dp_service = self.render_options.data_plane_service
-        for name, (res, _field) in WATCHED.items():
-            kw["transform"] = transform_for(name, dp_service)
-            if name == "Secret":
-                inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
-                                     field_selector=TLS_SELECTOR, name="secrets", **kw)
-            elif name == "Pod":
-                # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in),
-                # whatever its labels: which are the data plane's is decided from the data-plane
-                # Service at each reconcile (``data_plane``), so a Service whose selector
-                # changes, or a data plane installed without the chart's labels, is followed. The
-                # transform keeps a few fields of each.
-                inf = SharedInformer(api, res, ns, name="pods", **kw)
-            elif name == "EndpointSlice":
-                inf = SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key},
-                                     **kw)
-            else:
-                inf = SharedInformer(api, res, name=res.plural, **kw)
-            on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
-            if name in STATUS_KINDS:
-                on_update = functools.partial(self._on_status_kind_update, name)
-            elif name == "Pod":
-                on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
-            inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
-            self.informers.add(name, inf)
-        self.config_writer = ConfigMapWriter(api, ns, opts.config_map, max_parts=opts.config_parts,
-                                             guard=self.guard, registry=reg)
-        self.secret_writer = SecretWriter(api, ns, opts.tls_secret, guard=self.guard, registry=reg)
-        self.status_writer = StatusWriter(api, controller_name=opts.controller_name, guard=self.guard,
-                                          current=self._current, registry=reg)
-        self.event_writer = EventWriter(api, controller_name=opts.controller_name, identity=opts.identity,
-                                        guard=self.guard, clock=clock, default_namespace=ns)
-        self.poker = PodPoker(api, ns, guard=self.guard, clock=clock, registry=reg)
-        self.stamper = DeploymentStamper(api, ns, opts.data_plane_deployment, guard=self.guard)
-        self.prober = prober or Prober(opts.admin_port, opts.admin_token, registry=reg)
+        self.informers = parts.informers
+        self.trigger = parts.trigger
+        self.guard = parts.guard
+        self.config_writer = parts.config_writer
+        self.secret_writer = parts.secret_writer
+        self.status_writer = parts.status_writer
+        self.event_writer = parts.event_writer
+        self.poker = parts.poker
+        self.stamper = parts.stamper
+        self.prober = parts.prober
+        self.render_fn = parts.render_fn
+        self.render_cache = parts.render_cache
+        self.registry = parts.registry
+        self._rate_limiter = parts.rate_limiter
+        self._max_retry_delay = parts.max_retry_delay
+        self._m = ReconcileMetrics(parts.registry)
         self._confirmed: str | None = None
         #: True until the data plane was probed in this leadership term (or, without leader
         #: election, since the start): what the pods run is unknown, so the first pass probes
@@ -221,11 +215,6 @@ class Controller:
         self._owned: dict[StatusKey, ObjectStatus] = {}
         self._releasing: dict[StatusKey, tuple[ObjectStatus, str]] = {}
         self._probe_message = ""
-        #: failure back-off of the reconcile key: client-go's default controller limiter (per-item
-        #: exponential from retry_backoff[0], capped at retry_backoff[1], max with the overall bucket)
-        self._rate_limiter: RateLimiter = default_controller_rate_limiter(
-            clock, base_delay=retry_backoff[0], max_delay=retry_backoff[1])
-        self._max_retry_delay = retry_backoff[1]
         self._worker: threading.Thread | None = None
         self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
         self.stuck_after = stuck_after
@@ -244,23 +233,20 @@ class Controller:
         self.renders = 0
         self.reconciles = 0
         self._memo_seen = (0, 0)
-        self._m_total = reg.counter("controller_runtime_reconcile_total", "Reconciles by result.", ["result"])
-        self._m_time = reg.histogram("controller_runtime_reconcile_time_seconds", "Time of one reconcile.")
-        self._m_render = reg.histogram("titanium_render_duration_seconds", "Time of the pure render.")
-        self._m_bytes = reg.gauge("titanium_config_bytes", "Bytes of the rendered config (root + parts).")
-        self._m_memo = reg.counter("titanium_render_memo_total",
-                                   "HTTPRoute translations by outcome: replayed from the last render or translated.",
-                                   ["outcome"])
-        self._m_cert_expiry = reg.gauge(
-            "titanium_certificate_expiry_timestamp_seconds",
-            "notAfter (Unix seconds) of each kubernetes.io/tls Secret converted for the data plane "
-            "(Gateway listener certificateRefs and Ingress tls).", ["namespace", "name"])
-        self._m_programmed = reg.gauge(
-            "titanium_gateway_programmed",
-            "1 while the Programmed condition this controller writes on a Gateway is True, else 0.",
-            ["namespace", "name"])
         self._cert_series: set[tuple[str, str]] = set()
         self._gateway_series: set[tuple[str, str]] = set()
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        """Every informer event triggers a reconcile, except the echo of our own status writes
+        and the Pods that are not the data plane's."""
+        for name, inf in self.informers.items():
+            on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
+            if name in STATUS_KINDS:
+                on_update = functools.partial(self._on_status_kind_update, name)
+            elif name == "Pod":
+                on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
+            inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
 
     # --- informer events: one key, coalesced --------------------------------------------------
     def _on_add(self, obj: Any) -> None:
@@ -311,7 +297,7 @@ class Controller:
                           self.informers["Pod"].list(), svc_ns, svc, pod_namespace=self.opts.data_plane_namespace)
 
     def _current(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.informers[kind].get(namespace or None, name)
+        return cached_object(self.informers, kind, namespace, name)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -403,8 +389,8 @@ class Controller:
             finally:
                 self._busy_since = None
                 self.trigger.done()
-                self._m_total.labels(result=result).inc()
-                self._m_time.observe(time.monotonic() - start)
+                self._m.total.labels(result=result).inc()
+                self._m.time.observe(time.monotonic() - start)
                 self.reconciles += 1
 
     def _maybe_freeze_gc(self) -> None:
@@ -486,12 +472,12 @@ class Controller:
             result = self._render(snap)
             self.renders += 1
             render_s = time.monotonic() - t0
-            self._m_render.observe(render_s)
-            self._m_bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
+            self._m.render.observe(render_s)
+            self._m.bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
             memo = self.render_cache
             if memo is not None:
-                self._m_memo.labels("replayed").inc(memo.hits - self._memo_seen[0])
-                self._m_memo.labels("translated").inc(memo.misses - self._memo_seen[1])
+                self._m.memo.labels("replayed").inc(memo.hits - self._memo_seen[0])
+                self._m.memo.labels("translated").inc(memo.misses - self._memo_seen[1])
                 self._memo_seen = (memo.hits, memo.misses)
             self.last_result = result
             self._certificate_metrics(result)
@@ -561,10 +547,10 @@ class Controller:
             if cert.not_after is None:
                 continue
             ns, _, name = cert.source.partition("/")
-            self._m_cert_expiry.labels(ns, name).set(cert.not_after)
+            self._m.cert_expiry.labels(ns, name).set(cert.not_after)
             seen.add((ns, name))
         for key in self._cert_series - seen:
-            self._m_cert_expiry.remove(*key)
+            self._m.cert_expiry.remove(*key)
         self._cert_series = seen
 
     def _gateway_metrics(self, result: RenderResult) -> None:
@@ -575,10 +561,10 @@ class Controller:
                 continue
             conditions = st.status.get("conditions") or ()
             programmed = any(c.get("type") == "Programmed" and c.get("status") == "True" for c in conditions)
-            self._m_programmed.labels(st.namespace, st.name).set(1 if programmed else 0)
+            self._m.programmed.labels(st.namespace, st.name).set(1 if programmed else 0)
             seen.add((st.namespace, st.name))
         for key in self._gateway_series - seen:
-            self._m_programmed.remove(*key)
+            self._m.programmed.remove(*key)
         self._gateway_series = seen
 
     def _still_ours(self, cur: Mapping[str, Any], ours: ObjectStatus) -> bool:

@@ -3,7 +3,8 @@
 Every timed wait in the kube machinery goes through ``Clock.wait(cond, timeout)`` (the caller
 holds ``cond`` and re-checks its own state after every wake-up) or ``Clock.sleep``. A
 ``FakeClock`` wakes those waiters when a test moves time with ``step()``, so tests never
-depend on the wall clock.
+depend on the wall clock. ``StopSignal`` is the sleep on a clock that a ``stop()`` from another
+thread cuts short (a reflector's back-off, the leader elector's retry period).
 """
 
 from __future__ import annotations
@@ -49,6 +50,38 @@ class RealClock:
 
 
 REAL_CLOCK = RealClock()
+
+
+class StopSignal:
+    """A stop request, and the sleeps on ``clock`` it ends at once.
+
+    ``cond`` guards ``stopped``; an owner may hold it to do something atomically with the stop
+    (a reflector hands its open watch stream over under it). ``sleeping_until`` is the clock
+    time the current sleep ends, None while awake (tests wait for a component to sleep).
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.cond = threading.Condition()
+        self.stopped = False
+        self.sleeping_until: float | None = None
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds`` of the clock, or until :meth:`stop`; False when stopped."""
+        end = self.clock.now() + seconds
+        with self.cond:
+            self.sleeping_until = end
+            try:
+                while not self.stopped and self.clock.now() < end:
+                    self.clock.wait(self.cond, end - self.clock.now())
+            finally:
+                self.sleeping_until = None
+            return not self.stopped
 
 
 class FakeClock:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from titanium_gateway.kube.api import LEASES, ApiError, KubeApi, Obj
-from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock, StopSignal
 from titanium_gateway.metrics import Registry, leader_election_master_status
 
 log = logging.getLogger(__name__)
@@ -190,8 +190,7 @@ class LeaderElector:
         self._gauge = leader_election_master_status(registry).labels(name=config.lease_name)
         self._gauge.set(0)
         self._mu = threading.Lock()
-        self._cond = threading.Condition()
-        self._stopped = False
+        self._stop = StopSignal(clock)
         self._leading = False
         self._last_renew: float | None = None  # clock.now() of the last successful acquire/renew
         self._observed: LeaderElectionRecord | None = None
@@ -201,7 +200,6 @@ class LeaderElector:
         self.last_error: str | None = None
         #: attempts that failed in a row (an error, not another holder): the acquire back-off
         self.failures = 0
-        self.sleeping_until: float | None = None
 
     # --- state --------------------------------------------------------------------------------
     def is_leader(self) -> bool:
@@ -223,19 +221,12 @@ class LeaderElector:
     @property
     def stopped(self) -> bool:
         """``stop()`` was called."""
-        return self._stopped
+        return self._stop.stopped
 
-    def _sleep(self, seconds: float) -> bool:
-        """Sleep on the clock; False when stopped meanwhile."""
-        end = self.clock.now() + seconds
-        with self._cond:
-            self.sleeping_until = end
-            try:
-                while not self._stopped and self.clock.now() < end:
-                    self.clock.wait(self._cond, end - self.clock.now())
-            finally:
-                self.sleeping_until = None
-            return not self._stopped
+    @property
+    def sleeping_until(self) -> float | None:
+        """Clock time the current retry sleep ends (None while awake)."""
+        return self._stop.sleeping_until
 
     def _jittered(self, d: float) -> float:
         return d * (1.0 + (JITTER_FACTOR - 1.0) * self._rng.random())
@@ -348,7 +339,7 @@ class LeaderElector:
     # --- loops ----------------------------------------------------------------------------------
     def acquire(self) -> bool:
         """Retry every retry_period (jittered) until we hold the lease (True) or ``stop()`` (False)."""
-        while not self._stopped:
+        while not self._stop.stopped:
             if self._attempt():
                 with self._mu:
                     self._leading = True
@@ -356,7 +347,7 @@ class LeaderElector:
                 self._gauge.set(1)
                 log.info("leader election: %s became the leader of %s", self.identity, self.lock.describe())
                 return True
-            if not self._sleep(self.retry_delay()):
+            if not self._stop.sleep(self.retry_delay()):
                 return False
         return False
 
@@ -364,14 +355,14 @@ class LeaderElector:
         """Keep renewing; False as soon as renew_deadline passes without a successful renew,
         True when ``stop()`` ended it."""
         while True:
-            if not self._sleep(self.config.retry_period):
+            if not self._stop.sleep(self.config.retry_period):
                 return True
             while True:
                 with self._mu:
                     deadline = (self._last_renew or 0.0) + self.config.renew_deadline
                 ok = self._attempt()
                 now = self.clock.now()
-                if self._stopped:
+                if self._stop.stopped:
                     return True
                 if not ok and self.leader() not in ("", self.identity):
                     return False  # another replica holds the lease: we lost it, stop at once
@@ -379,7 +370,7 @@ class LeaderElector:
                     break
                 if now >= deadline:
                     return False
-                if not self._sleep(min(self.config.retry_period, deadline - now)):
+                if not self._stop.sleep(min(self.config.retry_period, deadline - now)):
                     return True
 
     def run(self) -> bool:
@@ -415,9 +406,7 @@ class LeaderElector:
 
     def stop(self) -> None:
         """End ``run()`` (it releases the lease when it held it and release_on_cancel is set)."""
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
+        self._stop.stop()
 
     def release(self) -> bool:
         """Give the lease up: holderIdentity "" and leaseDurationSeconds 1 so another replica takes

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from titanium_gateway.kube.api import ApiError, KubeApi, Obj, Resource
-from titanium_gateway.kube.clock import REAL_CLOCK, Clock
+from titanium_gateway.kube.clock import REAL_CLOCK, Clock, StopSignal
 from titanium_gateway.kube.store import Store, strip_managed_fields
 from titanium_gateway.metrics import Registry, reflector_malformed_objects
 
@@ -115,8 +115,7 @@ class Reflector:
         self.min_watch_duration = min_watch_duration
         self.clock = clock
         self.name = name or (f"{resource.plural}/{namespace}" if namespace else resource.plural)
-        self._cond = threading.Condition()
-        self._stopped = False
+        self._stop = StopSignal(clock)
         self._synced = threading.Event()
         self._rv = ""
         self._need_list = True
@@ -128,8 +127,7 @@ class Reflector:
         self.malformed = 0  # watch events and list items skipped (no object with metadata.name)
         self._m_malformed = reflector_malformed_objects(registry).labels(reflector=self.name)
         self.last_error: BaseException | None = None
-        self.sleeping_until: float | None = None
-        self._stream: object | None = None  # clock time a back-off sleep ends (tests, debugging)
+        self._stream: object | None = None  # the open watch stream (stop() closes it)
 
     # --- state --------------------------------------------------------------------------------
     def has_synced(self) -> bool:
@@ -146,10 +144,9 @@ class Reflector:
     def stop(self) -> None:
         """Ask ``run`` to return: at once when it sleeps; a watch stream that can be closed from
         another thread (``RestApi``'s) is cut, else it returns at the next event or stream end."""
-        with self._cond:
-            self._stopped = True
+        with self._stop.cond:
+            self._stop.stop()
             stream = self._stream
-            self._cond.notify_all()
         close = getattr(stream, "close", None)
         if close is not None and not inspect.isgenerator(stream):
             try:
@@ -159,27 +156,25 @@ class Reflector:
 
     @property
     def stopped(self) -> bool:
-        return self._stopped
+        return self._stop.stopped
+
+    @property
+    def sleeping_until(self) -> float | None:
+        """Clock time the current back-off sleep ends (None while awake)."""
+        return self._stop.sleeping_until
 
     def _check_stop(self) -> None:
-        if self._stopped:
+        if self._stop.stopped:
             raise _Stopped()
 
     def _sleep(self, seconds: float) -> None:
-        end = self.clock.now() + seconds
-        with self._cond:
-            self.sleeping_until = end
-            try:
-                while not self._stopped and self.clock.now() < end:
-                    self.clock.wait(self._cond, end - self.clock.now())
-            finally:
-                self.sleeping_until = None
+        self._stop.sleep(seconds)
         self._check_stop()
 
     # --- main loop ----------------------------------------------------------------------------
     def run(self) -> None:
         """List and watch until ``stop()``; never raises."""
-        while not self._stopped:
+        while not self._stop.stopped:
             try:
                 self.run_once()
             except _Stopped:
@@ -265,9 +260,9 @@ class Reflector:
             stream = self.api.watch(self.resource, self.namespace, resource_version=self._rv,
                                     label_selector=self.label_selector, field_selector=self.field_selector,
                                     timeout_seconds=timeout, allow_bookmarks=True)
-            with self._cond:
+            with self._stop.cond:
                 self._stream = stream
-            if self._stopped:
+            if self._stop.stopped:
                 self.stop()
             for ev in stream:
                 self._check_stop()
@@ -284,7 +279,7 @@ class Reflector:
             self._gone()
             return
         finally:
-            with self._cond:
+            with self._stop.cond:
                 self._stream = None
         self._check_stop()
         self._maybe_resync()

@@ -21,7 +21,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -30,20 +30,19 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from titanium_gateway.contract import model as m
-from titanium_gateway.contract.balancing import affinity_value, choose_cluster
+from titanium_gateway.contract.balancing import Balancer, affinity_value, choose_cluster
 from titanium_gateway.contract.policies import (
     EXT_AUTH_UNAVAILABLE,
     Answer,
     AskExtAuth,
+    FixedWindowLimiter,
     evaluate,
     ext_auth_admits,
 )
 from titanium_gateway.contract.routing import ForwardTo, NotFound, RedirectTo, Request, Respond, decide
 from titanium_gateway.contract.transforms import apply_request_transforms, apply_response_transforms
-
-if TYPE_CHECKING:
-    from titanium_gateway.reference_dataplane.server import DataPlane
-    from titanium_gateway.reference_dataplane.source import LoadedState
+from titanium_gateway.reference_dataplane.metrics import DataPlaneMetrics
+from titanium_gateway.reference_dataplane.source import LoadedState
 
 log = logging.getLogger("titanium.reference_dataplane.proxy")
 
@@ -114,8 +113,22 @@ class Exchange:
     status: int = 0
 
 
+class Host(Protocol):
+    """What the proxy uses of the data plane that runs it (``server.DataPlane``): the loaded
+    config, the shared balancer, rate limiter, upstream session and metrics, the access log."""
+
+    state: LoadedState | None
+    balancer: Balancer
+    limiter: FixedWindowLimiter
+    session: aiohttp.ClientSession
+    metrics: DataPlaneMetrics
+    access_log: bool
+
+    def write_access_log(self, line: str) -> None: ...
+
+
 class Proxy:
-    def __init__(self, dataplane: DataPlane, rnd: random.Random | None = None) -> None:
+    def __init__(self, dataplane: Host, rnd: random.Random | None = None) -> None:
         self.dp = dataplane
         self.rnd = rnd or random.Random()
         self._mirror_tasks: set[asyncio.Task] = set()

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from titanium_gateway.cli import main as cli_main
-from titanium_gateway.explain import UsageError, parse_request
+from titanium_gateway.offline.args import UsageError
+from titanium_gateway.offline.explain import parse_request
 
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart"
@@ -434,7 +435,9 @@ def test_explain_answers_what_the_reference_data_plane_answers(source: str, tmp_
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("aiohttp")
     from tests.dataplane.support import EchoBackend, Harness, free_port, wait_for
-    from titanium_gateway.offline import add_render_arguments, load_manifests, options_from_args, prepare
+    from titanium_gateway.offline.args import add_render_arguments, options_from_args
+    from titanium_gateway.offline.load import load_manifests
+    from titanium_gateway.offline.snapshot import prepare
     from titanium_gateway.render import render
 
     path = Path(source)

@@ -12,10 +12,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.render.conftest import require_render
 from titanium_gateway.cli import main as cli_main
-from titanium_gateway.offline import InputError, LoadReport, build_snapshot, load_objects, main
-
-from .conftest import require_render
+from titanium_gateway.offline.load import LoadReport, load_objects
+from titanium_gateway.offline.manifests import InputError
+from titanium_gateway.offline.render_cmd import main
+from titanium_gateway.offline.snapshot import build_snapshot
 
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart"
@@ -470,7 +472,8 @@ def test_default_data_plane_service_is_the_charts(tmp_path: Path) -> None:
 
 def test_config_parts_and_secret_namespaces_reach_the_render(tmp_path: Path) -> None:
     require_render()
-    from titanium_gateway.offline import _parser, options_from_args
+    from titanium_gateway.offline.args import options_from_args
+    from titanium_gateway.offline.render_cmd import _parser
 
     assert options_from_args(_parser().parse_args(["-f", "x", "--config-parts", "3"])).max_parts == 3
     out = tmp_path / "o"
@@ -502,7 +505,8 @@ def _chart_controller_environ() -> dict[str, str]:
 def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
     """docs/render-cli.md: a render without options shows what a default install will get."""
     from titanium_gateway.controller.options import parse_options
-    from titanium_gateway.offline import _parser, options_from_args
+    from titanium_gateway.offline.args import options_from_args
+    from titanium_gateway.offline.render_cmd import _parser
 
     controller = parse_options([], _chart_controller_environ()).to_render_options()
     render = options_from_args(_parser().parse_args(["-f", "x"]))
@@ -526,7 +530,8 @@ def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
 )
 def test_every_render_changing_controller_option_means_the_same_on_render(flags: dict[str, str], legacy: bool) -> None:
     from titanium_gateway.controller.options import parse_options
-    from titanium_gateway.offline import _parser, options_from_args
+    from titanium_gateway.offline.args import options_from_args
+    from titanium_gateway.offline.render_cmd import _parser
 
     argv = [f"--{k}={v}" for k, v in flags.items()] + (["--watch-legacy-annotation"] if legacy else [])
     controller_argv = list(argv)
@@ -544,9 +549,8 @@ def test_every_render_changing_controller_option_means_the_same_on_render(flags:
 
 
 def test_config_counts_agree_with_the_parsed_document() -> None:
-    from titanium_gateway.offline import config_counts, counts_from_bytes
-
-    from .conftest import case_names, render_case
+    from tests.render.conftest import case_names, render_case
+    from titanium_gateway.offline.summary import config_counts, counts_from_bytes
 
     for case in case_names():
         result = render_case(case)
@@ -562,9 +566,8 @@ def test_config_counts_agree_with_the_parsed_document() -> None:
 def test_config_counts_of_a_config_cut_short_by_an_item_larger_than_a_part() -> None:
     import dataclasses
 
-    from titanium_gateway.offline import config_counts
-
-    from .conftest import case_names, case_objects, case_options
+    from tests.render.conftest import case_names, case_objects, case_options
+    from titanium_gateway.offline.summary import config_counts
 
     render = require_render()
     case = next(c for c in case_names() if c.startswith("seed-config-parts"))
@@ -581,9 +584,8 @@ def test_config_counts_of_a_config_cut_short_by_an_item_larger_than_a_part() -> 
 
 
 def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:
-    from titanium_gateway.offline import ingress_not_served
-
-    from .conftest import case_names, case_objects, case_options, render_case
+    from tests.render.conftest import case_names, case_objects, case_options, render_case
+    from titanium_gateway.offline.ownership import ingress_not_served
 
     checked = 0
     for case in case_names():
@@ -609,7 +611,7 @@ def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:
 )
 def test_ingress_selection_reasons_agree_with_the_render(classes: list[tuple[str, str, str | None]], class_name: str | None,
                                                         legacy: object, watch: bool) -> None:
-    from titanium_gateway.offline import ingress_not_served
+    from titanium_gateway.offline.ownership import ingress_not_served
     from titanium_gateway.render import render
     from titanium_gateway.render.options import RenderOptions
 
@@ -652,6 +654,28 @@ def test_commands_and_the_executable(tmp_path: Path, capsys: pytest.CaptureFixtu
     proc = subprocess.run([sys.executable, "-m", "titanium_gateway", "render", "-f", str(tmp_path / "missing.yaml")],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr
+
+
+def test_version(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--version`` prints the installed distribution's version; a source tree that is not
+    installed falls back to the package's ``__version__``."""
+    import importlib.metadata
+    import re
+
+    import titanium_gateway
+    from titanium_gateway import cli
+
+    declared = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M).group(1)  # type: ignore[union-attr]
+    assert cli_main(["--version"]) == 0
+    assert capsys.readouterr().out == f"titanium-gateway {declared}\n"
+    assert cli_main(["--help"]) == 0 and "--version" in capsys.readouterr().out
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(titanium_gateway, "__version__", "9.9.9-source")
+    assert cli.version() == "9.9.9-source"
 
 
 def test_a_large_input_gets_a_condensed_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

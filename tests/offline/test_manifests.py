@@ -1,4 +1,4 @@
-"""The manifest loader (titanium_gateway.manifests): JSON and YAML, strictness, positions."""
+"""The manifest loader (titanium_gateway.offline.manifests): JSON and YAML, strictness, positions."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway import manifests as m
+from titanium_gateway.offline import manifests as m
 
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "60"))
 

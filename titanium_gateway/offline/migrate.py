@@ -23,17 +23,11 @@ from typing import Any
 
 from titanium_gateway import blockyaml
 from titanium_gateway import nginx_annotations as na
-from titanium_gateway.manifests import (
-    CommandLineParser,
-    InputError,
-    Manifest,
-    Origin,
-    ReadNotes,
-    read_manifests,
-)
+from titanium_gateway.offline.args import CommandLineParser
+from titanium_gateway.offline.manifests import InputError, Manifest, Origin, ReadNotes, read_manifests
+from titanium_gateway.render.ingress import LEGACY_CLASS_ANNOTATION
 
 NGINX_CONTROLLER = "k8s.io/ingress-nginx"
-LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_TREAT = ("nginx",)
 DEFAULT_TARGET_CLASS = "titanium"

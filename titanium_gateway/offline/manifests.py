@@ -20,14 +20,13 @@ them. Every failure is an :class:`InputError` whose message names the file and p
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import yaml
 from yaml import events as _ev
@@ -53,34 +52,6 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 class InputError(Exception):
     """Bad input: an unreadable or invalid file, a duplicate key, an object without
     apiVersion/kind/name. The message names the file and the position."""
-
-
-class UsageError(Exception):
-    """A bad command line of an offline command: exit code 2."""
-
-
-class CommandLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` that raises :class:`UsageError` instead of exiting; :meth:`parse`
-    turns that into the usage and the error on stderr and exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-    def parse(self, argv: Sequence[str] | None) -> argparse.Namespace | int:
-        """The parsed arguments (of ``sys.argv[1:]`` when ``argv`` is None), or the exit code once
-        it is told: 2 for a bad command line, 0 after ``--help``."""
-        try:
-            return self.parse_args(argv)
-        except UsageError as exc:
-            return self.usage_error(str(exc))
-        except SystemExit as exc:  # --help
-            return int(exc.code or 0)
-
-    def usage_error(self, message: str) -> int:
-        """Prints the usage and ``PROG: error: message`` on stderr; returns 2."""
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        return 2
 
 
 class Origin:

@@ -1,7 +1,7 @@
 """``titanium-gateway explain``: which route answers a request, and why.
 
 The input is read and rendered exactly as ``titanium-gateway render`` does
-(:mod:`titanium_gateway.offline`: the same loader, snapshot and render options). The rendered
+(:mod:`titanium_gateway.offline.render_cmd`: the same loader, snapshot and render options). The rendered
 ``twp.yaml`` and its parts are then loaded by the contract library
 (:func:`titanium_gateway.contract.load_config`) and the request is decided by
 :func:`titanium_gateway.contract.decide`, the code the reference data plane runs for every
@@ -33,16 +33,16 @@ from titanium_gateway import contract
 from titanium_gateway.contract import model as cm
 from titanium_gateway.contract.routing import Check, ForwardTo, NotFound, RedirectTo, Respond, hostname_of
 from titanium_gateway.contract.transforms import apply_request_transforms
-from titanium_gateway.manifests import CommandLineParser, InputError, UsageError
-from titanium_gateway.offline import (
-    LoadReport,
-    Prepared,
+from titanium_gateway.offline.args import (
+    CommandLineParser,
+    UsageError,
     add_render_arguments,
-    input_notices,
-    load_manifests,
     options_from_args,
-    prepare,
 )
+from titanium_gateway.offline.load import LoadReport, load_manifests
+from titanium_gateway.offline.manifests import InputError
+from titanium_gateway.offline.snapshot import Prepared, prepare
+from titanium_gateway.offline.summary import input_notices
 from titanium_gateway.render import model
 from titanium_gateway.render.emit import kind_data
 from titanium_gateway.render.options import RenderOptions

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.render.conftest import require_render
 from titanium_gateway.cli import main as cli_main
-from titanium_gateway.migrate import main
-from titanium_gateway.offline import build_snapshot, load_objects
-
-from .conftest import require_render
+from titanium_gateway.offline.load import load_objects
+from titanium_gateway.offline.migrate import main
+from titanium_gateway.offline.snapshot import build_snapshot
 
 P = "nginx.ingress.kubernetes.io/"
 

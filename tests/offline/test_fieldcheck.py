@@ -1,4 +1,4 @@
-"""Fields unknown to an object's schema (titanium_gateway.fieldcheck) and the schema file."""
+"""Fields unknown to an object's schema (titanium_gateway.offline.fieldcheck) and the schema file."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from titanium_gateway import fieldcheck
-from titanium_gateway.offline import LoadReport, load_manifests
-
-from .conftest import TESTDATA, case_names
+from tests.render.conftest import TESTDATA, case_names
+from titanium_gateway.offline import fieldcheck
+from titanium_gateway.offline.load import LoadReport, load_manifests
 
 ROOT = Path(__file__).parents[2]
 GATEWAY = "gateway.networking.k8s.io"

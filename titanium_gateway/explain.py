@@ -43,10 +43,10 @@ from titanium_gateway.offline import (
     options_from_args,
     prepare,
 )
-from titanium_gateway.render import model
-from titanium_gateway.render.emit import kind_data
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
+from titanium_gateway.twp import model
+from titanium_gateway.twp.emit import kind_data
 
 PROG = "titanium-gateway explain"
 #: Exit codes.

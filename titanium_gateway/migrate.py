@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from titanium_gateway import blockyaml
 from titanium_gateway import nginx_annotations as na
 from titanium_gateway.manifests import (
     CommandLineParser,
@@ -31,6 +30,7 @@ from titanium_gateway.manifests import (
     ReadNotes,
     read_manifests,
 )
+from titanium_gateway.twp import blockyaml
 
 NGINX_CONTROLLER = "k8s.io/ingress-nginx"
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from titanium_gateway import blockyaml, fieldcheck
+from titanium_gateway import fieldcheck
 from titanium_gateway.manifests import (
     MANIFEST_SUFFIXES,
     CommandLineParser,
@@ -51,6 +51,7 @@ from titanium_gateway.render.options import (
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot, object_key
 from titanium_gateway.render.statusmerge import final_status, orphaned_route_statuses
+from titanium_gateway.twp import blockyaml
 
 #: The fixed "now" of an offline render (lastTransitionTime of changed conditions).
 OFFLINE_NOW = "1970-01-01T00:00:00Z"

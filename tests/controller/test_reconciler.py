@@ -461,23 +461,6 @@ def test_a_reconcile_is_scheduled_when_an_event_bump_is_due() -> None:
     assert [c for c in api.writes("events") if c["verb"] == "patch" and c["body"].get("series")]
 
 
-def test_gc_tuning_pauses_the_collector_during_the_render_only() -> None:
-    import gc
-
-    ctrl, api, render, prober = setup()
-    ctrl.gc_tuning = True
-    seen: list[bool] = []
-
-    def probe_gc(snap: Snapshot, opts: RenderOptions) -> RenderResult:
-        seen.append(gc.isenabled())
-        return render(snap, opts)
-
-    ctrl.render_fn = probe_gc
-    assert gc.isenabled()
-    ctrl.reconcile()
-    assert seen == [False] and gc.isenabled()
-
-
 def test_gc_tuning_freezes_after_sync_relist_or_a_large_batch_only() -> None:
     import gc
 

@@ -15,7 +15,7 @@ from tests.dataplane.rules import Row, covers, rows
 from titanium_gateway.contract import ConfigError, PartNotReady, load_config, load_directory
 from titanium_gateway.contract import model as m
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/render/twp.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/twp/schema.json").read_text())
 
 
 def _with(path: str, value, doc: dict | None = None) -> dict:

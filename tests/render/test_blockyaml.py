@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway import blockyaml
 from titanium_gateway.offline import build_snapshot, certificate_list, event_list, status_documents
+from titanium_gateway.twp import blockyaml
 
 from .conftest import case_names, case_objects, render_case
 

@@ -564,7 +564,7 @@ def test_what_a_filter_makes_reaches_every_route_of_its_rule(monkeypatch: pytest
     policy) renders without touching anything else: the rule's behavior is made of every field
     of what its filters make."""
     from titanium_gateway.render.httproute import filters as filters_module
-    from titanium_gateway.render.model import MaxRequestBodySize
+    from titanium_gateway.twp.model import MaxRequestBodySize
 
     real = filters_module.rule_filters
 

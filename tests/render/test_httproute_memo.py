@@ -12,12 +12,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
-from titanium_gateway.render import emit
 from titanium_gateway.render.httproute import backendrefs as backendrefs_module
 from titanium_gateway.render.httproute import filters as filters_module
 from titanium_gateway.render.httproute import matches as matches_module
 from titanium_gateway.render.httproute import status as status_module
 from titanium_gateway.render.httproute.matches import build_match, match_key
+from titanium_gateway.twp import emit
 
 # values of every JSON type, and the strings the translator treats specially
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False, width=16),

@@ -19,11 +19,11 @@ from cryptography.x509.oid import NameOID
 
 from titanium_gateway.render import ingress
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.emit import cluster_data, kind_data
-from titanium_gateway.render.model import Behavior, Forward, Route, Source
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import key_from_match, match_of
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.emit import cluster_data, kind_data
+from titanium_gateway.twp.model import Behavior, Forward, Route, Source
 
 CLASS = {
     "apiVersion": "networking.k8s.io/v1",

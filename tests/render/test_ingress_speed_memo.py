@@ -22,13 +22,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway.render import RenderCache, emit, fields, ingress, render
+from titanium_gateway.render import RenderCache, fields, ingress, render
 from titanium_gateway.render import ingress_annotations as ia
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.model import Behavior, Document, Match, RateLimit, Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import route_key
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp import emit
+from titanium_gateway.twp.model import Behavior, Document, Match, RateLimit, Route
 
 from .test_ingress import CLASS, backend, ing, path, service, tls_secret
 

@@ -22,9 +22,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway.render import emit
-from titanium_gateway.render import model as m
-from titanium_gateway.render.model import Document, read_document
+from titanium_gateway.twp import emit
+from titanium_gateway.twp import model as m
+from titanium_gateway.twp.load import read_document
+from titanium_gateway.twp.model import Document
 
 from .conftest import case_names, render_case
 

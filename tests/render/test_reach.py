@@ -17,10 +17,10 @@ from benchmarks.bench_render import converged_objects
 from titanium_gateway.contract import routing
 from titanium_gateway.offline import build_snapshot, summary
 from titanium_gateway.render import RenderCache, render
-from titanium_gateway.render.model import Behavior, DirectResponse, Forward, Match, Route, Source
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.reach import covers, find_unreachable
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Behavior, DirectResponse, Forward, Match, Route, Source
 
 from .core_fixtures import endpoints, gateway, gatewayclass, listener, route, service, tls_secret
 

@@ -231,7 +231,7 @@ class Controller:
         self.stuck_after = stuck_after
         #: process-wide GC policy (the real process sets it; tests running many controllers in
         #: one interpreter do not): freeze the caches out of the collector once synced and after
-        #: each relist or large batch, and pause the collector while the render runs.
+        #: each relist or large batch (the render pauses the collector itself: ``gc_paused``).
         self.gc_tuning = gc_tuning
         self._frozen_at: tuple[int, int] | None = None  # (store changes, reflector lists) at the last freeze
         self._stopped = threading.Event()
@@ -423,19 +423,6 @@ class Controller:
         log.debug("gc frozen", extra={"objects": gc.get_freeze_count(),
                                       "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
 
-    def _render(self, snap: Snapshot) -> RenderResult:
-        """The pure render; with ``gc_tuning`` the cyclic collector is paused meanwhile (the render
-        creates no reference cycles, and collections during it walk its whole growing heap)."""
-        if not self.gc_tuning:
-            return self.render_fn(snap, self.render_options)
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return self.render_fn(snap, self.render_options)
-        finally:
-            if was_enabled:
-                gc.enable()
-
     def schedule_retry(self, error: BaseException) -> float:
         """After a failed reconcile: retry after the exponential back-off, or after the server's
         Retry-After when it asked for longer (then as a hard gate: a change arriving meanwhile
@@ -483,7 +470,7 @@ class Controller:
             # any more: let it go before the render builds the next one, not after
             self.last_result = None
             self._parts_released = False
-            result = self._render(snap)
+            result = self.render_fn(snap, self.render_options)  # (it pauses the cyclic GC itself)
             self.renders += 1
             render_s = time.monotonic() - t0
             self._m_render.observe(render_s)

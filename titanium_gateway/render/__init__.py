@@ -10,11 +10,11 @@ ordered by precedence -> unreachable rules (render/reach.py) -> emit (YAML, part
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from titanium_gateway.render import emit as _emit
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
@@ -23,33 +23,43 @@ from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.memo import RenderCache
-from titanium_gateway.render.model import Document
-from titanium_gateway.render.model import Route as _Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp import emit as _emit
+from titanium_gateway.twp.model import Document
+from titanium_gateway.twp.model import Route as _Route
 
-__all__ = ["render", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
+__all__ = ["render", "gc_paused", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
 
 
-def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None = None) -> RenderResult:
-    """Render with the cyclic GC paused: the render creates no reference cycles (a test checks
-    that ``gc.collect()`` finds nothing after a render with the collector off), so collections
-    during it only walk the caller's heap (the informer caches) and made a 10k render ~1/3
-    slower and superlinear (benchmarks/FINDINGS.md R1). Reference counting still frees
-    everything; the collector is re-enabled only if it was enabled."""
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The one place the cyclic GC is paused: around a render (and around the offline CLI's
+    load-render-write, which builds the same kind of data). A render creates no reference
+    cycles (a test checks that ``gc.collect()`` finds nothing after a render with the collector
+    off), so collections during it only walk the caller's heap (the informer caches) and made a
+    10k render ~1/3 slower and superlinear (benchmarks/FINDINGS.md R1). Reference counting
+    still frees everything; the collector is re-enabled only if it was enabled."""
     enabled = gc.isenabled()
     if enabled:
         gc.disable()
     try:
-        return _render(snapshot, options, cache)
-    except BaseException:
-        if cache is not None:
-            cache.clear()  # a render that did not finish may have left the cache half updated
-        raise
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None = None) -> RenderResult:
+    """The render (see the module doc), with the cyclic GC paused (:func:`gc_paused`)."""
+    with gc_paused():
+        try:
+            return _render(snapshot, options, cache)
+        except BaseException:
+            if cache is not None:
+                cache.clear()  # a render that did not finish may have left the cache half updated
+            raise
 
 
 def _route_deps(snapshot: Snapshot, options: RenderOptions, gateways: dict) -> tuple | None:

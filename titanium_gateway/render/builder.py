@@ -2,11 +2,11 @@
 
 Order of a render (see :func:`titanium_gateway.render.render`):
 GatewayClasses -> Gateways (listeners, certificates) -> HTTPRoutes -> Ingresses -> routes
-ordered -> the :class:`~titanium_gateway.render.model.Document` -> ``emit`` -> Programmed
+ordered -> the :class:`~titanium_gateway.twp.model.Document` -> ``emit`` -> Programmed
 conditions -> result.
 
 Context API for translators (HTTPRoute, Ingress). Everything a translator adds is a model value
-(:mod:`titanium_gateway.render.model`), never text:
+(:mod:`titanium_gateway.twp.model`), never text:
 
 * ``ctx.snapshot``, ``ctx.options``, ``ctx.now`` — inputs (never mutate objects).
 * ``ctx.backends`` — :class:`~titanium_gateway.render.backends.BackendIndex`; use
@@ -21,7 +21,7 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   when the port is already bound with the other ``decrypt`` value.
 * ``ctx.add_cluster(cluster) -> str`` — dedup by id (first wins); returns the id. Use
   :func:`~titanium_gateway.render.backends.cluster_id` for ids.
-* ``ctx.add_route(route) -> bool`` — a :class:`~titanium_gateway.render.model.Route` with its
+* ``ctx.add_route(route) -> bool`` — a :class:`~titanium_gateway.twp.model.Route` with its
   precedence key (:func:`titanium_gateway.render.precedence.key_from_parts`). False when the
   id is already taken (nothing added).
 * ``ctx.host_part(host)`` — the precedence part of a match host, once per render.
@@ -64,12 +64,12 @@ from titanium_gateway.render.certificates import (
 )
 from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.memo import Recording
-from titanium_gateway.render.model import Backend, Certificate, Cluster, Listener, Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import host_part
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
 from titanium_gateway.render.result import CertificateEntry, EventRecord, ListenerKey, ObjectStatus
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: The sort key of the routes: precedence key, then id (ids are unique, so the sort never
@@ -345,7 +345,7 @@ class RenderContext:
     def ordered_routes(self) -> list[dict[str, Any]]:
         """The routes in order as the document's plain data (``order`` = 1, 2, ...); the context
         is unchanged (tests and tools; the render uses :meth:`take_ordered_routes`)."""
-        from titanium_gateway.render.emit import route_data
+        from titanium_gateway.twp.emit import route_data
 
         return [route_data(r, n + 1) for n, r in enumerate(sorted(self.routes.values(), key=route_order))]
 

@@ -43,7 +43,18 @@ from titanium_gateway.render.backends import resolve_backend
 from titanium_gateway.render.builder import RenderContext, with_id_suffix
 from titanium_gateway.render.certificates import secret_data
 from titanium_gateway.render.ingress_annotations import IngressAnnotations, parse_annotations
-from titanium_gateway.render.model import (
+from titanium_gateway.render.precedence import (
+    TIER_DEFAULT_BACKEND,
+    TIER_DEGRADED,
+    TIER_NORMAL,
+    creation_timestamp,
+    key_from_parts,
+    match_part,
+    owner_part,
+)
+from titanium_gateway.render.regex import regex_escape
+from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
     Behavior,
     Cluster,
@@ -63,17 +74,6 @@ from titanium_gateway.render.model import (
     Split,
     WeightedCluster,
 )
-from titanium_gateway.render.precedence import (
-    TIER_DEFAULT_BACKEND,
-    TIER_DEGRADED,
-    TIER_NORMAL,
-    creation_timestamp,
-    key_from_parts,
-    match_part,
-    owner_part,
-)
-from titanium_gateway.render.regex import regex_escape
-from titanium_gateway.render.result import EventRecord, ObjectStatus
 
 INGRESS_API_VERSION = "networking.k8s.io/v1"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"

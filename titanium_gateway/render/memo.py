@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from titanium_gateway.render.emit import EmitCache
 from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.twp.emit import EmitCache
 
 
 @dataclass(slots=True)
@@ -49,7 +49,7 @@ class Recording:
     #: the model routes it added (see builder.add_route)
     routes: list[Any] = field(default_factory=list)
     #: clusters in the order first added: the id of one resolved from a Service port (its
-    #: :class:`~titanium_gateway.render.model.Backend`, resolved again on replay) or a
+    #: :class:`~titanium_gateway.twp.model.Backend`, resolved again on replay) or a
     #: constant cluster (no backend, no destinations)
     clusters: list[Any] = field(default_factory=list)
     cluster_ids: set[str] = field(default_factory=set)

@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 
 from titanium_gateway.contract import routing
 from titanium_gateway.render import fields as f
-from titanium_gateway.render.model import DirectResponse, Match, Route, Source
+from titanium_gateway.twp.model import DirectResponse, Match, Route, Source
 
 #: the Match fields whose coverage is decided here; a route with another field set (one this
 #: module does not know yet) never covers another

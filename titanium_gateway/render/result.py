@@ -8,8 +8,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from titanium_gateway.render.model import Document
     from titanium_gateway.render.reach import Unreachable
+    from titanium_gateway.twp.model import Document
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
 

@@ -6,7 +6,7 @@ one render's state of the HTTPRoute translation and turns each route into model 
 
 Each rule x match x host gives one data-plane route ``httproute/<ns>/<name>/r<i>m<j>`` (plus
 ``/<host>`` when the match emits more than one route); the routes of a rule share its match
-over the hosts and its :class:`~titanium_gateway.render.model.Behavior` over the matches. A rule
+over the hosts and its :class:`~titanium_gateway.twp.model.Behavior` over the matches. A rule
 that cannot be honoured answers ``directResponse 500`` for its own matches only; a match that
 cannot be expressed exactly (header RegularExpression, a bad regex) is emitted with its
 expressible part in the degraded tier, after every normal route, so it never shadows another rule.
@@ -30,16 +30,6 @@ from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
 from titanium_gateway.render.httproute.status import API_VERSION, Statuses, not_served_reason
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
-from titanium_gateway.render.model import (
-    RESPONSE_TRANSFORMS,
-    Behavior,
-    DirectResponse,
-    Forward,
-    Redirect,
-    Route,
-    Source,
-    Split,
-)
 from titanium_gateway.render.precedence import (
     TIER_DEGRADED,
     TIER_NORMAL,
@@ -50,6 +40,16 @@ from titanium_gateway.render.precedence import (
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.regex import check_regex, regex_escape
 from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.twp.model import (
+    RESPONSE_TRANSFORMS,
+    Behavior,
+    DirectResponse,
+    Forward,
+    Redirect,
+    Route,
+    Source,
+    Split,
+)
 
 __all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_duration_ms", "timespan",
            "prefix_rewrite_transforms"]

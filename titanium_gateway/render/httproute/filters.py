@@ -1,7 +1,7 @@
 """HTTPRoute ``rules[].filters[]`` -> model transforms, a redirect, a mirror.
 
 Each filter type has one branch in :func:`rule_filters`; what it makes goes into
-:class:`RuleFilters`, whose every field the rule's :class:`~titanium_gateway.render.model.Behavior`
+:class:`RuleFilters`, whose every field the rule's :class:`~titanium_gateway.twp.model.Behavior`
 is built from (``rules.py``). A filter the data plane cannot honour is a problem (the rule then
 answers 500 with it, and the route is not Accepted).
 """
@@ -15,7 +15,8 @@ from typing import Any
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief, has_control, plain
 from titanium_gateway.render.httproute.matches import MatchOut, normalize_prefix
-from titanium_gateway.render.model import (
+from titanium_gateway.render.regex import regex_escape
+from titanium_gateway.twp.model import (
     HostSet,
     PathRegexReplace,
     PathSet,
@@ -29,7 +30,6 @@ from titanium_gateway.render.model import (
     ResponseHeaderSet,
     Transform,
 )
-from titanium_gateway.render.regex import regex_escape
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@
 timeouts, filters (a mirror's backend with them), backends. What it makes (:class:`RuleOut`)
 is what the rule's routes are built from (``Translator.emit_rules``): each of its matches x the
 route's hosts is one data-plane route sharing the rule's
-:class:`~titanium_gateway.render.model.Behavior`.
+:class:`~titanium_gateway.twp.model.Behavior`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief
 from titanium_gateway.render.httproute.filters import PrefixRewrite
 from titanium_gateway.render.httproute.matches import MatchOut
-from titanium_gateway.render.model import (
+from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
     Action,
     Cluster,

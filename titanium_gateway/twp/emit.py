@@ -637,8 +637,8 @@ def _head(listeners: Sequence[m.Listener], certificates: Sequence[m.Certificate]
     certificate item and include entry."""
     out = [f"schemaVersion: {_str(SCHEMA_VERSION)}\n"]
     out.append("listeners:\n" if listeners else "listeners: []\n")
-    out.extend([f"- {{host: 0.0.0.0, port: {x.port}, type: transparent, decryptSsl: {'true' if x.decrypt_ssl else 'false'}}}\n"
-                for x in listeners])
+    out.extend([f"- {{host: {_str(x.host)}, port: {x.port}, type: transparent, "
+                f"decryptSsl: {'true' if x.decrypt_ssl else 'false'}}}\n" for x in listeners])
     out.append("certificates:\n  items:\n" if certificates else "certificates:\n  items: []\n")
     for c in certificates:
         hosts = "[" + ", ".join([_str(h) for h in c.hosts]) + "]"

@@ -450,10 +450,11 @@ class Cluster(_Hashed):
 # == the document ==========================================================================
 @_value()
 class Listener:
-    """A data-plane listener (``host: 0.0.0.0``, ``type: transparent``)."""
+    """A data-plane listener (``type: transparent``; the render binds every address)."""
 
     port: int
     decrypt_ssl: bool
+    host: str = "0.0.0.0"  # noqa: S104
 
 
 @_value()

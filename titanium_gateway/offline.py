@@ -50,7 +50,7 @@ from titanium_gateway.render.options import (
 )
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot, object_key
-from titanium_gateway.render.statusmerge import final_status, orphaned_route_statuses
+from titanium_gateway.render.statusmerge import final_status
 from titanium_gateway.twp import blockyaml
 
 #: The fixed "now" of an offline render (lastTransitionTime of changed conditions).
@@ -441,9 +441,7 @@ def status_documents(
     input status holds a parent entry of ``controller_name`` gets a document with that entry
     dropped. Without it, the render's own statuses (ours only). ``copy=False``: a status that
     needs no merge is the render's own object, not a copy (for writing it out)."""
-    statuses = list(result.statuses)
-    if snapshot is not None:
-        statuses += orphaned_route_statuses(statuses, snapshot.httproutes.values(), controller_name)
+    statuses = [*result.statuses, *result.released]
     docs: list[dict[str, Any]] = []
     for st in sorted(statuses, key=_status_sort_key):
         meta: dict[str, Any] = {"namespace": st.namespace, "name": st.name} if st.namespace else {"name": st.name}

@@ -29,6 +29,7 @@ from titanium_gateway.render.httproute import (
     prefix_rewrite_transforms,
     timespan,
 )
+from titanium_gateway.render.result import Released
 
 BACKEND = [{"name": "api", "port": 8080}]
 
@@ -184,9 +185,11 @@ def test_stale_parent_entry_removed_and_foreign_parent_never_reported() -> None:
     old = {"parents": [{"parentRef": {"name": "gone"}, "controllerName": CONTROLLER, "conditions": []},
                        {"parentRef": {"name": "x"}, "controllerName": "other/controller", "conditions": []}]}
     res = run([gatewayclass(), route(parents=[{"name": "missing"}], status=old)])
-    assert status_of(res, "HTTPRoute", "apps", "shop").status == {"parents": []}
+    assert all(s.kind != "HTTPRoute" for s in res.statuses)  # not ours: released
+    assert [(r.key, r.status) for r in res.released] == [(("HTTPRoute", "apps", "shop"), {"parents": []})]
+    assert type(res.released[0]) is Released
     clean = run([gatewayclass(), route(parents=[{"name": "missing"}])])
-    assert all(s.kind != "HTTPRoute" for s in clean.statuses)
+    assert all(s.kind != "HTTPRoute" for s in clean.statuses) and not clean.released
 
 
 # -- backends ----------------------------------------------------------------------------------

@@ -20,14 +20,16 @@ from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import memo as _memo
+from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.httproute import status as _httproute_status
 from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp import emit as _emit
-from titanium_gateway.twp.model import Document
+from titanium_gateway.twp.model import Document, Source
 from titanium_gateway.twp.model import Route as _Route
 
 __all__ = ["render", "gc_paused", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
@@ -115,7 +117,6 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         cache.order = ()  # released: the context holds it until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)
-    ctx.shared["gateways"] = gateways
     if cache is None:
         _httproute.translate(ctx, gateways)
     else:
@@ -127,19 +128,15 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     document = Document(ctx.listener_values(), ctx.certificate_values(cert_entries), tuple(ctx.take_ordered_routes()),
                         tuple(ctx.sorted_clusters()))
     # rules no request can reach (the routes are in their final order): events and status notes
-    unreachable = _reach.report(ctx, _find_unreachable(document.routes, cache))
+    unreachable = _report_unreachable(ctx, _find_unreachable(document.routes, cache))
     out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                      cache=cache.text if cache is not None else None)
     if cache is not None:
         cache.order, cache.clusters = document.routes, ctx.cluster_table()
-    if out.delivery_error:
-        programmed, reason, message = False, "NoResources", out.delivery_error
-    elif options.assume_programmed or snapshot.confirmed_config_hash == out.config_hash:
-        programmed, reason, message = True, "Programmed", ""
-    else:
-        programmed, reason = False, "Pending"
-        message = snapshot.probe_message or f"waiting for the data plane to load config {out.config_hash[:12]}"
-    _gateway.finalize(ctx, gateways, programmed, reason, message)
+    delivery = _programmed.delivery(out.config_hash, out.delivery_error, assume_programmed=options.assume_programmed,
+                                    confirmed_hash=snapshot.confirmed_config_hash, probe_message=snapshot.probe_message)
+    for key in sorted(gateways):
+        _gateway.status(ctx, gateways[key], delivery)
     return RenderResult(
         config=out.config,
         config_hash=out.config_hash,
@@ -152,4 +149,23 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         delivery_error=out.delivery_error,
         document=document,
         unreachable=unreachable,
+        released=ctx.released(),
+        not_ours=ctx.not_ours_records(),
     )
+
+
+def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreachable]
+                        ) -> tuple[_reach.Unreachable, ...]:
+    """What the analysis found, told where users look: a ``ShadowedRule`` Warning Event per rule
+    and, for an HTTPRoute, a sentence in its Accepted message (each by the status of its kind).
+    An Ingress path that is a RouteConflict is not told twice. Returns the rules told."""
+    told = [u for u in unreachable if not _reach.is_route_conflict(u)]
+    by_source: dict[Source, list[_reach.Unreachable]] = {}
+    for u in told:
+        by_source.setdefault(u.source, []).append(u)
+    for source, rules in by_source.items():
+        if source.kind == "HTTPRoute":
+            _httproute_status.shadowed_rules(ctx, source, rules)
+        else:
+            _ingress.shadowed_paths(ctx, source, rules)
+    return tuple(told)

@@ -34,7 +34,10 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   smallest rank over all bindings becomes the one ``default: true`` item. On error (missing
   Secret, conversion failure) nothing is bound and ``.error`` says why (InvalidCertificateRef).
 * ``ctx.add_tls_file(name, data)`` — another file of the TLS Secret (upstream-TLS PEM).
-* ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins.
+* ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins. A
+  :class:`~titanium_gateway.render.result.Released` (our entries to remove from an object no
+  longer ours) is added the same way and ends in ``RenderResult.released``.
+* ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
 * ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.conditions.ConditionList`
   stamped with the object's generation and ``ctx.now``.
@@ -67,11 +70,28 @@ from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import host_part
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
-from titanium_gateway.render.result import CertificateEntry, EventRecord, ListenerKey, ObjectStatus
+from titanium_gateway.render.result import (
+    CertificateEntry,
+    EventRecord,
+    ListenerKey,
+    NotOurs,
+    ObjectStatus,
+    Released,
+)
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_KIND_ORDER = {"GatewayClass": 0, "Gateway": 1, "HTTPRoute": 2, "Ingress": 3}
+
+
+def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
+    return st.key
+
+
+def _not_ours_order(key: tuple[str, str, str]) -> tuple[int, str, str]:
+    kind, namespace, name = key
+    return (_KIND_ORDER.get(kind, 9), f"{namespace}/{name}" if namespace else name, kind)
 #: The sort key of the routes: precedence key, then id (ids are unique, so the sort never
 #: compares further).
 route_order = operator.attrgetter("key", "id")
@@ -121,8 +141,7 @@ class RenderContext:
         self.tls_files = TLSFiles()  # a PFX is made when its file is read
         self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
-        #: Free-form data shared between translators (e.g. Gateway info for HTTPRoutes).
-        self.shared: dict[str, Any] = {}
+        self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
         self.recording: Recording | None = None
         #: cluster id -> (Service + EndpointSlice versions, cluster) of the previous render
@@ -249,6 +268,9 @@ class RenderContext:
         if self.recording is not None:
             self.recording.statuses.append(status)
         self.statuses[status.key] = status
+
+    def not_ours(self, record: NotOurs) -> None:
+        self._not_ours[record.key] = record
 
     def add_event(self, event: EventRecord) -> None:
         if self.recording is not None:
@@ -394,4 +416,13 @@ class RenderContext:
         return tuple(self._events[k] for k in sorted(self._events))
 
     def sorted_statuses(self) -> tuple[ObjectStatus, ...]:
-        return tuple(map(self.statuses.__getitem__, sorted(self.statuses)))
+        """The statuses of the objects we own (a :class:`Released` is not one), by key."""
+        statuses = self.statuses
+        return tuple(st for st in map(statuses.__getitem__, sorted(statuses)) if type(st) is not Released)
+
+    def released(self) -> tuple[Released, ...]:
+        return tuple(sorted((st for st in self.statuses.values() if type(st) is Released), key=_status_key))
+
+    def not_ours_records(self) -> tuple[NotOurs, ...]:
+        records = self._not_ours
+        return tuple(records[k] for k in sorted(records, key=_not_ours_order))

@@ -52,6 +52,7 @@ from titanium_gateway.render.precedence import (
     match_part,
     owner_part,
 )
+from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.regex import regex_escape
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 from titanium_gateway.twp.model import (
@@ -885,6 +886,14 @@ def foreign_annotations_note(obj: Mapping[str, Any], annotations: Mapping[str, A
         return ""
     found = ingress_foreign_annotations(obj)
     return foreign_annotation_message(found) if found else ""
+
+
+def shadowed_paths(ctx: RenderContext, source: Source, paths: list[Unreachable]) -> None:
+    """Unreachable paths of one Ingress: a ``ShadowedRule`` Warning Event per path."""
+    uid = f.string(f.metadata(ctx.snapshot.ingresses.get(f"{source.namespace}/{source.name}")).get("uid"))
+    for u in paths:
+        ctx.add_event(EventRecord(kind="Ingress", namespace=source.namespace, name=source.name, type="Warning",
+                                  reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=INGRESS_API_VERSION))
 
 
 def translate(ctx: RenderContext, cache: memo.RenderCache | None = None) -> None:

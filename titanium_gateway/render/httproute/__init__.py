@@ -39,7 +39,7 @@ from titanium_gateway.render.precedence import (
 )
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.regex import check_regex, regex_escape
-from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.render.result import Released
 from titanium_gateway.twp.model import (
     RESPONSE_TRANSFORMS,
     Behavior,
@@ -110,8 +110,8 @@ class Translator:
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
             parents.append(Parent(ref, ident, ok, reason, message, listeners, counted))
         if not parents:
-            if old_parents:
-                ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
+            if old_parents:  # our entries on a route that no longer names a Gateway of ours go
+                ctx.add_status(Released.of(API_VERSION, "HTTPRoute", ns, name))
             return []
         # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
         if len(parents) == 1:  # (the lists of one parent hold each listener once; read-only)

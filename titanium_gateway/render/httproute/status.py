@@ -16,7 +16,9 @@ from titanium_gateway.render.conditions import ConditionList, existing_condition
 from titanium_gateway.render.fields import listed, summarize
 from titanium_gateway.render.gateway import ListenerInfo, bound_message
 from titanium_gateway.render.httproute.attach import Identity, Parent, parent_ref_echo, ref_identity
+from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.twp.model import Source
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 _ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
@@ -25,6 +27,8 @@ Outcome = tuple[bool, str, str]
 NOT_SERVED = "NotServed"
 #: At most this many unprogrammed listeners are named in a NotServed message.
 _NAMED_LISTENERS = 3
+#: At most this many unreachable rules are named in one Accepted message (all have events).
+_NOTE_RULES = 3
 
 
 def not_served_reason(listeners: list[ListenerInfo]) -> str:
@@ -32,14 +36,36 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
     ``listener "https" of Gateway ns/gw is not programmed (Secret ns/x not found)``."""
     parts = []
     for li in listeners[:_NAMED_LISTENERS]:
-        refs = li.conditions.get("ResolvedRefs") if li.conditions is not None else None
-        why = refs.get("message") if refs is not None and refs.get("status") == "False" else ""
+        resolved, _, message = li.resolved
+        why = "" if resolved else message
         parts.append(f'listener "{li.name}" of Gateway'
                      f" {li.gateway_ns}/{li.gateway_name} is not programmed"
                      + (f" ({why})" if why else ""))
     if len(listeners) > _NAMED_LISTENERS:
         parts.append(f"{len(listeners) - _NAMED_LISTENERS} more listeners are not programmed")
     return "; ".join(parts)
+
+
+def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable]) -> None:
+    """Unreachable rules of one HTTPRoute: a ``ShadowedRule`` Warning Event per rule and a
+    sentence in the message of each parent's ``Accepted: True`` condition (the route stays
+    Accepted: it is valid)."""
+    uid = f.string(f.metadata(ctx.snapshot.httproutes.get(f"{source.namespace}/{source.name}")).get("uid"))
+    for u in rules:
+        ctx.add_event(EventRecord(kind="HTTPRoute", namespace=source.namespace, name=source.name, type="Warning",
+                                  reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=API_VERSION))
+    status = ctx.statuses.get(("HTTPRoute", source.namespace, source.name))
+    if status is None or type(status) is not ObjectStatus:
+        return
+    rules = sorted(rules, key=_rule_index)
+    sentences = [u.message() for u in rules[:_NOTE_RULES]]
+    if len(rules) > _NOTE_RULES:
+        sentences.append(f"{len(rules) - _NOTE_RULES} more rules are unreachable ({SHADOWED_RULE} events)")
+    ctx.add_status(with_accepted_note(status, "; ".join(sentences)))
+
+
+def _rule_index(u: Unreachable) -> int:
+    return u.rule_index
 
 
 def with_accepted_note(status: ObjectStatus, note: str) -> ObjectStatus:

@@ -24,6 +24,7 @@ from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.httproute import status as _httproute_status
+from titanium_gateway.render.ingress import status as _ingress_status
 from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
@@ -64,13 +65,15 @@ def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None
             raise
 
 
-def _route_deps(snapshot: Snapshot, options: RenderOptions, gateways: dict) -> tuple | None:
-    """What every HTTPRoute translation may read besides the route itself (render/memo.py)."""
+def _route_deps(ctx: RenderContext, gateways: dict) -> tuple | None:
+    """What every HTTPRoute translation may read besides the route itself (render/memo.py):
+    the Gateways not ours too (why, for ``not_ours``)."""
+    snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
              _memo.versions(snapshot.services))
     if any(p is None for p in parts):
         return None
-    return (options, _memo.gateway_fingerprint(gateways), *parts)
+    return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())), *parts)
 
 
 def _ingress_deps(ctx: RenderContext) -> tuple | None:
@@ -120,7 +123,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     if cache is None:
         _httproute.translate(ctx, gateways)
     else:
-        _httproute.translate(ctx, gateways, cache, _route_deps(snapshot, options, gateways))
+        _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways))
     _translate_ingresses(ctx, cache)
     ctx.end_translation()
 
@@ -167,5 +170,5 @@ def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreach
         if source.kind == "HTTPRoute":
             _httproute_status.shadowed_rules(ctx, source, rules)
         else:
-            _ingress.shadowed_paths(ctx, source, rules)
+            _ingress_status.shadowed_paths(ctx, source, rules)
     return tuple(told)

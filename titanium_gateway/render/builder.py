@@ -269,7 +269,13 @@ class RenderContext:
             self.recording.statuses.append(status)
         self.statuses[status.key] = status
 
+    def foreign_gateways(self) -> dict[tuple[str, str], str]:
+        """(namespace, name) -> why a Gateway is not ours (after the Gateway translation)."""
+        return {(r.namespace, r.name): r.reason for r in self._not_ours.values() if r.kind == "Gateway"}
+
     def not_ours(self, record: NotOurs) -> None:
+        if self.recording is not None:
+            self.recording.not_ours.append(record)
         self._not_ours[record.key] = record
 
     def add_event(self, event: EventRecord) -> None:
@@ -325,6 +331,8 @@ class RenderContext:
             self.statuses[status.key] = status
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
+        for record in rec.not_ours:
+            self._not_ours[record.key] = record
         outer, self.recording = self.recording, None  # absorbed whole below, not call by call
         try:
             for port, decrypt in rec.listeners:

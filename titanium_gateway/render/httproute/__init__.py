@@ -23,7 +23,13 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, parse_duration_ms, summarize, timespan
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, valid_hostname
-from titanium_gateway.render.httproute.attach import Attachments, Parent, effective_hosts, ref_identity
+from titanium_gateway.render.httproute.attach import (
+    Attachments,
+    Identity,
+    Parent,
+    effective_hosts,
+    ref_identity,
+)
 from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
@@ -39,7 +45,7 @@ from titanium_gateway.render.precedence import (
 )
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.regex import check_regex, regex_escape
-from titanium_gateway.render.result import Released
+from titanium_gateway.render.result import NotOurs, Released
 from titanium_gateway.twp.model import (
     RESPONSE_TRANSFORMS,
     Behavior,
@@ -66,6 +72,8 @@ class Translator:
     def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
         self.ctx = ctx
         self.gateways = gateways
+        #: (namespace, name) -> why a Gateway of the snapshot is not ours
+        self.foreign = ctx.foreign_gateways()
         self.matches = Matches()
         self.filters = Filters()
         self.backends = Backends(ctx)
@@ -93,15 +101,14 @@ class Translator:
             else:
                 bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
         parents: list[Parent] = []
-        for ref in f.items(spec.get("parentRefs")):
-            if not f.is_mapping(ref):
+        refs = f.items(spec.get("parentRefs"))
+        not_ours: list[str] = [] if refs else ["it has no parentRefs"]
+        for ref in refs:
+            ident = ref_identity(ref if f.is_mapping(ref) else {}, ns)
+            gw = self.gateways.get((ident[2], ident[3])) if ident[0] == GATEWAY_GROUP and ident[1] == "Gateway" else None
+            if gw is None or not f.is_mapping(ref):  # not ours: never reported in its status
+                not_ours.append(self.not_ours(ident))
                 continue
-            ident = ref_identity(ref, ns)
-            if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
-                continue
-            gw = self.gateways.get((ident[2], ident[3]))
-            if gw is None:
-                continue  # not ours (other class) or absent: never reported
             if any(p.identity == ident for p in parents):
                 continue
             ok, reason, message, listeners, counted = self.attachments.attach(gw, ref, ns, route_hosts)
@@ -109,6 +116,8 @@ class Translator:
                 # emitting the valid names only could widen the route (none left = any host)
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
             parents.append(Parent(ref, ident, ok, reason, message, listeners, counted))
+        if not_ours:
+            ctx.not_ours(NotOurs("HTTPRoute", ns, name, "; ".join(not_ours)))
         if not parents:
             if old_parents:  # our entries on a route that no longer names a Gateway of ours go
                 ctx.add_status(Released.of(API_VERSION, "HTTPRoute", ns, name))
@@ -139,6 +148,16 @@ class Translator:
                             problems.refs[0][0] if problems.refs else "", len(set(problems.firsts)),
                             len(set(problems.ref_firsts)), unserved)
         return counted_once
+
+    def not_ours(self, ident: Identity) -> str:
+        """Why a parentRef does not name a Gateway of ours."""
+        group, kind, ns, name = ident[:4]
+        if group != GATEWAY_GROUP or kind != "Gateway":
+            return f"parent {kind} {name} is not a Gateway"
+        why = self.foreign.get((ns, name))
+        if why is None:
+            return f"parent Gateway {ns}/{name} is not in the input"
+        return f"parent Gateway {ns}/{name} is not ours ({why})"
 
     def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                    hosts: list[str | None], one_port: tuple[int, str] | None, problems: _Problems, *,

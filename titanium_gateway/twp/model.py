@@ -20,6 +20,7 @@ tuple of ``(key, value)`` pairs in document order). :class:`Match`, :class:`Beha
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import typing
 from collections.abc import Callable
@@ -345,8 +346,15 @@ class Behavior(_Hashed):
         s[3](self, policies)
         s[4](self, limits)
 
+    def but(self, **changes: Any) -> Behavior:
+        """This behavior with ``changes`` (field name -> value), every other field the same
+        object: the translators finish a behavior with it, naming only what they decide."""
+        get = changes.get
+        return Behavior(*[get(name, getattr(self, name)) for name in _BEHAVIOR_FIELDS])
+
 
 _BEHAVIOR = _setters(Behavior, "action", "mirror", "transforms", "policies", "limits")
+_BEHAVIOR_FIELDS = tuple(f.name for f in dataclasses.fields(Behavior))
 
 
 @_value(init=False)

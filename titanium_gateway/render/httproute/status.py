@@ -8,6 +8,7 @@ The parentRef is echoed with ``group``/``kind`` filled (as the conformance suite
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from titanium_gateway.render import fields as f
@@ -96,6 +97,35 @@ def _kept_time(previous: list[Mapping[str, Any]], ctype: str, outcome: Outcome) 
     return None
 
 
+class Problems:
+    """A route's problems: ``unsupported`` and ``refs`` (reason, message) as they come;
+    ``firsts``/``ref_firsts``: the ones its 500 bodies start with (always listed)."""
+
+    __slots__ = ("unsupported", "refs", "firsts", "ref_firsts")
+
+    def __init__(self) -> None:
+        self.unsupported: list[str] = []
+        self.refs: list[tuple[str, str]] = []
+        self.firsts: list[str] = []
+        self.ref_firsts: list[str] = []
+
+
+@dataclass(slots=True)
+class RouteOutcome:
+    """What the translation of one HTTPRoute found, for its status: its parentRefs to our
+    Gateways (and its previous entries of ours), its problems, and why an accepted route has
+    no route in the config (``unserved``: a ``NotServed`` event; an Accepted parent's message
+    says it)."""
+
+    route: Mapping[str, Any]
+    namespace: str
+    name: str
+    parents: list[Parent]
+    old_parents: list[Mapping[str, Any]]
+    problems: Problems
+    unserved: str = ""
+
+
 class Statuses:
     """The statuses of one render. The conditions of a parent are made once for each
     (generation, Accepted, ResolvedRefs, kept transition times): thousands of routes of one
@@ -120,13 +150,17 @@ class Statuses:
             hit = self._echoes[key] = parent_ref_echo(ref)
         return hit
 
-    def route(self, route: Mapping[str, Any], ns: str, name: str, parents: list[Parent],
-              old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[str], ref_reason: str,
-              n_firsts: int, n_ref_firsts: int, unserved: str = "") -> None:
-        """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed);
-        ``unserved``: why an accepted route has no route in the config (a ``NotServed`` event;
-        an Accepted parent's message says it)."""
+    def route(self, outcome: RouteOutcome) -> None:
+        """The status of one HTTPRoute: an entry per parent, the problems its 500 bodies start
+        with listed first."""
         ctx = self.ctx
+        route, ns, name, parents, old_parents, unserved = (outcome.route, outcome.namespace, outcome.name,
+                                                           outcome.parents, outcome.old_parents, outcome.unserved)
+        problems = outcome.problems
+        unsupported = problems.firsts + problems.unsupported
+        refs = problems.ref_firsts + [m for _, m in problems.refs]
+        ref_reason = problems.refs[0][0] if problems.refs else ""
+        n_firsts, n_ref_firsts = len(set(problems.firsts)), len(set(problems.ref_firsts))
         if unserved:
             ctx.add_event(EventRecord(kind="HTTPRoute", namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
                                       message=f"the route is not served: {unserved}",

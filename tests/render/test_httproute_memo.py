@@ -103,8 +103,8 @@ def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str
     def match(self: Any, raw: Any) -> Any:  # every match, filter list and backendRefs list made anew
         return matches_module.build_match(raw) if isinstance(raw, dict) else matches_module.MALFORMED
 
-    def filters(self: Any, raw: Any, matches: Any, one_port: Any, resolve: Any) -> Any:
-        return filters_module.rule_filters(raw, [m.match.path_kind for m in matches], one_port, resolve), None
+    def filters(self: Any, raw: Any, matches: Any, one_port: Any, backends: Any, ns: Any) -> Any:
+        return filters_module.rule_filters(raw, [m.match.path_kind for m in matches], one_port, (backends, ns)), None
 
     def backends(self: Any, refs: Any, ns: Any, settings: Any) -> Any:
         return self._make(refs, ns, settings), None

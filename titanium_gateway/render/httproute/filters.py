@@ -10,18 +10,20 @@ naming nothing else. A filter the data plane cannot honour is a problem (the rul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief, has_control, plain
 from titanium_gateway.render.httproute.matches import MatchOut, normalize_prefix
 from titanium_gateway.render.regex import regex_escape
 from titanium_gateway.twp.model import (
+    DEFAULT_SETTINGS,
     Action,
     Behavior,
     Cluster,
+    ClusterSettings,
     DirectResponse,
     HostSet,
     Mirror,
@@ -50,7 +52,13 @@ class PrefixRewrite:
 #: The action of a behavior while the filters make it: the rule's backends decide it (a
 #: RequestRedirect replaces it). Never emitted: ``rules.translate_rule`` always sets the action.
 UNDECIDED = DirectResponse(500, "UnsupportedValue: the rule decided no action")
-Resolve = Callable[[Mapping[str, Any]], tuple[Cluster | None, str, str]]
+
+
+class Resolver(Protocol):
+    """What resolves a backendRef (``backendrefs.Backends``: with the rule's backends)."""
+
+    def ref(self, ref: Mapping[str, Any], route_ns: str, settings: ClusterSettings) -> tuple[Cluster | None, str, str]:
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +196,7 @@ def _redirect(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: _M
                     scheme=scheme or None, host=f.string(spec.get("hostname")), port=port, path=new_path)
 
 
-def _mirror(spec: Mapping[str, Any], resolve: Resolve | None, out: _Made) -> None:
+def _mirror(spec: Mapping[str, Any], backends: tuple[Resolver, str] | None, out: _Made) -> None:
     percent = 100.0
     if "percent" in spec:
         p = spec.get("percent")
@@ -204,9 +212,10 @@ def _mirror(spec: Mapping[str, Any], resolve: Resolve | None, out: _Made) -> Non
             out.problems.append("RequestMirror fraction is invalid")
             return
         percent = round(num * 100.0 / den, 4)
-    if resolve is None:  # (only lists of header modifiers are made without a resolver)
+    if backends is None:  # (only lists of header modifiers are made without the rule's backends)
         raise ValueError("a RequestMirror needs the rule's backends")
-    cluster, reason, message = resolve(f.mapping(spec.get("backendRef")))
+    resolver, route_ns = backends
+    cluster, reason, message = resolver.ref(f.mapping(spec.get("backendRef")), route_ns, DEFAULT_SETTINGS)
     if cluster is None:
         out.refs.append((reason, f"RequestMirror: {message}"))
         return
@@ -277,9 +286,9 @@ class Filters:
         self._last: tuple[Any, RuleFilters, tuple[Any, ...]] | None = None
 
     def of(self, filters: list[Any], matches: Sequence[MatchOut], one_port: tuple[int, str] | None,
-           resolve: Resolve) -> tuple[RuleFilters, tuple[Any, ...] | None]:
-        """``(what the filters make (read-only), their key or None)``; ``resolve``: a
-        backendRef's cluster (with the rule's backends: a RequestMirror's)."""
+           backends: Resolver, route_ns: str) -> tuple[RuleFilters, tuple[Any, ...] | None]:
+        """``(what the filters make (read-only), their key or None)``; ``backends``: what
+        resolves a RequestMirror's backendRef in ``route_ns``."""
         last = self._last
         # a list equal to the last list of header modifiers (whose every leaf is a str: what
         # equals it is the same strings) makes the same: no key to build
@@ -287,7 +296,7 @@ class Filters:
             return last[1], last[2]
         key = filters_key(filters)
         if key is None:
-            return rule_filters(filters, [m.match.path_kind for m in matches], one_port, resolve), None
+            return rule_filters(filters, [m.match.path_kind for m in matches], one_port, (backends, route_ns)), None
         hit = self._made.get(key)
         if hit is None:
             hit = self._made[key] = rule_filters(filters, (), one_port)  # (header modifiers read no matches)
@@ -296,11 +305,11 @@ class Filters:
 
 
 def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None,
-                 resolve: Resolve | None = None) -> RuleFilters:
+                 backends: tuple[Resolver, str] | None = None) -> RuleFilters:
     """What a rule's ``filters`` make. ``path_kinds``: the pathKind of each of the rule's
     matches (ReplacePrefixMatch needs them all Prefix); ``one_port``: the (port, protocol) of
     the one listener port the route is attached to, if one (a redirect's default port);
-    ``resolve``: a backendRef's cluster (a RequestMirror's)."""
+    ``backends``: what resolves a RequestMirror's backendRef, and the route's namespace."""
     out = _Made()
     redirect: Redirect | None = None
     mirrors: list[Mapping[str, Any]] = []
@@ -328,7 +337,7 @@ def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port:
     if len(mirrors) > 1:
         out.problems.append("more than one RequestMirror in a rule is not supported")
     elif mirrors:
-        _mirror(mirrors[0], resolve, out)
+        _mirror(mirrors[0], backends, out)
     behavior = Behavior(out.action, out.mirror, tuple(out.transforms), tuple(out.policies))  # type: ignore[arg-type]
     return RuleFilters(behavior, tuple(out.problems), tuple(out.refs), out.clusters, out.prefix_rewrite)
 

@@ -115,8 +115,7 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
     behavior = NO_FILTERS
     filters_key: tuple[Any, ...] | None = ()
     if raw_filters:
-        filtered, filters_key = t.filters.of(f.items(raw_filters), out.matches, one_port,
-                                             lambda ref: t.backends.ref(ref, route_ns, DEFAULT_SETTINGS))
+        filtered, filters_key = t.filters.of(f.items(raw_filters), out.matches, one_port, t.backends, route_ns)
         out.unsupported += filtered.problems
         out.refs += filtered.refs
         out.clusters = filtered.clusters

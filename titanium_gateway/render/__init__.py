@@ -3,17 +3,18 @@
 ``render(snapshot, options, cache=None) -> RenderResult``: no I/O, no clock (``snapshot.now``),
 no randomness; the same input in any order gives the same bytes. A :class:`RenderCache` (one
 per caller, reused across renders) only saves work: translations of unchanged objects are
-replayed (render/memo.py), the result is the same. Steps: GatewayClasses ->
-Gateways (listeners, certificates) -> HTTPRoutes -> ``ingress.translate(ctx)`` -> routes
-ordered by precedence -> unreachable rules (render/reach.py) -> emit (YAML, parts, hash) -> Programmed conditions -> result.
+replayed (render/memo.py), the result is the same. Steps: GatewayClasses -> Gateways
+(listeners, certificates) -> HTTPRoutes -> Ingresses -> routes ordered by precedence -> the
+twp Document -> unreachable rules (render/reach.py, told through each kind's status) -> emit
+(twp/emit.py: YAML, parts, hash) -> Programmed (render/programmed.py) and the Gateways'
+statuses -> result (docs/render-design.md has the picture).
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
@@ -36,21 +37,24 @@ from titanium_gateway.twp.model import Route as _Route
 __all__ = ["render", "gc_paused", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+class gc_paused:  # noqa: N801 - used like a function: ``with gc_paused():``
     """The one place the cyclic GC is paused: around a render (and around the offline CLI's
     load-render-write, which builds the same kind of data). A render creates no reference
     cycles (a test checks that ``gc.collect()`` finds nothing after a render with the collector
     off), so collections during it only walk the caller's heap (the informer caches) and made a
     10k render ~1/3 slower and superlinear (benchmarks/FINDINGS.md R1). Reference counting
-    still frees everything; the collector is re-enabled only if it was enabled."""
-    enabled = gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+    still frees everything; the collector is re-enabled only if it was enabled, as the last
+    thing done (a collection the render's garbage makes due then runs in the caller, after)."""
+
+    __slots__ = ("enabled",)
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        if self.enabled:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
             gc.enable()
 
 

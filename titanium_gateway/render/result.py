@@ -163,7 +163,7 @@ class RenderResult:
     delivery_error: str = ""
     #: The document ``config`` (and ``parts``) is the text of, as model values with their
     #: provenance: each route's source object, rule and match, each cluster's backend
-    #: (render/model.py). None in results not made by the render.
+    #: (twp/model.py). None in results not made by the render.
     document: Document | None = field(default=None, compare=False, repr=False)
     #: The rules no request can reach (every route of theirs is taken first by other rules),
     #: as reported by ``ShadowedRule`` events (render/reach.py), in route order.

@@ -105,3 +105,16 @@ def test_every_filter_type_of_the_api_is_translated_or_answers_500_with_why(ftyp
     else:
         assert r["directResponse"]["status"] == 500 and f"filter type {ftype} is not supported" in r["directResponse"]["body"]
         assert accepted["status"] == "False" and f"filter type {ftype} is not supported" in accepted["message"]
+
+
+def test_but_keeps_every_other_field_of_a_behavior() -> None:
+    """What the translators finish a behavior with: a field added to Behavior reaches every
+    route without a change in them."""
+    fields = {f.name: f for f in dataclasses.fields(m.Behavior)}
+    full = m.Behavior(m.Forward("c"), m.Mirror("m", 50.0), (m.RequestHeaderSet("x", "1"),), (m.Cors(("*",)),),
+                      m.Limits("00:00:01"))
+    assert all(getattr(full, name) != f.default for name, f in fields.items() if name != "action")
+    assert full.but() == full
+    for name in fields:
+        changed = full.but(**{name: getattr(m.Behavior(m.Forward("d")), name)})
+        assert [n for n in fields if getattr(changed, n) is not getattr(full, n)] == [name]

@@ -574,7 +574,7 @@ class _Writer:
         n = first - 1
         for route in routes:
             n += 1
-            hit = old.get(route.id)
+            hit = old.get(route.id) if keep else None
             if hit is None or hit[0] is not route:
                 try:
                     hit = write(route)

@@ -51,7 +51,7 @@ def memory_sites(n: int, routes_only: bool, top: int) -> int:
     """tracemalloc: what the caches hold, and the allocation sites alive at the end of emit."""
     import tracemalloc
 
-    from titanium_gateway.render import emit as emit_mod
+    from titanium_gateway.twp import emit as emit_mod
 
     render = render_function()
     options = bench_render.render_options()

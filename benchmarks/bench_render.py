@@ -25,7 +25,7 @@ def floor_dumper() -> tuple[str, Callable[[Any], Any]]:
     (an older emit), the whole document goes through ``emit.dump`` / ``yaml.dump``.
     """
     try:
-        from titanium_gateway.render import emit
+        from titanium_gateway.twp import emit
     except ImportError:
         emit = None  # type: ignore[assignment]
     dump = getattr(emit, "dump", None)

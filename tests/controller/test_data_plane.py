@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.controller.test_reconciler import NS, FakeRender, ScriptedProber
+from tests.controller.test_reconciler import NS, FakeRender, ScriptedProber, _programmed_of
 from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
 from titanium_gateway.controller.wiring import build_controller
@@ -134,8 +134,8 @@ def test_no_ready_endpoint_reaches_programmed_with_its_reason() -> None:
     c.slice(_slice([_ep("10.0.0.1", "edge-0", ready=False)]))
     c.ctrl.prober = Prober(9901, "t", registry=Registry())  # no endpoint: it sends nothing
     c.ctrl.reconcile()
-    c.ctrl.reconcile()  # the message renders at once
-    assert c.render.snapshots[-1].probe_message == (
+    c.ctrl.reconcile()  # the message reaches Programmed at once
+    assert _programmed_of(c.ctrl.last_result)["message"] == (
         "no ready data-plane endpoint: none of the 1 endpoints of the data-plane Service gw/edge is ready "
         "(pod edge-0); a data-plane pod turns ready once it has loaded a config")
 

@@ -13,6 +13,8 @@ from titanium_gateway.controller.wiring import build_controller
 from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, ProbeResult
+from titanium_gateway.render import programmed
+from titanium_gateway.render.conditions import make_condition
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import EventRecord, ListenerKey, ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
@@ -43,12 +45,13 @@ class FakeRender:
     def __call__(self, snap: Snapshot, opts: RenderOptions) -> RenderResult:
         self.snapshots.append(snap)
         h = hashlib.sha256(self.config).hexdigest()
-        programmed = "True" if snap.confirmed_config_hash == h else "False"
+        state = programmed.delivery(h, self.delivery_error, assume_programmed=opts.assume_programmed,
+                                    confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message)
+        cond = make_condition("Programmed", *programmed.condition("gateway", True, state), observed_generation=1,
+                              now=snap.now)
         return RenderResult(
             config=self.config, config_hash=h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
-            statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web",
-                                   {"conditions": [{"type": "Programmed", "status": programmed,
-                                                    "message": snap.probe_message}]}),),
+            statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond]}),),
             events=(EventRecord("Ingress", "apps", "i", "Warning", "InvalidPath", "bad"),),
             listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error)
 
@@ -106,17 +109,15 @@ def test_leader_writes_in_order_then_probes() -> None:
     assert prober.calls == [([Endpoint("p0", "10.0.0.9")], res.config_hash)]
     assert ctrl.status_writer.wait_idle(10)
     assert ("gateways", "web") not in write_order(api)
-    # the probe message reaches the next render at once (pending: then a poll is scheduled)
+    # the probe message reaches Programmed at once (pending: then a poll is scheduled)
     assert ctrl.trigger.pending()
     ctrl.reconcile()
-    assert render.snapshots[-1].probe_message == "pod p0 runs config old"
-    assert render.snapshots[-1].now.endswith("Z")
+    assert render.snapshots[-1].now.endswith("Z") and len(render.snapshots) == 1
     assert ctrl.status_writer.wait_idle(10)  # statuses: the status worker's, meanwhile
     order = write_order(api)
     assert ("gateways", "web") in order and ("events", "i") in [(p, n.split(".")[0]) for p, n in order]
     gw = api.obj(GATEWAYS, "apps", "web")
-    assert gw["status"]["conditions"][0] == {"type": "Programmed", "status": "False",
-                                             "message": "pod p0 runs config old"}
+    assert _brief(gw["status"]["conditions"][0]) == ("Programmed", "False", "Pending", "pod p0 runs config old")
     assert len(prober.calls) == 2  # one probe a pass
 
 
@@ -127,11 +128,22 @@ def test_confirmation_flips_programmed_and_triggers_at_once() -> None:
     prober.answer = ProbeResult(res.config_hash)
     ctrl.reconcile()
     assert ctrl.trigger.pending() and ctrl.trigger.next_run_at() is not None
-    ctrl.reconcile()
-    assert render.snapshots[-1].confirmed_config_hash == res.config_hash
+    ctrl.reconcile()  # Programmed decided again on the last result: no second render
+    assert len(render.snapshots) == 1 and ctrl.reprograms == 2  # (the first probe's message, then this)
+    assert _programmed_of(ctrl.last_result)["status"] == "True"
     assert ctrl.status_writer.wait_idle(10)
     gw = api.obj(GATEWAYS, "apps", "web")
     assert gw["status"]["conditions"][0]["status"] == "True"
+
+
+def _brief(cond: dict[str, Any]) -> tuple[str, str, str, str]:
+    return cond["type"], cond["status"], cond["reason"], cond["message"]
+
+
+def _programmed_of(result: RenderResult | None) -> dict[str, Any]:
+    assert result is not None
+    gateway = next(st for st in result.statuses if st.kind == "Gateway")
+    return next(c for c in gateway.status["conditions"] if c["type"] == "Programmed")
 
 
 def _programmed_writes(api: RecordingApi) -> list[dict[str, Any]]:
@@ -160,7 +172,7 @@ def test_a_new_term_probes_before_any_status_and_keeps_programmed_true() -> None
     assert len(api.writes("gateways")) == n_writes  # ... and no status before that probe's answer is in
     assert ctrl.trigger.pending()  # the pass that writes them, at once
     ctrl.reconcile()
-    assert render.snapshots[-1].confirmed_config_hash == h
+    assert _programmed_of(ctrl.last_result)["status"] == "True"
     assert ctrl.status_writer.wait_idle(10)
     assert all(c["status"] == "True" for c in _programmed_writes(api))
     assert api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]["status"] == "True"
@@ -175,7 +187,7 @@ def test_a_new_term_whose_pods_do_not_confirm_writes_pending_with_the_probe_mess
     ctrl.reconcile()
     assert ctrl.status_writer.wait_idle(10)
     # the first status written already says why (not the render's default "waiting for ..." first)
-    assert _programmed_writes(api) == [{"type": "Programmed", "status": "False", "message": "pod p0 runs config old"}]
+    assert [_brief(c) for c in _programmed_writes(api)] == [("Programmed", "False", "Pending", "pod p0 runs config old")]
     assert ctrl.reconcile() is not None  # later passes of the term: statuses as usual, one probe each
     assert len(prober.calls) == 3
 
@@ -462,23 +474,6 @@ def test_a_reconcile_is_scheduled_when_an_event_bump_is_due() -> None:
     assert [c for c in api.writes("events") if c["verb"] == "patch" and c["body"].get("series")]
 
 
-def test_gc_tuning_pauses_the_collector_during_the_render_only() -> None:
-    import gc
-
-    ctrl, api, render, prober = setup()
-    ctrl.gc_tuning = True
-    seen: list[bool] = []
-
-    def probe_gc(snap: Snapshot, opts: RenderOptions) -> RenderResult:
-        seen.append(gc.isenabled())
-        return render(snap, opts)
-
-    ctrl.render_fn = probe_gc
-    assert gc.isenabled()
-    ctrl.reconcile()
-    assert seen == [False] and gc.isenabled()
-
-
 def test_gc_tuning_freezes_after_sync_relist_or_a_large_batch_only() -> None:
     import gc
 
@@ -522,28 +517,31 @@ def test_store_changes_count_every_mutation() -> None:
 
 def test_unchanged_inputs_reprobe_without_rendering_again() -> None:
     ctrl, api, render, prober = setup()
-    ctrl.reconcile()  # the probe reports "pod p0 runs config old": an input of the next render
-    ctrl.reconcile()
-    assert len(render.snapshots) == 2 and ctrl.renders == 2
+    ctrl.reconcile()  # the probe reports "pod p0 runs config old": Programmed's message changes
+    ctrl.reconcile()  # ... decided again on the last result, without a render
+    assert len(render.snapshots) == 1 and ctrl.renders == 1 and ctrl.reprograms == 1
+    assert _programmed_of(ctrl.last_result)["message"] == "pod p0 runs config old"
     writes = len(api.writes())
     for _ in range(3):  # the Programmed poll: nothing the render reads changed
         assert ctrl.reconcile() is ctrl.last_result
-    assert len(render.snapshots) == 2 and len(prober.calls) == 5
+    assert len(render.snapshots) == 1 and len(prober.calls) == 5 and ctrl.reprograms == 1
     assert len(api.writes()) == writes
     # a pod update is not a render input either
     ctrl.informers["Pod"].store.upsert({"metadata": {"name": "p1", "namespace": NS, "uid": "u1"}})
     ctrl.reconcile()
-    assert len(render.snapshots) == 2
-    # any cached object the render reads, a new probe message or a confirmation renders again
+    assert len(render.snapshots) == 1
+    # any cached object the render reads renders again
     ctrl.informers["Service"].store.upsert({"metadata": {"name": "s", "namespace": "apps"}})
     ctrl.reconcile()
-    assert len(render.snapshots) == 3
+    assert len(render.snapshots) == 2
+    # a new probe message or a confirmation decides Programmed again, without a render
     prober.answer = ProbeResult(None, "pod p0 is not ready")
     ctrl.reconcile()
     ctrl.reconcile()
-    assert len(render.snapshots) == 4 and render.snapshots[-1].probe_message == "pod p0 is not ready"
+    assert len(render.snapshots) == 2 and ctrl.reprograms == 2
+    assert _programmed_of(ctrl.last_result)["message"] == "pod p0 is not ready"
     ctrl.reconcile()
-    assert len(render.snapshots) == 4
+    assert len(render.snapshots) == 2 and ctrl.reprograms == 2
 
 
 def test_a_new_term_or_a_failed_pass_renders_again() -> None:
@@ -551,10 +549,10 @@ def test_a_new_term_or_a_failed_pass_renders_again() -> None:
 
     ctrl, api, render, prober = setup()
     ctrl.reconcile()
-    ctrl.reconcile()
+    ctrl.reconcile()  # (only the probe message changed: no render)
     ctrl.on_started_leading()
     ctrl.reconcile()
-    assert len(render.snapshots) == 3
+    assert len(render.snapshots) == 2
     api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
     ctrl.on_started_leading()
     try:
@@ -563,7 +561,7 @@ def test_a_new_term_or_a_failed_pass_renders_again() -> None:
     except ApiError:
         pass
     ctrl.reconcile()
-    assert len(render.snapshots) == 5
+    assert len(render.snapshots) == 4
     assert api.obj(CONFIG_MAPS, NS, "tp")["data"]["twp.yaml"] == render.config.decode()
 
 
@@ -642,9 +640,9 @@ def test_the_echo_of_our_own_status_write_triggers_no_reconcile() -> None:
     assert ctrl.trigger.triggers == n + 2
 
 
-def test_a_new_probe_message_renders_again_at_once_not_at_the_next_poll() -> None:
-    """The render puts the probe message into Programmed: a changed message asks for a reconcile
-    at once (within the coalescing window); an unchanged one waits for the poll."""
+def test_a_new_probe_message_reaches_programmed_at_once_not_at_the_next_poll() -> None:
+    """The probe message is Programmed's: a changed message asks for a reconcile at once (within
+    the coalescing window); an unchanged one waits for the poll."""
     import time
 
     ctrl, api, render, prober = setup()
@@ -657,7 +655,7 @@ def test_a_new_probe_message_renders_again_at_once_not_at_the_next_poll() -> Non
     prober.answer = ProbeResult(None, "pod p0 is not ready")
     ctrl.reconcile()
     assert ctrl.trigger.next_run_at() <= time.monotonic() + ctrl.trigger.min_interval + 0.1  # type: ignore[operator]
-    assert render.snapshots[-1].probe_message == "pod p0 runs config old"
+    assert _programmed_of(ctrl.last_result)["message"] == "pod p0 runs config old"
 
 
 def _run_when_due(ctrl: Controller, clock: Any) -> float:
@@ -699,7 +697,7 @@ def test_a_pod_still_behind_after_its_poke_is_poked_again_when_due_and_not_once_
     prober.answer = ProbeResult(h, "", True, frozenset({"p0"}))  # it loaded the config
     _run_when_due(ctrl, clock)
     _run_when_due(ctrl, clock)  # Programmed True
-    assert render.snapshots[-1].confirmed_config_hash == h
+    assert _programmed_of(ctrl.last_result)["status"] == "True"
     at = ctrl.trigger.next_run_at()  # nothing more to do (no poll, no re-poke) but the Event's bump
     assert at is not None and at - clock.now() > 1000
     clock.step(3600)

@@ -8,7 +8,7 @@ from collections import Counter
 from tests.dataplane.docs import cluster, config, dest, route
 from tests.dataplane.rules import Row, covers, rows
 from titanium_gateway.contract import Balancer, affinity_value, choose_cluster, select_certificate
-from titanium_gateway.contract.model import CertificateItem, WeightedCluster
+from titanium_gateway.twp.model import Certificate, WeightedCluster
 
 
 def _cluster(algorithm: str = "RoundRobin", weights=(1, 1, 1), **kw):
@@ -137,11 +137,11 @@ def test_affinity_ignored_without_session_affinity() -> None:
 
 # -- SNI ------------------------------------------------------------------------------------
 ITEMS = (
-    CertificateItem("apps.wild.pfx", ("*.example.com",)),
-    CertificateItem("apps.shop.pfx", ("shop.example.com",)),
-    CertificateItem("apps.other.pfx", ("other.test", "*.other.test")),
+    Certificate("apps.wild.pfx", ("*.example.com",)),
+    Certificate("apps.shop.pfx", ("shop.example.com",)),
+    Certificate("apps.other.pfx", ("other.test", "*.other.test")),
 )
-WITH_DEFAULT = (*ITEMS, CertificateItem("apps.default.pfx", ("fallback.test",), default=True))
+WITH_DEFAULT = (*ITEMS, Certificate("apps.default.pfx", ("fallback.test",), default=True))
 
 SNI_ROWS = [
     Row("certs.exact", "exact beats wildcard, whatever the list order", ITEMS, "shop.example.com", "apps.shop.pfx"),

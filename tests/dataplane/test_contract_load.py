@@ -13,9 +13,10 @@ import yaml
 from tests.dataplane.docs import cluster, config, document, dump, listener, route
 from tests.dataplane.rules import Row, covers, rows
 from titanium_gateway.contract import ConfigError, PartNotReady, load_config, load_directory
-from titanium_gateway.contract import model as m
+from titanium_gateway.contract.values import algorithm, route_timeout, upstream_timeout
+from titanium_gateway.twp import model as m
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/render/twp.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/twp/schema.json").read_text())
 
 
 def _with(path: str, value, doc: dict | None = None) -> dict:
@@ -160,29 +161,29 @@ def test_yaml_error_has_line_and_column() -> None:
 VALID_ROWS = [
     Row("doc.shape", "the minimal document", {"schemaVersion": "7.1"}, lambda c: c.routes == () and c.listeners == ()),
     Row("listeners.host", "host kept", document(listeners=[listener(8080)]),
-        lambda c: c.listeners == (m.Listener("0.0.0.0", 8080, "transparent", False),)),
+        lambda c: c.listeners == (m.Listener(8080, False, "0.0.0.0"),)),
     Row("listeners.decryptSsl", "TLS listener", document(listeners=[listener(8443, True)]),
         lambda c: c.listeners[0].decrypt_ssl is True),
     Row("route.limits", "TimeSpan with milliseconds", document([route(limits={"requestTimeout": "00:00:00.500"})]),
-        lambda c: c.routes[0].request_timeout == 0.5),
+        lambda c: route_timeout(c.routes[0]) == 0.5),
     Row("d.timeouts", "sub-second cluster timeout kept", document(clusters=[cluster(
-        httpClient={"requestTimeout": "00:00:01.250"})]), lambda c: c.clusters["be"].http_client.request_timeout == 1.25),
+        httpClient={"requestTimeout": "00:00:01.250"})]), lambda c: upstream_timeout(c.clusters["be"]) == 1.25),
     Row("d.timeouts", "days and hours", document([route(limits={"requestTimeout": "1.02:03:04"})]),
-        lambda c: c.routes[0].request_timeout == 86400 + 2 * 3600 + 3 * 60 + 4),
+        lambda c: route_timeout(c.routes[0]) == 86400 + 2 * 3600 + 3 * 60 + 4),
     Row("d.timeouts", "no requestTimeout: no per-cluster limit", document(),
-        lambda c: c.clusters["be"].http_client.request_timeout is None),
+        lambda c: upstream_timeout(c.clusters["be"]) is None),
     Row("d.mirror-weight", "mirror percent defaults to 100", document([route(mirror={"clusterId": "be"})]),
-        lambda c: c.routes[0].mirror == m.Mirror("be", 100.0)),
+        lambda c: c.routes[0].behavior.mirror == m.Mirror("be", 100.0)),
     Row("d.mirror-weight", "destination weight defaults to 1", document(clusters=[cluster(
         dests=[{"id": "a", "address": "127.0.0.1", "port": 1}])]), lambda c: c.clusters["be"].destinations[0].weight == 1),
-    Row("c.algorithm", "RoundRobin when absent", document(), lambda c: c.clusters["be"].algorithm == "RoundRobin"),
+    Row("c.algorithm", "RoundRobin when absent", document(), lambda c: algorithm(c.clusters["be"]) == "RoundRobin"),
     Row("c.empty", "an empty destinations list is legal", document(clusters=[cluster(dests=[])]),
         lambda c: c.clusters["be"].destinations == ()),
     Row("match.headers", "header names lower-cased, the first of equal names counts",
         document([route(match={"headers": {"X-A": "1", "x-a": "2"}})]),
         lambda c: c.routes[0].match.headers == (("x-a", "1"),)),
     Row("action.clusters", "weight 0 allowed", document([route(clusters=[{"clusterId": "be", "weight": 0}])]),
-        lambda c: c.routes[0].action.clusters[0].weight == 0),
+        lambda c: c.routes[0].behavior.action.clusters[0].weight == 0),
     Row("routes.first-match", "routes sorted by order", document([route("b", 5), route("a", 2)]),
         lambda c: [r.id for r in c.routes] == ["a", "b"]),
 ]

@@ -12,11 +12,11 @@ from titanium_gateway.contract import (
     evaluate,
     ext_auth_admits,
 )
-from titanium_gateway.contract.policies import EXT_AUTH_UNAVAILABLE
+from titanium_gateway.contract.policies import EXT_AUTH_UNAVAILABLE, permits
 
 
 def policy(kind: str, **params):
-    return config([route(policies=[{"kind": kind, "parameters": params}])]).routes[0].policies[0]
+    return config([route(policies=[{"kind": kind, "parameters": params}])]).routes[0].behavior.policies[0]
 
 
 def rq(method: str = "GET", headers=(), peer: str = "10.1.2.3") -> Request:
@@ -109,7 +109,7 @@ def test_rate_limit_fixed_window_per_client_and_partition() -> None:
 def test_rate_limit_window_and_retry_after() -> None:
     lim = FixedWindowLimiter()
     pol = policy("RateLimit", requestsPerSecond="1", window="00:00:10", partition="p")
-    assert pol.permits == 10  # requestsPerSecond x the window
+    assert permits(pol) == 10  # requestsPerSecond x the window
     for i in range(10):
         assert status_of(evaluate(pol, rq(), limiter=lim, now=100.5 + i * 0.1)) is None
     verdict = evaluate(pol, rq(), limiter=lim, now=102.5)

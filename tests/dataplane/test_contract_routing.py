@@ -16,7 +16,7 @@ from titanium_gateway.contract import (
     decide,
     select_route,
 )
-from titanium_gateway.contract.model import WeightedCluster
+from titanium_gateway.twp.model import WeightedCluster
 
 
 def rq(target: str = "/", host: str = "shop.example.com", method: str = "GET", headers=(), **kw) -> Request:
@@ -215,8 +215,8 @@ def test_decision_carries_transforms_policies_and_losers() -> None:
         route("b", 2, {}),
     ])
     d = decide(cfg, rq("/z"))
-    assert d.route_id == "a" and [t.kind for t in d.transforms] == ["RequestHeaderSet"]
-    assert [p.kind for p in d.policies] == ["MaxRequestBodySize"]
+    assert d.route_id == "a" and [t.KIND for t in d.transforms] == ["RequestHeaderSet"]
+    assert [p.KIND for p in d.policies] == ["MaxRequestBodySize"]
     assert [r.id for r in d.losers] == ["b"]
     assert [(c.field, c.ok) for c in d.why] == [("path", True)]
 

@@ -8,7 +8,7 @@ from titanium_gateway.contract import apply_request_transforms, apply_response_t
 
 
 def _transforms(specs: list[tuple[str, dict]]):
-    return config([route(transforms=[{"kind": k, "parameters": p} for k, p in specs])]).routes[0].transforms
+    return config([route(transforms=[{"kind": k, "parameters": p} for k, p in specs])]).routes[0].behavior.transforms
 
 
 H = (("Host", "shop.example.com:8080"), ("X-A", "old"), ("Accept", "*/*"))

@@ -584,18 +584,17 @@ def test_config_counts_of_a_config_cut_short_by_an_item_larger_than_a_part() -> 
 
 
 def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:
-    from tests.render.conftest import case_names, case_objects, case_options, render_case
-    from titanium_gateway.offline.ownership import ingress_not_served
-
+    from tests.render.conftest import case_names, case_objects, render_case
     checked = 0
     for case in case_names():
         snapshot = build_snapshot(case_objects(case))
         if not snapshot.ingresses:
             continue
-        options, _ = case_options(case)
-        owned = {f"{s.namespace}/{s.name}" for s in render_case(case).statuses if s.kind == "Ingress"}
-        for key, ing in snapshot.ingresses.items():
-            assert (ingress_not_served(ing, snapshot.ingress_classes, options) is None) == (key in owned), (case, key)
+        result = render_case(case)
+        owned = {f"{s.namespace}/{s.name}" for s in result.statuses if s.kind == "Ingress"}
+        not_served = {f"{r.namespace}/{r.name}" for r in result.not_ours if r.kind == "Ingress"}
+        for key in snapshot.ingresses:
+            assert (key in not_served) != (key in owned), (case, key)
             checked += 1
     assert checked > 20
 
@@ -611,7 +610,6 @@ def test_not_served_ingresses_are_exactly_those_the_render_leaves_out() -> None:
 )
 def test_ingress_selection_reasons_agree_with_the_render(classes: list[tuple[str, str, str | None]], class_name: str | None,
                                                         legacy: object, watch: bool) -> None:
-    from titanium_gateway.offline.ownership import ingress_not_served
     from titanium_gateway.render import render
     from titanium_gateway.render.options import RenderOptions
 
@@ -630,9 +628,11 @@ def test_ingress_selection_reasons_agree_with_the_render(classes: list[tuple[str
         ing["metadata"]["annotations"] = {"kubernetes.io/ingress.class": legacy}
     options = RenderOptions(watch_legacy_annotation=watch)
     snapshot = build_snapshot([*objs, ing])
-    owned = any(s.kind == "Ingress" for s in render(snapshot, options).statuses)
-    why = ingress_not_served(snapshot.ingresses["a/i"], snapshot.ingress_classes, options)
+    result = render(snapshot, options)
+    owned = any(s.kind == "Ingress" for s in result.statuses)
+    why = next((r.reason for r in result.not_ours if r.key == ("Ingress", "a", "i")), None)
     assert (why is None) == owned, why
+    assert why is None or why.strip(), why
 
 
 # --- the command table ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot, object_key
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = ROOT / "titanium_gateway" / "render" / "twp.schema.json"
+SCHEMA_PATH = ROOT / "titanium_gateway" / "twp" / "schema.json"
 GOLDEN = ROOT / "tests" / "render" / "testdata"
 CONTROLLER = "titaniumproxy.com/gateway-controller"
 INGRESS_CONTROLLER = "titanium.io/ingress-controller"

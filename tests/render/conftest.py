@@ -19,7 +19,7 @@ from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 
 TESTDATA = Path(__file__).parent / "testdata"
-SCHEMA_PATH = Path(__file__).parents[2] / "titanium_gateway" / "render" / "twp.schema.json"
+SCHEMA_PATH = Path(__file__).parents[2] / "titanium_gateway" / "twp" / "schema.json"
 #: Files of a case directory that are inputs or documentation, never rendered output.
 INPUT_FILES = frozenset({"in.yaml", "options.yaml", "README.md", "expect.yaml", "XFAIL"})
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from tests.render.core_fixtures import endpoints, service
 from titanium_gateway.render.backends import BackendIndex, ClusterSettings, cluster_id, resolve_backend
-from titanium_gateway.render.emit import cluster_data
-from titanium_gateway.render.model import Backend
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.emit import cluster_data
+from titanium_gateway.twp.model import Backend
 
 
 def index(*objs):  # type: ignore[no-untyped-def]

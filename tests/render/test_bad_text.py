@@ -17,8 +17,8 @@ from tests.render.core_fixtures import base_objects, endpoints, route, run, serv
 from tests.render.test_ingress import CLASS, ing, path
 from tests.render.test_ingress import run as run_ingress
 from tests.render.test_ingress import service as ingress_service
-from titanium_gateway.render import emit
-from titanium_gateway.render.model import Document
+from titanium_gateway.twp import emit
+from titanium_gateway.twp.model import Document
 
 BAD = "a\ud800b"
 BACKEND = [{"name": "api", "port": 8080}]

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway import blockyaml
 from titanium_gateway.offline.outputs import certificate_list, event_list, status_documents
 from titanium_gateway.offline.snapshot import build_snapshot
+from titanium_gateway.twp import blockyaml
 
 from .conftest import case_names, case_objects, render_case
 

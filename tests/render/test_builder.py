@@ -4,12 +4,12 @@ from typing import Any
 
 from tests.render.core_fixtures import grant, tls_secret
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.model import Behavior, Cluster, Destination, Forward, Match, Route, Source
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import TIER_DEFAULT_BACKEND, route_key
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Behavior, Cluster, Destination, Forward, Match, Route, Source
 
 
 def ctx(*objs, **snap):  # type: ignore[no-untyped-def]

@@ -12,14 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
-from titanium_gateway.render import emit as emit_module
-from titanium_gateway.render import model as m
-from titanium_gateway.render.emit import _fragment, cluster_data, emit, route_data
-from titanium_gateway.render.model import Document, read_route
+from titanium_gateway.twp import emit as emit_module
+from titanium_gateway.twp import model as m
+from titanium_gateway.twp.emit import _fragment, cluster_data, emit, route_data
+from titanium_gateway.twp.load import read_cluster, read_route
+from titanium_gateway.twp.model import Document
 
 from .conftest import case_names, case_objects, case_options
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/render/twp.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[2] / "titanium_gateway/twp/schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
@@ -40,7 +41,7 @@ LISTENERS = [{"host": "0.0.0.0", "port": 8080, "type": "transparent", "decryptSs
 def _doc(routes: list[dict[str, Any]], clusters: list[dict[str, Any]], listeners: Any = LISTENERS) -> Document:
     """The document of these routes (plain data, in order) and clusters."""
     return Document(tuple(m.Listener(x["port"], x["decryptSsl"]) for x in listeners), (),
-                    tuple(read_route(r) for r in routes), tuple(m.read_cluster(c) for c in clusters))
+                    tuple(read_route(r) for r in routes), tuple(read_cluster(c) for c in clusters))
 
 
 def test_fragment_assembly_parses_back_and_matches_pyyaml_layout() -> None:
@@ -237,7 +238,7 @@ def test_every_golden_config_parses_back_to_the_emitter_input(case: str) -> None
 @given(st.text(alphabet="abcyYnNoOtTfFeE01239/_.-:+~= xX", max_size=12))
 def test_the_sure_plain_shortcut_agrees_with_the_resolver(value: str) -> None:
     """A string the shortcut writes plain reads back as the same string."""
-    from titanium_gateway.render import emit as em
+    from titanium_gateway.twp import emit as em
 
     if em._SURE_PLAIN.fullmatch(value) and not value.isalpha():
         assert em._scalar(value) == value
@@ -247,7 +248,7 @@ def test_the_sure_plain_shortcut_agrees_with_the_resolver(value: str) -> None:
 
 @given(st.text(alphabet="0123456789.:", max_size=22))
 def test_the_sure_plain_shortcut_for_addresses_agrees_with_the_resolver(value: str) -> None:
-    from titanium_gateway.render import emit as em
+    from titanium_gateway.twp import emit as em
 
     if em._SURE_PLAIN.fullmatch(value):
         assert yaml.safe_load(f"k: {value}") == {"k": value}

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.render.test_ingress import CLASS, FOREIGN_CLASS, ing, service
-from titanium_gateway import nginx_annotations as na
 from titanium_gateway.render import render
+from titanium_gateway.render.ingress import nginx as na
 from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import EventRecord, RenderResult

@@ -47,3 +47,25 @@ def test_render_restores_the_collector_state() -> None:
         assert not gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_the_collector_is_paused_while_the_render_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import titanium_gateway.render as render_module
+
+    options, snap_kwargs = case_options("seed-quickstart")
+    snapshot = build_snapshot(case_objects("seed-quickstart"), **snap_kwargs)
+    inner = render_module._render
+    seen: list[bool] = []
+
+    def spy(*args: object) -> object:
+        seen.append(gc.isenabled())
+        return inner(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(render_module, "_render", spy)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        render(snapshot, options)
+        assert seen == [False] and gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

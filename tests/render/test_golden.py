@@ -9,7 +9,7 @@ spec requires, and the expected output exactly as ``render --out`` writes it: ``
 Two independent checks per case:
 
 * ``test_golden``: the bytes equal the committed files, and every twp document validates
-  against ``titanium_gateway/render/twp.schema.json``;
+  against ``titanium_gateway/twp/schema.json``;
 * ``test_spec``: the hand-written ``expect.yaml`` (what the spec requires, written from the
   spec, not from the output) holds. A case with a known render bug has an ``XFAIL`` file naming
   its entry in ``tests/render/DISCREPANCIES.md``: its spec test is a strict xfail and no golden

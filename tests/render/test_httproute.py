@@ -29,6 +29,7 @@ from titanium_gateway.render.httproute import (
     prefix_rewrite_transforms,
     timespan,
 )
+from titanium_gateway.render.result import Released
 
 BACKEND = [{"name": "api", "port": 8080}]
 
@@ -184,9 +185,11 @@ def test_stale_parent_entry_removed_and_foreign_parent_never_reported() -> None:
     old = {"parents": [{"parentRef": {"name": "gone"}, "controllerName": CONTROLLER, "conditions": []},
                        {"parentRef": {"name": "x"}, "controllerName": "other/controller", "conditions": []}]}
     res = run([gatewayclass(), route(parents=[{"name": "missing"}], status=old)])
-    assert status_of(res, "HTTPRoute", "apps", "shop").status == {"parents": []}
+    assert all(s.kind != "HTTPRoute" for s in res.statuses)  # not ours: released
+    assert [(r.key, r.status) for r in res.released] == [(("HTTPRoute", "apps", "shop"), {"parents": []})]
+    assert type(res.released[0]) is Released
     clean = run([gatewayclass(), route(parents=[{"name": "missing"}])])
-    assert all(s.kind != "HTTPRoute" for s in clean.statuses)
+    assert all(s.kind != "HTTPRoute" for s in clean.statuses) and not clean.released
 
 
 # -- backends ----------------------------------------------------------------------------------
@@ -561,17 +564,18 @@ def test_lists_shared_between_rules_and_routes_render_as_equal_copies_do() -> No
 
 def test_what_a_filter_makes_reaches_every_route_of_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A new filter branch in httproute/filters.py (here: every header modifier also makes a
-    policy) renders without touching anything else: the rule's behavior is made of every field
-    of what its filters make."""
+    policy) renders without touching anything else: the rule's behavior is the behavior its
+    filters make, with only the action and limits of the rule's backends and timeouts set."""
+    import dataclasses
+
     from titanium_gateway.render.httproute import filters as filters_module
-    from titanium_gateway.render.model import MaxRequestBodySize
+    from titanium_gateway.twp.model import MaxRequestBodySize
 
     real = filters_module.rule_filters
 
     def with_policy(*args: Any) -> Any:
         out = real(*args)
-        out.policies.append(MaxRequestBodySize(1024))
-        return out
+        return dataclasses.replace(out, behavior=out.behavior.but(policies=(MaxRequestBodySize(1024),)))
 
     monkeypatch.setattr(filters_module, "rule_filters", with_policy)
     header = {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x", "value": "1"}]}}

@@ -12,12 +12,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.render.core_fixtures import base_objects, route, run
-from titanium_gateway.render import emit
 from titanium_gateway.render.httproute import backendrefs as backendrefs_module
 from titanium_gateway.render.httproute import filters as filters_module
 from titanium_gateway.render.httproute import matches as matches_module
 from titanium_gateway.render.httproute import status as status_module
 from titanium_gateway.render.httproute.matches import build_match, match_key
+from titanium_gateway.twp import emit
 
 # values of every JSON type, and the strings the translator treats specially
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False, width=16),
@@ -103,8 +103,8 @@ def test_a_render_with_the_memos_is_the_render_without_them(rules: list[dict[str
     def match(self: Any, raw: Any) -> Any:  # every match, filter list and backendRefs list made anew
         return matches_module.build_match(raw) if isinstance(raw, dict) else matches_module.MALFORMED
 
-    def filters(self: Any, raw: Any, matches: Any, one_port: Any) -> Any:
-        return filters_module.rule_filters(raw, [m.match.path_kind for m in matches], one_port), None
+    def filters(self: Any, raw: Any, matches: Any, one_port: Any, backends: Any, ns: Any) -> Any:
+        return filters_module.rule_filters(raw, [m.match.path_kind for m in matches], one_port, (backends, ns)), None
 
     def backends(self: Any, refs: Any, ns: Any, settings: Any) -> Any:
         return self._make(refs, ns, settings), None

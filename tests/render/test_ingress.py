@@ -19,11 +19,12 @@ from cryptography.x509.oid import NameOID
 
 from titanium_gateway.render import ingress
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.emit import cluster_data, kind_data
-from titanium_gateway.render.model import Behavior, Forward, Route, Source
+from titanium_gateway.render.ingress.routes import rewrite_transform
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import key_from_match, match_of
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.emit import cluster_data, kind_data
+from titanium_gateway.twp.model import Behavior, Forward, Route, Source
 
 CLASS = {
     "apiVersion": "networking.k8s.io/v1",
@@ -541,7 +542,7 @@ def test_rewrite_target(ing_path: str, ptype: str, target: str, req: str, expect
 
 
 def test_rewrite_target_exact_does_not_touch_other_paths() -> None:
-    t = ingress.rewrite_transform("/a.b", "Exact", "/new")
+    t = rewrite_transform("/a.b", "Exact", "/new")
     assert t is not None
     assert _apply_regex("/aXb", t) == "/aXb"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from titanium_gateway.render import ingress_annotations as ia
-from titanium_gateway.render.ingress_annotations import AnnotationError, parse_annotations
+from titanium_gateway.render.ingress import titanium as ia
+from titanium_gateway.render.ingress.titanium import AnnotationError, parse_annotations
 
 
 def _ok(result: object) -> object:

@@ -1,9 +1,9 @@
 """The Ingress translation's memos change how much work a render does, never its result.
 
-* ``ingress_annotations.parse_annotations`` keeps its results by content (a bounded memo);
+* ``ingress.titanium.parse_annotations`` keeps its results by content (a bounded memo);
 * the translator resolves each distinct backend once per render, makes the cluster settings
   and the shared policies once per annotation set, each path's match and transforms once per
-  (path, kind), and the routes of equal behavior share one (render/ingress.py).
+  (path, kind), and the routes of equal behavior share one (render/ingress/).
 
 Every check compares against the same work done without the memo: ``parse_uncached``, and a
 reference translator with every memo off that builds each route's values anew, with its key
@@ -22,23 +22,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway.render import RenderCache, emit, fields, ingress, render
-from titanium_gateway.render import ingress_annotations as ia
+from titanium_gateway.render import RenderCache, fields, ingress, render
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.model import Behavior, Document, Match, RateLimit, Route
+from titanium_gateway.render.ingress import ownership
+from titanium_gateway.render.ingress import titanium as ia
+from titanium_gateway.render.ingress.backends import Backends
+from titanium_gateway.render.ingress.routes import Routes, rewrite_transform, shared_policies
+from titanium_gateway.render.ingress.status import event
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import route_key
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp import emit
+from titanium_gateway.twp.model import Behavior, Document, Match, RateLimit, Route
 
 from .test_ingress import CLASS, backend, ing, path, service, tls_secret
 
 # == the reference: every memo off ==========================================================
 
 
-class _Reference(ingress.Translator):
-    """The translator without its memos: each backend resolved, each Ingress's cluster
-    settings, policies, match and transforms made anew, each behavior its own object, each
-    key from ``route_key``."""
+class _ReferenceBackends(Backends):
+    """Backends without memos: each backend resolved, each Ingress's cluster settings made anew."""
 
     def backend_cluster(self, ing: Any, backend: Any, settings: Any, id_suffix: str) -> Any:
         return self._backend_cluster(ing, backend, settings, id_suffix)
@@ -46,7 +49,12 @@ class _Reference(ingress.Translator):
     def cluster_settings(self, ing: Any) -> None:
         ing.settings, ing.settings_error, ing.id_suffix = self._cluster_settings(ing.ann)
         if ing.settings_error:
-            self.event(ing, "InvalidAnnotation", ing.settings_error)
+            event(self.ctx, ing, "InvalidAnnotation", ing.settings_error)
+
+
+class _ReferenceRoutes(Routes):
+    """Routes without memos: each route's policies, match and transforms made anew, each
+    behavior its own object, each key from ``route_key``."""
 
     def match(self, path: Any, kind: Any) -> tuple[Match, str]:
         match = Match(path, kind) if path is not None and kind is not None else Match()
@@ -54,11 +62,11 @@ class _Reference(ingress.Translator):
 
     def transforms(self, p: Any) -> Any:
         target = p.ing.ann.rewrite_target
-        transform = None if target is None else ingress.rewrite_transform(p.path, p.kind, target)
+        transform = None if target is None else rewrite_transform(p.path, p.kind, target)
         return () if transform is None else (transform,)
 
     def policies(self, ing: Any) -> Any:
-        before, after = ingress.shared_policies(ing.ann)
+        before, after = shared_policies(ing.ann)
         rate = [RateLimit(ing.ann.limit_rps, "00:00:01", f"ingress/{ing.namespace}/{ing.name}")] \
             if ing.ann.limit_rps is not None else []
         return (*before, *rate, *after)
@@ -83,11 +91,18 @@ class _Reference(ingress.Translator):
         self.ctx.add_route(Route(route_id, p.host, match, behavior, key, source.ing.source, source.rule, source.index))
 
 
+class _Reference(ingress.Translator):
+    """The translator without its memos."""
+
+    Backends = _ReferenceBackends
+    Routes = _ReferenceRoutes
+
+
 def _translate(objects: list[Any], reference: bool, monkeypatch: pytest.MonkeyPatch) -> RenderContext:
     ctx = RenderContext(Snapshot.from_objects(objects), RenderOptions())
     if reference:
         with monkeypatch.context() as m:
-            m.setattr(ingress, "parse_annotations", ia.parse_uncached)
+            m.setattr(ingress, "parse_annotations", ia.parse_uncached)  # (the name the translator calls)
             _Reference(ctx).run()
     else:
         ingress.translate(ctx)
@@ -410,7 +425,7 @@ _JUNK: list[Any] = [None, 1, "", "x", [], {}, True, {"a": 1}, "2024-01-01T00:00:
 @given(data=st.data())
 def test_select_keys_are_the_age_keys_in_order(data: st.DataObject) -> None:
     objs: list[Any] = [CLASS, {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-                               "metadata": {"name": "dflt", "annotations": {ingress.DEFAULT_CLASS_ANNOTATION: "true"}},
+                               "metadata": {"name": "dflt", "annotations": {ownership.DEFAULT_CLASS_ANNOTATION: "true"}},
                                "spec": {"controller": "titanium.io/ingress-controller"}}]
     for i in range(data.draw(st.integers(0, 8))):
         obj = ing(f"i{i % 4}", ns=data.draw(st.sampled_from(["apps", "other"])),
@@ -421,17 +436,26 @@ def test_select_keys_are_the_age_keys_in_order(data: st.DataObject) -> None:
                                                                         "ingressClassName", "annotations"])), max_size=3)):
             obj[where][key] = data.draw(st.sampled_from(_JUNK))
         if data.draw(st.booleans()):
-            obj["metadata"]["annotations"] = {ingress.LEGACY_CLASS_ANNOTATION: data.draw(st.sampled_from(_JUNK))}
+            obj["metadata"]["annotations"] = {ownership.LEGACY_CLASS_ANNOTATION: data.draw(st.sampled_from(_JUNK))}
         if data.draw(st.integers(0, 9)) == 0:
             obj["spec"] = data.draw(st.sampled_from(_JUNK))
         objs.append(obj)
     snapshot = Snapshot.from_objects(objs)
     for watch in (False, True):
         options = RenderOptions(watch_legacy_annotation=watch)
-        selected = ingress._select(snapshot, options)
-        owned, has_default = ingress.owned_classes(snapshot.ingress_classes, options.ingress_controller_name)
+        selected, not_ours = ownership.select(snapshot, options)
+        owned, has_default = ownership.owned_classes(snapshot.ingress_classes, options.ingress_controller_name)
         expected = sorted((x for x in snapshot.ingresses.values() if isinstance(x, Mapping)
-                           and fields.name_of(fields.metadata(x)) and ingress.is_owned(x, owned, has_default, watch)),
-                          key=ingress._age_key)
+                           and fields.name_of(fields.metadata(x)) and ownership.is_owned(x, owned, has_default, watch)),
+                          key=ownership.age_key)
         assert [x for _, x in selected] == expected
-        assert [k for k, _ in selected] == [ingress._age_key(x) for x in expected]
+        assert [k for k, _ in selected] == [ownership.age_key(x) for x in expected]
+        # every other Ingress that has a name says why it is not ours, with the very decision
+        named = [x for x in snapshot.ingresses.values() if fields.name_of(fields.metadata(x))
+                 and fields.namespace_of(fields.metadata(x)) is not None]
+        assert len(selected) + len(not_ours) == len(named)
+        by_name = {(fields.namespace_of(fields.metadata(x)), fields.name_of(fields.metadata(x))): x for x in named}
+        for record in not_ours:
+            obj = by_name[(record.namespace, record.name)]
+            assert record.reason == ownership.why_not_ours(obj, snapshot.ingress_classes, owned, has_default, options)
+            assert record.reason and not ownership.is_owned(obj, owned, has_default, watch)

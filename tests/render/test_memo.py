@@ -335,7 +335,7 @@ _BASE = _base()
 
 
 def test_a_render_that_fails_leaves_an_empty_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    from titanium_gateway.render import emit as emit_module
+    from titanium_gateway.twp import emit as emit_module
 
     objs = [copy.deepcopy(o) for o in _BASE]
     options = _options()

@@ -1,4 +1,4 @@
-"""The ingress-nginx annotation classification (titanium_gateway.nginx_annotations)."""
+"""The ingress-nginx annotation classification (titanium_gateway.render.ingress.nginx)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from titanium_gateway import nginx_annotations as na
-from titanium_gateway.render.ingress_annotations import parse_annotations
+from titanium_gateway.render.ingress import nginx as na
+from titanium_gateway.render.ingress.titanium import parse_annotations
 
 ROOT = Path(__file__).parents[2]
 P = na.PREFIX

@@ -9,6 +9,7 @@ certificate Secret is missing, the offline summary, determinism.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -18,10 +19,10 @@ from titanium_gateway.contract import routing
 from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.offline.summary import summary
 from titanium_gateway.render import RenderCache, render
-from titanium_gateway.render.model import Behavior, DirectResponse, Forward, Match, Route, Source
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.reach import covers, find_unreachable
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Behavior, DirectResponse, Forward, Match, Route, Source
 
 from .core_fixtures import endpoints, gateway, gatewayclass, listener, route, service, tls_secret
 
@@ -112,9 +113,9 @@ def _requests(host: str | None, match: Match) -> list[routing.Request]:
 
 
 def _contract_route(host: str | None, match: Match) -> Any:
-    from titanium_gateway.contract import model as cm
-    return cm.Route(id="w", order=1, match=cm.Match(host, match.path, match.path_kind, match.method, match.headers,
-                                                    match.query, ()), action=cm.DirectResponse(200, ""))
+    """The route as the data plane has it: the very model value (without query regexes)."""
+    return Route("w", host, dataclasses.replace(match, query_regex=()), Behavior(DirectResponse(200, "")), "",
+                 Source("", "", ""), 0, 0)
 
 
 @pytest.mark.parametrize(("w_host", "w", "r_host", "r", "expected"),

@@ -26,7 +26,7 @@ import random
 import threading
 from collections.abc import Iterable, Sequence
 
-from titanium_gateway.contract import model as m
+from titanium_gateway.twp import model as m
 
 #: Weight of a new response time in the moving average of ``LeastTime``.
 EWMA_ALPHA = 0.3
@@ -115,7 +115,7 @@ class Balancer:
         if len(dests) == 1:
             return dests[0]
         with self._lock:
-            algo = cluster.algorithm
+            algo = cluster.algorithm  # (None: RoundRobin)
             if algo == "Random":
                 return _weighted(dests, self._rnd)
             if algo == "LeastRequests":

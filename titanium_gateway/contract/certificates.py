@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from titanium_gateway.contract import model as m
+from titanium_gateway.twp import model as m
 
 
 def wildcard_covers(pattern: str, name: str) -> bool:
@@ -20,7 +20,7 @@ def wildcard_covers(pattern: str, name: str) -> bool:
     return bool(label) and bool(dot) and rest == pattern[2:]
 
 
-def select_certificate(items: Sequence[m.CertificateItem], server_name: str | None) -> m.CertificateItem | None:
+def select_certificate(items: Sequence[m.Certificate], server_name: str | None) -> m.Certificate | None:
     name = (server_name or "").strip().lower().rstrip(".")
     if name:
         for item in items:

@@ -3,7 +3,7 @@
 File names in the config are relative to the directory. The kubelet's projected volumes
 make every name a symlink into ``..data/``, which it swaps atomically; each file is read
 through its name, so a read sees either the old or the new volume. A part read across a swap
-fails its sha256 check and the load is retried (:class:`~titanium_gateway.contract.load.PartNotReady`).
+fails its sha256 check and the load is retried (:class:`~titanium_gateway.twp.load.PartNotReady`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from titanium_gateway.contract.load import ROOT_FILE, load_config
-from titanium_gateway.contract.model import Config
+from titanium_gateway.twp.load import ROOT_FILE, Config, load_config
 
 
 def read_file(directory: str | os.PathLike[str], name: str) -> bytes | None:

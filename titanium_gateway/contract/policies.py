@@ -24,8 +24,9 @@ import math
 import threading
 from dataclasses import dataclass
 
-from titanium_gateway.contract import model as m
-from titanium_gateway.contract.routing import Request
+from titanium_gateway.contract.request import Request
+from titanium_gateway.contract.values import networks, seconds
+from titanium_gateway.twp import model as m
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -106,7 +107,7 @@ def ip_allowed(policy: m.IpAllowDeny, client_address: str) -> bool:
     addr = peer_address(client_address)
     if addr is None:
         return False
-    return any(addr.version == net.version and addr in net for net in policy.allow)
+    return any(addr.version == net.version and addr in net for net in networks(policy.allow))
 
 
 def is_preflight(request: Request) -> bool:
@@ -119,7 +120,7 @@ def cors_preflight(policy: m.Cors, request: Request) -> Answer:
     origin = (request.header("origin") or "").strip()
     headers: list[tuple[str, str]] = []
     allowed = {o.lower() for o in policy.allow_origins}
-    if policy.any_origin:
+    if "*" in policy.allow_origins:
         headers.append(("Access-Control-Allow-Origin", "*"))
     elif origin.lower() in allowed:
         headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
@@ -131,6 +132,11 @@ def cors_preflight(policy: m.Cors, request: Request) -> Answer:
     return Answer(204, tuple(headers), "", "Cors")
 
 
+def permits(policy: m.RateLimit) -> int:
+    """Requests a ``RateLimit`` admits per window: ``requestsPerSecond`` x the window (at least 1)."""
+    return max(1, round(policy.requests_per_second * seconds(policy.window)))
+
+
 def _text(status: int, body: str, kind: str, extra: Headers = ()) -> Answer:
     return Answer(status, (("Content-Type", "text/plain; charset=utf-8"), *extra), body, kind)
 
@@ -140,19 +146,20 @@ def evaluate(policy: m.Policy, request: Request, *, limiter: FixedWindowLimiter 
     if isinstance(policy, m.MaxRequestBodySize):
         length = content_length(request)
         if policy.bytes and length is not None and length > policy.bytes:
-            return _text(413, "request body too large\n", policy.kind)
+            return _text(413, "request body too large\n", policy.KIND)
         return None
     if isinstance(policy, m.IpAllowDeny):
-        return None if ip_allowed(policy, request.client_address) else _text(403, "forbidden\n", policy.kind)
+        return None if ip_allowed(policy, request.client_address) else _text(403, "forbidden\n", policy.KIND)
     if isinstance(policy, m.RateLimit):
         if limiter is None:
             return None
         addr = peer_address(request.client_address)
-        key = (policy.partition, str(addr) if addr is not None else request.client_address, policy.window)
-        admitted, retry_after = limiter.hit(key, policy.permits, policy.window, now)
+        window = seconds(policy.window)
+        key = (policy.partition, str(addr) if addr is not None else request.client_address, window)
+        admitted, retry_after = limiter.hit(key, permits(policy), window, now)
         if admitted:
             return None
-        return _text(429, "too many requests\n", policy.kind, (("Retry-After", str(retry_after)),))
+        return _text(429, "too many requests\n", policy.KIND, (("Retry-After", str(retry_after)),))
     if isinstance(policy, m.Cors):
         return cors_preflight(policy, request) if is_preflight(request) else None
     if isinstance(policy, m.ExtAuth):

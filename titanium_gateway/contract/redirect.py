@@ -7,12 +7,8 @@ request's), ``host`` (required), ``port`` (omitted: no port, the scheme's defaul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from titanium_gateway.contract import model as m
-
-if TYPE_CHECKING:
-    from titanium_gateway.contract.routing import Request
+from titanium_gateway.contract.request import Request
+from titanium_gateway.twp import model as m
 
 
 def location(redirect: m.Redirect, request: Request) -> str:

@@ -16,82 +16,25 @@ repeated name), ``queryRegex`` full match.
 
 from __future__ import annotations
 
-import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
-from typing import NamedTuple
-from urllib.parse import parse_qsl
+from typing import NamedTuple, Protocol
 
-from titanium_gateway.contract import model as m
 from titanium_gateway.contract.redirect import location
+from titanium_gateway.contract.request import Request, hostname_of
+from titanium_gateway.twp import model as m
+from titanium_gateway.twp.regex import compiled
+
+__all__ = ["Check", "Decision", "ForwardTo", "NotFound", "RedirectTo", "Request", "Respond", "Selection", "checks",
+           "decide", "host_matches", "hostname_of", "matches", "path_matches", "select_route"]
 
 
-@dataclass(frozen=True)
-class Request:
-    """The head of a request as the data plane sees it.
+class Routes(Protocol):
+    """What routing reads of a config: its routes in ascending ``order`` (a loaded
+    :class:`~titanium_gateway.twp.load.Config` or a :class:`~titanium_gateway.twp.model.Document`)."""
 
-    ``host`` is the Host header as sent (it may carry a port), ``path`` the path without the
-    query string, ``query`` the raw query string without ``?``, ``headers`` the header lines
-    in order, ``client_address`` the socket peer, ``scheme`` the listener's (``https`` when it
-    terminates TLS).
-    """
-
-    method: str = "GET"
-    host: str = ""
-    path: str = "/"
-    query: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
-    client_address: str = ""
-    scheme: str = "http"
-
-    @classmethod
-    def from_target(cls, method: str, target: str, headers: tuple[tuple[str, str], ...] | list = (),
-                    client_address: str = "", scheme: str = "http", host: str | None = None) -> Request:
-        """A request from its request-target (``/path?query``); ``host`` defaults to the Host header."""
-        path, _, query = target.partition("?")
-        hdrs = tuple((str(k), str(v)) for k, v in headers)
-        if host is None:
-            host = next((v for k, v in hdrs if k.lower() == "host"), "")
-        return cls(method, host, path or "/", query, hdrs, client_address, scheme)
-
-    @cached_property
-    def hostname(self) -> str:
-        """The Host without its port, lower-cased (``[::1]:80`` -> ``::1``)."""
-        return hostname_of(self.host)
-
-    def header(self, name: str) -> str | None:
-        """Every line of ``name`` joined with ``, `` (None when absent)."""
-        lname = name.lower()
-        values = [v for k, v in self.headers if k.lower() == lname]
-        return ", ".join(values) if values else None
-
-    def query_params(self) -> dict[str, str]:
-        """Decoded query parameters, the first value of each name."""
-        return self._query_params
-
-    @cached_property
-    def _query_params(self) -> dict[str, str]:
-        params: dict[str, str] = {}
-        for k, v in parse_qsl(self.query, keep_blank_values=True):
-            params.setdefault(k, v)
-        return params
-
-
-def hostname_of(host: str) -> str:
-    host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        return host[1:end] if end > 0 else host
-    if host.count(":") == 1:
-        name, _, port = host.partition(":")
-        if port.isdigit() or port == "":
-            return name
-    elif host.count(":") > 1:  # a bare IPv6 literal
-        try:
-            return str(ipaddress.ip_address(host))
-        except ValueError:
-            return host
-    return host
+    @property
+    def routes(self) -> Sequence[m.Route]: ...
 
 
 # -- the match predicates --------------------------------------------------------------------
@@ -114,8 +57,7 @@ def path_matches(match: m.Match, path: str) -> bool:
         if not prefix:
             return True  # "/" matches every path
         return path == prefix or path.startswith(prefix + "/")
-    assert match.path_regex is not None
-    return match.path_regex.fullmatch(path) is not None
+    return compiled(match.path).fullmatch(path) is not None
 
 
 def headers_match(match: m.Match, request: Request) -> bool:
@@ -133,9 +75,9 @@ def query_matches(match: m.Match, request: Request) -> bool:
     for name, expected in match.query:
         if params.get(name) != expected:
             return False
-    for name, regex in match.query_regex:
+    for name, pattern in match.query_regex:
         got = params.get(name)
-        if got is None or regex.fullmatch(got) is None:
+        if got is None or compiled(pattern).fullmatch(got) is None:
             return False
     return True
 
@@ -143,7 +85,7 @@ def query_matches(match: m.Match, request: Request) -> bool:
 def matches(route: m.Route, request: Request) -> bool:
     """Does the route's match accept the request?"""
     mt = route.match
-    return (host_matches(mt.host, request.hostname)
+    return (host_matches(route.host, request.hostname)
             and path_matches(mt, request.path)
             and (mt.method is None or mt.method == request.method)
             and headers_match(mt, request)
@@ -165,8 +107,8 @@ def checks(route: m.Route, request: Request) -> tuple[Check, ...]:
     (an empty tuple: the route matches any request)."""
     mt = route.match
     out: list[Check] = []
-    if mt.host is not None:
-        out.append(Check("host", mt.host, request.hostname, host_matches(mt.host, request.hostname)))
+    if route.host is not None:
+        out.append(Check("host", route.host, request.hostname, host_matches(route.host, request.hostname)))
     if mt.path is not None:
         out.append(Check("path", f"{mt.path_kind} {mt.path}", request.path, path_matches(mt, request.path)))
     if mt.method is not None:
@@ -178,9 +120,10 @@ def checks(route: m.Route, request: Request) -> tuple[Check, ...]:
     params = request.query_params()
     for name, expected in mt.query:
         out.append(Check(f"query {name}", expected, params.get(name), params.get(name) == expected))
-    for name, regex in mt.query_regex:
+    for name, pattern in mt.query_regex:
         got = params.get(name)
-        out.append(Check(f"queryRegex {name}", regex.pattern, got, got is not None and regex.fullmatch(got) is not None))
+        out.append(Check(f"queryRegex {name}", pattern, got,
+                         got is not None and compiled(pattern).fullmatch(got) is not None))
     return tuple(out)
 
 
@@ -191,7 +134,7 @@ class Selection(NamedTuple):
     losers: tuple[m.Route, ...]
 
 
-def select_route(config: m.Config, request: Request, *, all_matches: bool = True) -> Selection:
+def select_route(config: Routes, request: Request, *, all_matches: bool = True) -> Selection:
     """The first route in ascending ``order`` whose match accepts the request. With
     ``all_matches`` (the default) the routes that also match but lose are listed too; the data
     plane passes False and stops at the winner."""
@@ -211,6 +154,8 @@ def select_route(config: m.Config, request: Request, *, all_matches: bool = True
 # -- what the winner does ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class ForwardTo:
+    """Forward to one of the weighted clusters (``clusterId`` is one cluster of weight 1)."""
+
     clusters: tuple[m.WeightedCluster, ...]
     kind = "forward"
 
@@ -256,11 +201,11 @@ class Decision:
 
     @property
     def transforms(self) -> tuple[m.Transform, ...]:
-        return () if self.route is None else self.route.transforms
+        return () if self.route is None else self.route.behavior.transforms
 
     @property
     def policies(self) -> tuple[m.Policy, ...]:
-        return () if self.route is None else self.route.policies
+        return () if self.route is None else self.route.behavior.policies
 
     @property
     def why(self) -> tuple[Check, ...]:
@@ -271,14 +216,17 @@ class Decision:
 def outcome_of(route: m.Route | None, request: Request) -> Outcome:
     if route is None:
         return NotFound()
-    action = route.action
-    if isinstance(action, m.Forward):
+    action = route.behavior.action
+    if type(action) is m.Forward:
+        return ForwardTo((m.WeightedCluster(action.cluster_id, 1),))
+    if type(action) is m.Split:
         return ForwardTo(action.clusters)
-    if isinstance(action, m.Redirect):
+    if type(action) is m.Redirect:
         return RedirectTo(action.status_code, location(action, request))
+    assert type(action) is m.DirectResponse
     return Respond(action.status, action.body)
 
 
-def decide(config: m.Config, request: Request, *, all_matches: bool = True) -> Decision:
+def decide(config: Routes, request: Request, *, all_matches: bool = True) -> Decision:
     winner, losers = select_route(config, request, all_matches=all_matches)
     return Decision(request, winner, outcome_of(winner, request), losers)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from titanium_gateway.contract import model as m
+from titanium_gateway.twp import model as m
+from titanium_gateway.twp.regex import compiled
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -67,12 +68,23 @@ def remove_header(headers: Headers, name: str) -> Headers:
     return tuple((k, v) for k, v in headers if not _is(k, name))
 
 
-def apply_header_transform(t: m.HeaderTransform, headers: Headers) -> Headers:
-    verb = t.verb
-    if verb == "Set":
+_SET = (m.RequestHeaderSet, m.ResponseHeaderSet)
+_APPEND = (m.RequestHeaderAppend, m.ResponseHeaderAppend)
+HEADER_TRANSFORMS = (*_SET, *_APPEND, m.RequestHeaderRemove, m.ResponseHeaderRemove)
+HeaderTransform = (m.RequestHeaderSet | m.RequestHeaderAppend | m.RequestHeaderRemove | m.ResponseHeaderSet
+                   | m.ResponseHeaderAppend | m.ResponseHeaderRemove)
+
+
+def on_response(t: m.Transform) -> bool:
+    """A header transform of the response (the only transforms that apply after forwarding)."""
+    return isinstance(t, m.RESPONSE_TRANSFORMS)
+
+
+def apply_header_transform(t: HeaderTransform, headers: Headers) -> Headers:
+    if isinstance(t, _SET):
         return set_header(headers, t.name, t.value)
-    if verb == "Append":
-        return append_header(headers, t.name, t.value, own_line=t.on_response and _is(t.name, "set-cookie"))
+    if isinstance(t, _APPEND):
+        return append_header(headers, t.name, t.value, own_line=on_response(t) and _is(t.name, "set-cookie"))
     return remove_header(headers, t.name)
 
 
@@ -84,7 +96,7 @@ def apply_path_transform(t: m.Transform, path: str) -> str:
     if isinstance(t, m.PathSet):
         return _nonempty(t.path)
     if isinstance(t, m.PathRegexReplace):
-        return _nonempty(t.regex.sub(lambda _match: t.replacement, path, count=1))
+        return _nonempty(compiled(t.pattern).sub(lambda _match: t.replacement, path, count=1))
     if isinstance(t, m.PathRemovePrefix):
         prefix = t.prefix.rstrip("/")
         if prefix and (path == prefix or path.startswith(prefix + "/")):
@@ -98,8 +110,8 @@ def apply_path_transform(t: m.Transform, path: str) -> str:
 def apply_request_transforms(transforms: Iterable[m.Transform], path: str, headers: Headers) -> tuple[str, Headers]:
     """The upstream path and headers after the route's request transforms, in list order."""
     for t in transforms:
-        if isinstance(t, m.HeaderTransform):
-            if not t.on_response:
+        if isinstance(t, HEADER_TRANSFORMS):
+            if not on_response(t):
                 headers = apply_header_transform(t, headers)
         elif isinstance(t, m.HostSet):
             headers = set_header(headers, "Host", t.host)
@@ -111,6 +123,6 @@ def apply_request_transforms(transforms: Iterable[m.Transform], path: str, heade
 def apply_response_transforms(transforms: Iterable[m.Transform], headers: Headers) -> Headers:
     """The response headers after the route's response transforms, in list order."""
     for t in transforms:
-        if isinstance(t, m.HeaderTransform) and t.on_response:
-            headers = apply_header_transform(t, headers)
+        if on_response(t):
+            headers = apply_header_transform(t, headers)  # type: ignore[arg-type]
     return headers

@@ -8,8 +8,9 @@ snapshots every cache (O(1) each), renders, and, while this replica leads, write
 order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp; hands the
 statuses to the status writer's own worker (which writes them meanwhile, latest wins per object,
 and retries its own failures); posts events; then it probes the data plane. When every ready
-pod reports the written hash the controller triggers another reconcile so Programmed flips to
-True; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
+pod reports the written hash the controller triggers another reconcile, which decides
+Programmed again on the last result (``render.programmed.reprogram``: the objects did not
+change, so nothing else does) instead of rendering again; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
 again while no input of the render changed), and a pod still behind some seconds after its
 config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). The first pass
 of a leadership term probes before it writes any status (the pods may already serve what the
@@ -47,7 +48,8 @@ from titanium_gateway.prober.prober import (
     is_data_plane_pod,
 )
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import ObjectStatus, RenderResult
+from titanium_gateway.render.programmed import reprogram
+from titanium_gateway.render.result import ObjectStatus, Released, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
@@ -91,23 +93,9 @@ RECONCILE_MIN_IDLE = 0.1
 #: Re-freeze the collector once this many cached objects changed since the last freeze (or after
 #: any relist): the new objects leave the collector's scans too.
 FREEZE_AFTER_CHANGES = 2000
-#: Released at 1970-01-01 like the Gateway API CRDs' own default status ("Waiting for controller").
-_EPOCH = "1970-01-01T00:00:00Z"
-
-
-def _waiting(ctype: str) -> dict[str, str]:
-    return {"type": ctype, "status": "Unknown", "reason": "Pending", "message": "Waiting for controller",
-            "lastTransitionTime": _EPOCH}
-
-
-#: The status an object gets when it stops being ours (its class changed, or the class's
-#: controller): the Gateway API CRDs' default status, which claims nothing; an Ingress loses the
-#: load-balancer address we published. Other fields of ours (listeners, addresses, ...) go too.
-RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = {
-    "GatewayClass": {"conditions": [_waiting("Accepted")]},
-    "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
-    "Ingress": {"loadBalancer": None},
-}
+#: The kinds whose ownership the controller remembers from one render to the next: the render
+#: cannot tell from such an object that it was ours (an HTTPRoute's parent entries name us).
+REMEMBERED_KINDS = frozenset({"GatewayClass", "Gateway", "Ingress"})
 
 
 def _meta_rv(obj: Mapping[str, Any] | None) -> str:
@@ -220,7 +208,7 @@ class Controller:
         self.stuck_after = stuck_after
         #: process-wide GC policy (the real process sets it; tests running many controllers in
         #: one interpreter do not): freeze the caches out of the collector once synced and after
-        #: each relist or large batch, and pause the collector while the render runs.
+        #: each relist or large batch (the render pauses the collector itself: ``gc_paused``).
         self.gc_tuning = gc_tuning
         self._frozen_at: tuple[int, int] | None = None  # (store changes, reflector lists) at the last freeze
         self._stopped = threading.Event()
@@ -231,6 +219,8 @@ class Controller:
         #: and the probe message (None: render again). Set only after a successful reconcile.
         self._rendered_from: tuple[Any, ...] | None = None
         self.renders = 0
+        #: passes that decided Programmed again without a render (only the prober's answer changed)
+        self.reprograms = 0
         self.reconciles = 0
         self._memo_seen = (0, 0)
         self._cert_series: set[tuple[str, str]] = set()
@@ -409,19 +399,6 @@ class Controller:
         log.debug("gc frozen", extra={"objects": gc.get_freeze_count(),
                                       "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
 
-    def _render(self, snap: Snapshot) -> RenderResult:
-        """The pure render; with ``gc_tuning`` the cyclic collector is paused meanwhile (the render
-        creates no reference cycles, and collections during it walk its whole growing heap)."""
-        if not self.gc_tuning:
-            return self.render_fn(snap, self.render_options)
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return self.render_fn(snap, self.render_options)
-        finally:
-            if was_enabled:
-                gc.enable()
-
     def schedule_retry(self, error: BaseException) -> float:
         """After a failed reconcile: retry after the exponential back-off, or after the server's
         Retry-After when it asked for longer (then as a hard gate: a change arriving meanwhile
@@ -457,19 +434,31 @@ class Controller:
         t0 = time.monotonic()
         snap, version = self.versioned_snapshot()
         self._rendered_from, prev = None, self._rendered_from  # set again only when this pass succeeds
-        reused = self.last_result is not None and version == prev and (
-            not self._parts_released or self.config_writer.is_complete(self.last_result.config_hash))
+        last = self.last_result
+        usable = last is not None and prev is not None and (
+            not self._parts_released or self.config_writer.is_complete(last.config_hash))
+        reused = usable and version == prev
         if reused:
             # Nothing the render reads changed (e.g. the Programmed poll while a pod has not
             # confirmed yet): the last result stands; re-probe, and write only what failed before.
-            assert self.last_result is not None
-            result = self.last_result
+            assert last is not None
+            result = last
+        elif usable and version[0] == prev[0]:  # type: ignore[index]
+            # Only the prober's answer changed (the pods confirmed the config, one fell behind, a
+            # new reason): the objects are the same, so is everything but Programmed, which is
+            # decided again on the last result (render/programmed.py) instead of rendering again.
+            assert last is not None
+            result = reprogram(last, assume_programmed=self.render_options.assume_programmed,
+                               confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message,
+                               now=snap.now)
+            self.last_result = result
+            self.reprograms += 1
         else:
             # the previous result (its config text alone is 26 MB at 10k routes) is not needed
             # any more: let it go before the render builds the next one, not after
             self.last_result = None
             self._parts_released = False
-            result = self._render(snap)
+            result = self.render_fn(snap, self.render_options)  # (it pauses the cyclic GC itself)
             self.renders += 1
             render_s = time.monotonic() - t0
             self._m.render.observe(render_s)
@@ -513,8 +502,9 @@ class Controller:
                 self._unprobed = False
                 self._probe(result, dp)
                 if (self._confirmed, self._probe_message) != version[1:]:
-                    # what the render reads changed: this render's statuses are stale; the pass
-                    # the probe triggered renders with what the pods run and writes them
+                    # what the pods run changed Programmed: this render's statuses are stale; the
+                    # pass the probe triggered decides Programmed again and writes them
+                    self._rendered_from = version
                     log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                                    "statuses": "after the first probe"})
                     return result
@@ -523,7 +513,7 @@ class Controller:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
             released, guards = self._released_statuses(result)
-            statuses = (*result.statuses, *self._orphaned_route_statuses(result), *released)
+            statuses = (*result.statuses, *result.released, *released)
             self.status_writer.submit(statuses, guards, _seen_versions(snap, statuses))
             self._gateway_metrics(result)
         self.event_writer.write(result.events)
@@ -571,25 +561,25 @@ class Controller:
         """The object still carries the status we rendered for it (nobody wrote since)."""
         return not status_differs(cur, merged_status(ours.kind, cur, ours.status, self.opts.controller_name))
 
-    def _released_statuses(self, result: RenderResult) -> tuple[list[ObjectStatus], dict[StatusKey, WriteGuard]]:
+    def _released_statuses(self, result: RenderResult) -> tuple[list[Released], dict[StatusKey, WriteGuard]]:
         """A GatewayClass, Gateway or Ingress the render reported on last time but no longer does
         (its class changed, or the class's controller did) while it still exists: our status must
         not keep claiming Accepted/Programmed. It is reset to the CRDs' "Waiting for controller"
         default, only while it still carries exactly the status we rendered (a guard checked again
         after a 409): the new owner's status is never overwritten."""
-        owned = {st.key: st for st in result.statuses if st.kind in RELEASED_STATUS}
+        owned = {st.key: st for st in result.statuses if st.kind in REMEMBERED_KINDS}
         for key, st in self._owned.items():
             if key not in owned and key not in self._releasing:
                 self._releasing[key] = (st, _meta_rv(self._current(*key)))
         self._owned = owned
-        out: list[ObjectStatus] = []
+        out: list[Released] = []
         guards: dict[StatusKey, WriteGuard] = {}
         for key, (ours, first_rv) in list(self._releasing.items()):
             cur = self._current(*key)
             if key in owned or cur is None:  # ours again, or deleted
                 del self._releasing[key]
                 continue
-            release = ObjectStatus(ours.api_version, ours.kind, ours.namespace, ours.name, RELEASED_STATUS[ours.kind])
+            release = Released.of(ours.api_version, ours.kind, ours.namespace, ours.name)
             if not status_differs(cur, merged_status(ours.kind, cur, release.status, self.opts.controller_name)):
                 del self._releasing[key]  # released
             elif self._still_ours(cur, ours):
@@ -598,22 +588,6 @@ class Controller:
             elif _meta_rv(cur) != first_rv:
                 del self._releasing[key]  # another controller wrote its status since: not ours to clear
         return out, guards
-
-    def _orphaned_route_statuses(self, result: RenderResult) -> list[ObjectStatus]:
-        """HTTPRoutes that carry a parent entry of ours but that the render no longer reports on
-        (e.g. now attached only to another controller's Gateway): our entries must go."""
-        wanted = {st.key for st in result.statuses if st.kind == "HTTPRoute"}
-        out = []
-        for route in self.informers["HTTPRoute"].list():
-            md = route.get("metadata") or {}
-            key = ("HTTPRoute", str(md.get("namespace") or ""), str(md.get("name") or ""))
-            if key in wanted:
-                continue
-            parents = ((route.get("status") or {}).get("parents")) or []
-            if any(isinstance(p, Mapping) and p.get("controllerName") == self.opts.controller_name for p in parents):
-                out.append(ObjectStatus(str(route.get("apiVersion") or k.HTTPROUTES.api_version), "HTTPRoute",
-                                        key[1], key[2], {"parents": []}))
-        return out
 
     def _probe(self, result: RenderResult, dp: DataPlane) -> None:
         eps = dp.endpoints

@@ -19,7 +19,6 @@ bad input or usage (as ``render``), 1 an internal error.
 from __future__ import annotations
 
 import argparse
-import gc
 import ipaddress
 import json
 import re
@@ -30,9 +29,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from titanium_gateway import contract
-from titanium_gateway.contract import model as cm
+from titanium_gateway.contract.policies import permits
 from titanium_gateway.contract.routing import Check, ForwardTo, NotFound, RedirectTo, Respond, hostname_of
 from titanium_gateway.contract.transforms import apply_request_transforms
+from titanium_gateway.contract.values import seconds
 from titanium_gateway.offline.args import (
     CommandLineParser,
     UsageError,
@@ -43,10 +43,12 @@ from titanium_gateway.offline.load import LoadReport, load_manifests
 from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.snapshot import Prepared, prepare
 from titanium_gateway.offline.summary import input_notices
-from titanium_gateway.render import model
-from titanium_gateway.render.emit import kind_data
+from titanium_gateway.render import gc_paused
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
+from titanium_gateway.twp import model
+from titanium_gateway.twp.emit import kind_data
+from titanium_gateway.twp.load import Config
 
 PROG = "titanium-gateway explain"
 #: Exit codes.
@@ -308,7 +310,7 @@ def _check(c: Check) -> dict[str, Any]:
     return {"field": c.field, "expected": c.expected, "actual": c.actual, "ok": c.ok}
 
 
-def _backend(doc: model.Document, config: cm.Config, cluster_id: str, weight: int | None,
+def _backend(doc: model.Document, config: Config, cluster_id: str, weight: int | None,
              total: int | None) -> dict[str, Any]:
     mc = doc.cluster(cluster_id)
     backend = mc.backend if mc is not None else None
@@ -326,27 +328,27 @@ def _backend(doc: model.Document, config: cm.Config, cluster_id: str, weight: in
     return out
 
 
-def _policy_verdicts(route: cm.Route, req: contract.Request, client_given: bool) -> tuple[list[str], Any]:
+def _policy_verdicts(route: model.Route, req: contract.Request, client_given: bool) -> tuple[list[str], Any]:
     """Each policy's verdict for this request, in order, and the answer of the first policy that
     answers itself (None when every one lets the request through or one cannot be told here)."""
     verdicts: list[str] = []
     answer = None
-    for policy in route.policies:
+    for policy in route.behavior.policies:
         if answer is not None:
             verdicts.append("not reached")
             continue
-        if isinstance(policy, cm.ExtAuth):
+        if isinstance(policy, model.ExtAuth):
             verdicts.append(f"asks {policy.url}: a 2xx answer lets the request through, any other is relayed")
             continue
-        if isinstance(policy, cm.IpAllowDeny) and not client_given:
+        if isinstance(policy, model.IpAllowDeny) and not client_given:
             verdicts.append("depends on the client address (give --client-address)")
             continue
         verdict = contract.evaluate(policy, req, limiter=None)
         if isinstance(verdict, contract.Answer):
             answer = verdict
             verdicts.append(f"answers {verdict.status}")
-        elif isinstance(policy, cm.RateLimit):
-            verdicts.append(f"lets it through (up to {policy.permits} request(s) per {policy.window:g} s "
+        elif isinstance(policy, model.RateLimit):
+            verdicts.append(f"lets it through (up to {permits(policy)} request(s) per {seconds(policy.window):g} s "
                             "per client address, then 429)")
         else:
             verdicts.append("lets it through")
@@ -427,7 +429,7 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
     decision = contract.decide(config, req)
     by_id = {r.id: r for r in doc.routes}
     for loser in decision.losers:
-        ex.losing.append({"route": loser.id, "order": loser.order, "source": _source(by_id.get(loser.id))})
+        ex.losing.append({"route": loser.id, "order": config.order(loser), "source": _source(by_id.get(loser.id))})
     croute = decision.route
     if croute is None:
         ex.action, ex.status = "none", NotFound().status
@@ -435,7 +437,7 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
         ex.hints = _hints(config, req, by_id)
         return ex
     mroute = by_id.get(croute.id)
-    ex.route, ex.order, ex.source = croute.id, croute.order, _source(mroute)
+    ex.route, ex.order, ex.source = croute.id, config.order(croute), _source(mroute)
     ex.match = [_check(c) for c in decision.why]
     outcome = decision.outcome
     behavior = mroute.behavior if mroute is not None else None
@@ -470,7 +472,7 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
                 names = ", ".join(b["cluster"] for b in empty)
                 notes.append(f"{share:g}% of the requests go to a cluster without ready endpoints ({names}) "
                              "and are answered 503")
-        path, upstream_headers = apply_request_transforms(croute.request_transforms, req.path, req.headers)
+        path, upstream_headers = apply_request_transforms(croute.behavior.transforms, req.path, req.headers)
         upstream_host = next((v for k, v in upstream_headers if k.lower() == "host"), None)
         ex.upstream = {"path": path, "query": req.query, "host": upstream_host,
                        "headers": [{"name": k, "value": v} for k, v in upstream_headers]}
@@ -485,14 +487,14 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
     return ex
 
 
-def _hints(config: cm.Config, req: contract.Request, by_id: Mapping[str, model.Route]) -> list[dict[str, Any]]:
+def _hints(config: Config, req: contract.Request, by_id: Mapping[str, model.Route]) -> list[dict[str, Any]]:
     """The routes that miss the request by the fewest conditions (at most :data:`HINTS`)."""
-    scored: list[tuple[int, int, cm.Route, tuple[Check, ...]]] = []
-    for r in config.routes:
+    scored: list[tuple[int, int, model.Route, tuple[Check, ...]]] = []
+    for r, order in zip(config.routes, config.orders, strict=True):
         cs = contract.checks(r, req)
         failed = sum(1 for c in cs if not c.ok)
         if failed:
-            scored.append((failed, r.order, r, cs))
+            scored.append((failed, order, r, cs))
     scored.sort(key=lambda x: (x[0], x[1]))
     return [{"route": r.id, "source": _source(by_id.get(r.id)),
              "failed": [_check(c) for c in cs if not c.ok]} for _, _, r, cs in scored[:HINTS]]
@@ -632,18 +634,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return parser.usage_error(str(exc))
     options = options_from_args(args)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # (as render: no cycles to collect in a short-lived process)
-    try:
+    with gc_paused():  # a short-lived process that builds no reference cycles
         return _run(args, spec, options)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _notices(result: RenderResult, report: LoadReport, prepared: Prepared, options: RenderOptions) -> list[str]:
     """What the user must know about the input besides the answer (stderr)."""
-    lines = input_notices(report, prepared, options)
+    lines = input_notices(report, prepared, options, result)
     if result.delivery_error:
         lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
     for e in result.events:

@@ -3,7 +3,7 @@
 Reads manifests (the offline loader: files, directories, ``-``), and for every Ingress of an
 ingress-nginx class reports each ``nginx.ingress.kubernetes.io/`` annotation as mapped (to
 which ``titanium.io/`` annotation, and how the meaning differs), unsupported, or without
-effect (``titanium_gateway.nginx_annotations``). With ``--out DIR`` it writes the converted
+effect (``titanium_gateway.render.ingress.nginx``). With ``--out DIR`` it writes the converted
 Ingresses, one file each. The exit code is 1 when a security-relevant annotation (or
 ingress-nginx's default HTTPS redirect) has no equivalent, so a script cannot miss it; 2 on
 bad input or usage; 0 otherwise. The interface is in ``docs/render-cli.md`` and the
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from titanium_gateway import blockyaml
-from titanium_gateway import nginx_annotations as na
 from titanium_gateway.offline.args import CommandLineParser
 from titanium_gateway.offline.manifests import InputError, Manifest, Origin, ReadNotes, read_manifests
-from titanium_gateway.render.ingress import LEGACY_CLASS_ANNOTATION
+from titanium_gateway.render.ingress import nginx as na
+from titanium_gateway.render.ingress.ownership import LEGACY_CLASS_ANNOTATION
+from titanium_gateway.twp import blockyaml
 
 NGINX_CONTROLLER = "k8s.io/ingress-nginx"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

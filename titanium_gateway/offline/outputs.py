@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from titanium_gateway import blockyaml
 from titanium_gateway.render.options import DEFAULT_CONTROLLER_NAME
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot
-from titanium_gateway.render.statusmerge import final_status, orphaned_route_statuses
+from titanium_gateway.render.statusmerge import final_status
+from titanium_gateway.twp import blockyaml
 
 __all__ = [
     "certificate_list", "certificates_yaml", "event_list", "events_yaml", "output_files", "sorted_statuses",
@@ -85,9 +85,7 @@ def status_documents(
     input status holds a parent entry of ``controller_name`` gets a document with that entry
     dropped. Without it, the render's own statuses (ours only). ``copy=False``: a status that
     needs no merge is the render's own object, not a copy (for writing it out)."""
-    statuses = list(result.statuses)
-    if snapshot is not None:
-        statuses += orphaned_route_statuses(statuses, snapshot.httproutes.values(), controller_name)
+    statuses = [*result.statuses, *result.released]
     docs: list[dict[str, Any]] = []
     for st in sorted(statuses, key=_status_sort_key):
         meta: dict[str, Any] = {"namespace": st.namespace, "name": st.name} if st.namespace else {"name": st.name}

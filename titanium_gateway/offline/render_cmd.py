@@ -10,7 +10,6 @@ bad input or usage, 1 internal error.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.outputs import write_outputs
 from titanium_gateway.offline.snapshot import prepare
 from titanium_gateway.offline.summary import summary
+from titanium_gateway.render import gc_paused
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
@@ -59,15 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
     options = options_from_args(args)
     report = LoadReport()
-    # a short-lived process that builds millions of objects and no reference cycles: the cyclic
-    # collector would only walk them again and again (reference counting still frees them)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():  # a short-lived process that builds no reference cycles
         return _run(args, options, report)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _run(args: argparse.Namespace, options: RenderOptions, report: LoadReport) -> int:

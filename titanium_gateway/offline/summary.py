@@ -200,17 +200,18 @@ def summary(
         lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
     if not result.statuses:
         lines.insert(0, "no GatewayClass, Gateway, HTTPRoute or Ingress of this controller in the input")
-    lines.extend(input_notices(report if report is not None else LoadReport(), prepared, options))
+    lines.extend(input_notices(report if report is not None else LoadReport(), prepared, options, result))
     return "\n".join(lines) + "\n"
 
 
-def input_notices(report: LoadReport, prepared: Prepared | None, options: RenderOptions | None) -> list[str]:
+def input_notices(report: LoadReport, prepared: Prepared | None, options: RenderOptions | None,
+                  result: RenderResult | None = None) -> list[str]:
     """What the user must know about the input besides the render: what could not take part,
     Secrets not read, namespaces assumed, warnings, ignored objects, notes, empty and skipped
     files (the summary's tail; ``explain`` prints it too)."""
     lines: list[str] = []
     if prepared is not None and options is not None:
-        absent = not_taking_part(prepared.snapshot, options, report)
+        absent = not_taking_part(result, report) if result is not None else []
         if absent:
             lines.append(f"Not taking part ({len(absent)}):")
             lines.extend(f"  {line}" for line in absent)

@@ -29,7 +29,6 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from titanium_gateway.contract import model as m
 from titanium_gateway.contract.balancing import Balancer, affinity_value, choose_cluster
 from titanium_gateway.contract.policies import (
     EXT_AUTH_UNAVAILABLE,
@@ -41,8 +40,10 @@ from titanium_gateway.contract.policies import (
 )
 from titanium_gateway.contract.routing import ForwardTo, NotFound, RedirectTo, Request, Respond, decide
 from titanium_gateway.contract.transforms import apply_request_transforms, apply_response_transforms
+from titanium_gateway.contract.values import client_tls, route_timeout, seconds, upstream_timeout
 from titanium_gateway.reference_dataplane.metrics import DataPlaneMetrics
 from titanium_gateway.reference_dataplane.source import LoadedState
+from titanium_gateway.twp import model as m
 
 log = logging.getLogger("titanium.reference_dataplane.proxy")
 
@@ -151,7 +152,7 @@ class Proxy:
         try:
             decision = decide(state.config, req, all_matches=False)
             ex.route = decision.route
-            timeout = ex.route.request_timeout if ex.route is not None else None
+            timeout = route_timeout(ex.route) if ex.route is not None else None
             work = self._answer(ex, decision.outcome)
             if timeout is None:
                 await work
@@ -208,12 +209,12 @@ class Proxy:
         if route is None or isinstance(outcome, NotFound):
             await self._send(ex, ex.request, 404, (TEXT,), NotFound().body.encode())
             return
-        for policy in route.policies:
+        for policy in route.behavior.policies:
             verdict = evaluate(policy, ex.req, limiter=self.dp.limiter, now=time.monotonic())
             if isinstance(verdict, AskExtAuth):
                 verdict = await self._ext_auth(ex, verdict.policy)
             if verdict is not None:
-                self.dp.metrics.policy_answers.labels(verdict.policy or policy.kind, str(verdict.status)).inc()
+                self.dp.metrics.policy_answers.labels(verdict.policy or policy.KIND, str(verdict.status)).inc()
                 await self._send(ex, ex.request, verdict.status, verdict.headers, verdict.body.encode()
                                  if isinstance(verdict.body, str) else verdict.body)
                 return
@@ -233,10 +234,10 @@ class Proxy:
         try:
             resp = await asyncio.wait_for(self.dp.session.request(
                 "GET", URL(policy.url, encoded=True), headers=CIMultiDict(headers), allow_redirects=False,
-                ssl=ex.state.client_contexts[None] if policy.url.startswith("https:") else None), policy.timeout)
+                ssl=ex.state.client_contexts[None] if policy.url.startswith("https:") else None), seconds(policy.timeout))
             if ext_auth_admits(resp.status):
                 return None
-            body = await asyncio.wait_for(_read_bounded(resp.content, EXT_AUTH_BODY_LIMIT), policy.timeout)
+            body = await asyncio.wait_for(_read_bounded(resp.content, EXT_AUTH_BODY_LIMIT), seconds(policy.timeout))
             relayed = tuple((k, v) for k, v in end_to_end(_decode(resp.raw_headers)) if k.lower() != "content-length")
             return Answer(resp.status, relayed, body, "ExtAuth")  # type: ignore[arg-type]
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
@@ -261,7 +262,7 @@ class Proxy:
         if dest is None:
             await self._send(ex, ex.request, 503, (TEXT,), f"cluster {cluster.id} has no destinations\n".encode())
             return
-        path, headers = apply_request_transforms(route.request_transforms, ex.req.path, end_to_end(ex.req.headers))
+        path, headers = apply_request_transforms(route.behavior.transforms, ex.req.path, end_to_end(ex.req.headers))
         headers = tuple((k, v) for k, v in headers if k.lower() != "expect")
         mirror = self._mirror_target(ex, route)
         request = ex.request
@@ -272,7 +273,7 @@ class Proxy:
         if mirror is not None:
             self._start_mirror(ex, mirror, path, headers, tee)
         url = _url(dest, path, ex.req.query)
-        ssl_ctx = ex.state.client_contexts.get(cluster.http_client.tls) if dest.use_https else None
+        ssl_ctx = ex.state.client_contexts.get(client_tls(cluster)) if dest.use_https else None
         metrics = self.dp.metrics
         self.dp.balancer.started(cluster, dest)
         sent = time.monotonic()
@@ -283,7 +284,7 @@ class Proxy:
                 pending = self.dp.session.request(request.method, url, headers=CIMultiDict(headers),
                                                   data=tee.chunks() if tee is not None else None,
                                                   allow_redirects=False, ssl=ssl_ctx if ssl_ctx else True)
-                limit = cluster.http_client.request_timeout
+                limit = upstream_timeout(cluster)
                 resp = await (asyncio.wait_for(pending, limit) if limit is not None else pending)
             except asyncio.TimeoutError:
                 metrics.upstream.labels(cluster.id, "timeout").inc()
@@ -307,7 +308,7 @@ class Proxy:
     async def _relay(self, ex: Exchange, resp: aiohttp.ClientResponse, route: m.Route,
                      affinity: m.SessionAffinity | None, cookie: str | None, dest: m.Destination) -> None:
         headers = end_to_end(_decode(resp.raw_headers))
-        headers = apply_response_transforms(route.response_transforms, headers)
+        headers = apply_response_transforms(route.behavior.transforms, headers)
         if affinity is not None:
             value = affinity_value(dest)
             if cookie != value:
@@ -327,7 +328,7 @@ class Proxy:
 
     # -- mirror --------------------------------------------------------------------------
     def _mirror_target(self, ex: Exchange, route: m.Route) -> tuple[m.Cluster, m.Destination] | None:
-        mirror = route.mirror
+        mirror = route.behavior.mirror
         if mirror is None or self.rnd.random() * 100 >= mirror.percent:
             return None
         cluster = ex.state.config.clusters[mirror.cluster_id]
@@ -353,14 +354,14 @@ class Proxy:
             if body is None:
                 metrics.mirrors.labels("dropped").inc()
                 return
-        ssl_ctx = ex.state.client_contexts.get(cluster.http_client.tls) if dest.use_https else None
+        ssl_ctx = ex.state.client_contexts.get(client_tls(cluster)) if dest.use_https else None
         mirror_headers = CIMultiDict((k, v) for k, v in headers if k.lower() != "content-length")
         self.dp.balancer.started(cluster, dest)
         try:
             resp = await asyncio.wait_for(
                 self.dp.session.request(ex.request.method, _url(dest, path, ex.req.query), headers=mirror_headers,
                                         data=body, allow_redirects=False, ssl=ssl_ctx if ssl_ctx else True),
-                cluster.http_client.request_timeout or MIRROR_TIMEOUT)
+                upstream_timeout(cluster) or MIRROR_TIMEOUT)
             resp.close()
             metrics.mirrors.labels("sent").inc()
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:

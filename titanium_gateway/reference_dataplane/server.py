@@ -27,13 +27,13 @@ import aiohttp
 from aiohttp import web
 
 from titanium_gateway import __version__
-from titanium_gateway.contract import model as m
 from titanium_gateway.contract.balancing import Balancer
 from titanium_gateway.contract.policies import FixedWindowLimiter
 from titanium_gateway.reference_dataplane.metrics import CONTENT_TYPE_LATEST, DataPlaneMetrics
 from titanium_gateway.reference_dataplane.proxy import Proxy
 from titanium_gateway.reference_dataplane.source import ConfigSource, LoadedState
 from titanium_gateway.reference_dataplane.tls import listener_context
+from titanium_gateway.twp import model as m
 
 log = logging.getLogger("titanium.reference_dataplane")
 
@@ -150,7 +150,7 @@ class DataPlane:
         return self.state is not None and self.bound_listeners is not None and self.fatal is None
 
     # -- listeners -----------------------------------------------------------------------------
-    def _certificates(self) -> tuple[tuple[m.CertificateItem, ...], dict] | None:
+    def _certificates(self) -> tuple[tuple[m.Certificate, ...], dict] | None:
         state = self.state
         return state.certificates() if state is not None else None
 
@@ -179,7 +179,7 @@ class DataPlane:
             bound[listener.port] = (str(addr[0]), int(addr[1]))
             log.info("listening on %s:%d (%s)", host, listener.port, "TLS" if listener.decrypt_ssl else "HTTP")
         self.bound = bound
-        self.bound_listeners = frozenset(x.key for x in listeners)
+        self.bound_listeners = frozenset((x.host, x.port, x.decrypt_ssl) for x in listeners)
 
     # -- admin ---------------------------------------------------------------------------------
     async def _start_admin(self) -> None:

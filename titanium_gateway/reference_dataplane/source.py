@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from titanium_gateway.contract import model as m
 from titanium_gateway.contract.files import read_file
-from titanium_gateway.contract.load import ROOT_FILE, ConfigError, load_config
+from titanium_gateway.contract.values import client_tls
 from titanium_gateway.reference_dataplane.tls import CertificateError, client_context, server_context_from_pfx
+from titanium_gateway.twp import model as m
+from titanium_gateway.twp.load import ROOT_FILE, Config, ConfigError, load_config
 
 log = logging.getLogger("titanium.reference_dataplane.config")
 
@@ -32,10 +33,10 @@ log = logging.getLogger("titanium.reference_dataplane.config")
 class LoadedState:
     """One loaded config and what it needs at run time (built once per load)."""
 
-    config: m.Config
+    config: Config
     root: bytes
     server_contexts: dict[str, ssl.SSLContext] = field(repr=False)  # by certificate file
-    client_contexts: dict[m.ClientTls | None, ssl.SSLContext] = field(repr=False)
+    client_contexts: dict[m.UpstreamTls | None, ssl.SSLContext] = field(repr=False)
     generation: int = 0
     loaded_at: float = 0.0
 
@@ -43,7 +44,7 @@ class LoadedState:
     def config_hash(self) -> str:
         return self.config.config_hash
 
-    def certificates(self) -> tuple[tuple[m.CertificateItem, ...], dict[str, ssl.SSLContext]]:
+    def certificates(self) -> tuple[tuple[m.Certificate, ...], dict[str, ssl.SSLContext]]:
         return self.config.certificates, self.server_contexts
 
 
@@ -146,9 +147,9 @@ class ConfigSource:
         if digest.digest() == self._loaded_digest:
             raise Unchanged
         servers = {c.file: server_context_from_pfx(files[c.file], c.file) for c in config.certificates}
-        clients: dict[m.ClientTls | None, ssl.SSLContext] = {None: client_context(files, None)}
+        clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {None: client_context(files, None)}
         for cluster in config.clusters.values():
-            tls = cluster.http_client.tls
+            tls = client_tls(cluster)
             if tls is not None and tls not in clients:
                 clients[tls] = client_context(files, tls)
         self.generation += 1

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from titanium_gateway.contract import model as m
 from titanium_gateway.contract.certificates import select_certificate
+from titanium_gateway.twp import model as m
 
 ALPN = ["http/1.1"]
 
@@ -67,7 +67,7 @@ def server_context_from_pfx(data: bytes, name: str = "") -> ssl.SSLContext:
     return ctx
 
 
-def listener_context(current: Callable[[], tuple[tuple[m.CertificateItem, ...], dict[str, ssl.SSLContext]] | None],
+def listener_context(current: Callable[[], tuple[tuple[m.Certificate, ...], dict[str, ssl.SSLContext]] | None],
                      on_reject: Callable[[str | None], None] | None = None) -> ssl.SSLContext:
     """The context of a decrypting listener: its SNI callback picks the context of the item
     :func:`~titanium_gateway.contract.certificates.select_certificate` chooses among the
@@ -92,7 +92,7 @@ def listener_context(current: Callable[[], tuple[tuple[m.CertificateItem, ...], 
     return base
 
 
-def client_context(files: dict[str, bytes], tls: m.ClientTls | None) -> ssl.SSLContext:
+def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None) -> ssl.SSLContext:
     """The context for ``useHttps`` destinations: the certificate is validated, against
     ``caFile`` when given (else the system's trust store), for the name connected to (the
     destination address); ``certFile``/``keyFile`` are the client certificate. ``files`` holds

@@ -3,9 +3,11 @@
 ``render(snapshot, options, cache=None) -> RenderResult``: no I/O, no clock (``snapshot.now``),
 no randomness; the same input in any order gives the same bytes. A :class:`RenderCache` (one
 per caller, reused across renders) only saves work: translations of unchanged objects are
-replayed (render/memo.py), the result is the same. Steps: GatewayClasses ->
-Gateways (listeners, certificates) -> HTTPRoutes -> ``ingress.translate(ctx)`` -> routes
-ordered by precedence -> unreachable rules (render/reach.py) -> emit (YAML, parts, hash) -> Programmed conditions -> result.
+replayed (render/memo.py), the result is the same. Steps: GatewayClasses -> Gateways
+(listeners, certificates) -> HTTPRoutes -> Ingresses -> routes ordered by precedence -> the
+twp Document -> unreachable rules (render/reach.py, told through each kind's status) -> emit
+(twp/emit.py: YAML, parts, hash) -> Programmed (render/programmed.py) and the Gateways'
+statuses -> result (docs/render-design.md has the picture).
 """
 
 from __future__ import annotations
@@ -14,51 +16,68 @@ import gc
 import operator
 from collections.abc import Sequence
 
-from titanium_gateway.render import emit as _emit
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import memo as _memo
+from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.httproute import status as _httproute_status
+from titanium_gateway.render.ingress import status as _ingress_status
 from titanium_gateway.render.memo import RenderCache
-from titanium_gateway.render.model import Document
-from titanium_gateway.render.model import Route as _Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp import emit as _emit
+from titanium_gateway.twp.model import Document, Source
+from titanium_gateway.twp.model import Route as _Route
 
-__all__ = ["render", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
+__all__ = ["render", "gc_paused", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
 
 
-def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None = None) -> RenderResult:
-    """Render with the cyclic GC paused: the render creates no reference cycles (a test checks
-    that ``gc.collect()`` finds nothing after a render with the collector off), so collections
-    during it only walk the caller's heap (the informer caches) and made a 10k render ~1/3
-    slower and superlinear (benchmarks/FINDINGS.md R1). Reference counting still frees
-    everything; the collector is re-enabled only if it was enabled."""
-    enabled = gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        return _render(snapshot, options, cache)
-    except BaseException:
-        if cache is not None:
-            cache.clear()  # a render that did not finish may have left the cache half updated
-        raise
-    finally:
-        if enabled:
+class gc_paused:  # noqa: N801 - used like a function: ``with gc_paused():``
+    """The one place the cyclic GC is paused: around a render (and around the offline CLI's
+    load-render-write, which builds the same kind of data). A render creates no reference
+    cycles (a test checks that ``gc.collect()`` finds nothing after a render with the collector
+    off), so collections during it only walk the caller's heap (the informer caches) and made a
+    10k render ~1/3 slower and superlinear (benchmarks/FINDINGS.md R1). Reference counting
+    still frees everything; the collector is re-enabled only if it was enabled, as the last
+    thing done (a collection the render's garbage makes due then runs in the caller, after)."""
+
+    __slots__ = ("enabled",)
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        if self.enabled:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
             gc.enable()
 
 
-def _route_deps(snapshot: Snapshot, options: RenderOptions, gateways: dict) -> tuple | None:
-    """What every HTTPRoute translation may read besides the route itself (render/memo.py)."""
+def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None = None) -> RenderResult:
+    """The render (see the module doc), with the cyclic GC paused (:func:`gc_paused`)."""
+    with gc_paused():
+        try:
+            return _render(snapshot, options, cache)
+        except BaseException:
+            if cache is not None:
+                cache.clear()  # a render that did not finish may have left the cache half updated
+            raise
+
+
+def _route_deps(ctx: RenderContext, gateways: dict) -> tuple | None:
+    """What every HTTPRoute translation may read besides the route itself (render/memo.py):
+    the Gateways not ours too (why, for ``not_ours``)."""
+    snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
              _memo.versions(snapshot.services))
     if any(p is None for p in parts):
         return None
-    return (options, _memo.gateway_fingerprint(gateways), *parts)
+    return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())), *parts)
 
 
 def _ingress_deps(ctx: RenderContext) -> tuple | None:
@@ -105,11 +124,10 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         cache.order = ()  # released: the context holds it until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)
-    ctx.shared["gateways"] = gateways
     if cache is None:
         _httproute.translate(ctx, gateways)
     else:
-        _httproute.translate(ctx, gateways, cache, _route_deps(snapshot, options, gateways))
+        _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways))
     _translate_ingresses(ctx, cache)
     ctx.end_translation()
 
@@ -117,19 +135,15 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     document = Document(ctx.listener_values(), ctx.certificate_values(cert_entries), tuple(ctx.take_ordered_routes()),
                         tuple(ctx.sorted_clusters()))
     # rules no request can reach (the routes are in their final order): events and status notes
-    unreachable = _reach.report(ctx, _find_unreachable(document.routes, cache))
+    unreachable = _report_unreachable(ctx, _find_unreachable(document.routes, cache))
     out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                      cache=cache.text if cache is not None else None)
     if cache is not None:
         cache.order, cache.clusters = document.routes, ctx.cluster_table()
-    if out.delivery_error:
-        programmed, reason, message = False, "NoResources", out.delivery_error
-    elif options.assume_programmed or snapshot.confirmed_config_hash == out.config_hash:
-        programmed, reason, message = True, "Programmed", ""
-    else:
-        programmed, reason = False, "Pending"
-        message = snapshot.probe_message or f"waiting for the data plane to load config {out.config_hash[:12]}"
-    _gateway.finalize(ctx, gateways, programmed, reason, message)
+    delivery = _programmed.delivery(out.config_hash, out.delivery_error, assume_programmed=options.assume_programmed,
+                                    confirmed_hash=snapshot.confirmed_config_hash, probe_message=snapshot.probe_message)
+    for key in sorted(gateways):
+        _gateway.status(ctx, gateways[key], delivery)
     return RenderResult(
         config=out.config,
         config_hash=out.config_hash,
@@ -142,4 +156,23 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         delivery_error=out.delivery_error,
         document=document,
         unreachable=unreachable,
+        released=ctx.released(),
+        not_ours=ctx.not_ours_records(),
     )
+
+
+def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreachable]
+                        ) -> tuple[_reach.Unreachable, ...]:
+    """What the analysis found, told where users look: a ``ShadowedRule`` Warning Event per rule
+    and, for an HTTPRoute, a sentence in its Accepted message (each by the status of its kind).
+    An Ingress path that is a RouteConflict is not told twice. Returns the rules told."""
+    told = [u for u in unreachable if not _reach.is_route_conflict(u)]
+    by_source: dict[Source, list[_reach.Unreachable]] = {}
+    for u in told:
+        by_source.setdefault(u.source, []).append(u)
+    for source, rules in by_source.items():
+        if source.kind == "HTTPRoute":
+            _httproute_status.shadowed_rules(ctx, source, rules)
+        else:
+            _ingress_status.shadowed_paths(ctx, source, rules)
+    return tuple(told)

@@ -4,15 +4,15 @@ Public API (shared with the Ingress translation):
 
 * :class:`BackendIndex` — built once per render from the snapshot: Services by
   ``(namespace, name)``, EndpointSlices by ``(namespace, kubernetes.io/service-name)``.
-* :class:`~titanium_gateway.render.model.ClusterSettings` — per-backend settings that change the cluster (backend request
+* :class:`~titanium_gateway.twp.model.ClusterSettings` — per-backend settings that change the cluster (backend request
   timeout, algorithm, session affinity, upstream HTTPS + TLS files). Default settings give the
   plain id; any non-default setting gives an id with a short hash suffix.
 * :func:`cluster_id` ``(namespace, service, port, settings=None) -> str`` — deterministic id,
   ``svc-<namespace>.<service>.<port>`` (+ ``-<hash10>`` for non-default settings). Namespace,
   Service and port names cannot contain dots, so the id is unambiguous.
 * :func:`resolve_backend` ``(index, namespace, service, port, settings) -> BackendResolution``
-  — the :class:`~titanium_gateway.render.model.Cluster` (with its
-  :class:`~titanium_gateway.render.model.Backend`) or a reason and message:
+  — the :class:`~titanium_gateway.twp.model.Cluster` (with its
+  :class:`~titanium_gateway.twp.model.Backend`) or a reason and message:
   ``BackendNotFound`` (no such Service or port), ``UnsupportedValue`` (an ExternalName
   Service: it has no endpoints).
 
@@ -33,7 +33,8 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.memo import resource_version
-from titanium_gateway.render.model import (
+from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
     Backend,
     Cluster,
@@ -43,7 +44,6 @@ from titanium_gateway.render.model import (
     SessionAffinity,
     UpstreamTls,
 )
-from titanium_gateway.render.snapshot import Snapshot
 
 __all__ = ["DEFAULT_SETTINGS", "BackendIndex", "BackendResolution", "ClusterSettings", "cluster_id", "resolve_backend"]
 

@@ -2,11 +2,11 @@
 
 Order of a render (see :func:`titanium_gateway.render.render`):
 GatewayClasses -> Gateways (listeners, certificates) -> HTTPRoutes -> Ingresses -> routes
-ordered -> the :class:`~titanium_gateway.render.model.Document` -> ``emit`` -> Programmed
+ordered -> the :class:`~titanium_gateway.twp.model.Document` -> ``emit`` -> Programmed
 conditions -> result.
 
 Context API for translators (HTTPRoute, Ingress). Everything a translator adds is a model value
-(:mod:`titanium_gateway.render.model`), never text:
+(:mod:`titanium_gateway.twp.model`), never text:
 
 * ``ctx.snapshot``, ``ctx.options``, ``ctx.now`` — inputs (never mutate objects).
 * ``ctx.backends`` — :class:`~titanium_gateway.render.backends.BackendIndex`; use
@@ -21,7 +21,7 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   when the port is already bound with the other ``decrypt`` value.
 * ``ctx.add_cluster(cluster) -> str`` — dedup by id (first wins); returns the id. Use
   :func:`~titanium_gateway.render.backends.cluster_id` for ids.
-* ``ctx.add_route(route) -> bool`` — a :class:`~titanium_gateway.render.model.Route` with its
+* ``ctx.add_route(route) -> bool`` — a :class:`~titanium_gateway.twp.model.Route` with its
   precedence key (:func:`titanium_gateway.render.precedence.key_from_parts`). False when the
   id is already taken (nothing added).
 * ``ctx.host_part(host)`` — the precedence part of a match host, once per render.
@@ -34,7 +34,10 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   smallest rank over all bindings becomes the one ``default: true`` item. On error (missing
   Secret, conversion failure) nothing is bound and ``.error`` says why (InvalidCertificateRef).
 * ``ctx.add_tls_file(name, data)`` — another file of the TLS Secret (upstream-TLS PEM).
-* ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins.
+* ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins. A
+  :class:`~titanium_gateway.render.result.Released` (our entries to remove from an object no
+  longer ours) is added the same way and ends in ``RenderResult.released``.
+* ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
 * ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.conditions.ConditionList`
   stamped with the object's generation and ``ctx.now``.
@@ -64,14 +67,31 @@ from titanium_gateway.render.certificates import (
 )
 from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.memo import Recording
-from titanium_gateway.render.model import Backend, Certificate, Cluster, Listener, Route
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.precedence import host_part
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
-from titanium_gateway.render.result import CertificateEntry, EventRecord, ListenerKey, ObjectStatus
+from titanium_gateway.render.result import (
+    CertificateEntry,
+    EventRecord,
+    ListenerKey,
+    NotOurs,
+    ObjectStatus,
+    Released,
+)
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_KIND_ORDER = {"GatewayClass": 0, "Gateway": 1, "HTTPRoute": 2, "Ingress": 3}
+
+
+def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
+    return st.key
+
+
+def _not_ours_order(key: tuple[str, str, str]) -> tuple[int, str, str]:
+    kind, namespace, name = key
+    return (_KIND_ORDER.get(kind, 9), f"{namespace}/{name}" if namespace else name, kind)
 #: The sort key of the routes: precedence key, then id (ids are unique, so the sort never
 #: compares further).
 route_order = operator.attrgetter("key", "id")
@@ -121,8 +141,7 @@ class RenderContext:
         self.tls_files = TLSFiles()  # a PFX is made when its file is read
         self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
-        #: Free-form data shared between translators (e.g. Gateway info for HTTPRoutes).
-        self.shared: dict[str, Any] = {}
+        self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
         self.recording: Recording | None = None
         #: cluster id -> (Service + EndpointSlice versions, cluster) of the previous render
@@ -250,6 +269,15 @@ class RenderContext:
             self.recording.statuses.append(status)
         self.statuses[status.key] = status
 
+    def foreign_gateways(self) -> dict[tuple[str, str], str]:
+        """(namespace, name) -> why a Gateway is not ours (after the Gateway translation)."""
+        return {(r.namespace, r.name): r.reason for r in self._not_ours.values() if r.kind == "Gateway"}
+
+    def not_ours(self, record: NotOurs) -> None:
+        if self.recording is not None:
+            self.recording.not_ours.append(record)
+        self._not_ours[record.key] = record
+
     def add_event(self, event: EventRecord) -> None:
         if self.recording is not None:
             self.recording.events.append(event)
@@ -303,6 +331,8 @@ class RenderContext:
             self.statuses[status.key] = status
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
+        for record in rec.not_ours:
+            self._not_ours[record.key] = record
         outer, self.recording = self.recording, None  # absorbed whole below, not call by call
         try:
             for port, decrypt in rec.listeners:
@@ -345,7 +375,7 @@ class RenderContext:
     def ordered_routes(self) -> list[dict[str, Any]]:
         """The routes in order as the document's plain data (``order`` = 1, 2, ...); the context
         is unchanged (tests and tools; the render uses :meth:`take_ordered_routes`)."""
-        from titanium_gateway.render.emit import route_data
+        from titanium_gateway.twp.emit import route_data
 
         return [route_data(r, n + 1) for n, r in enumerate(sorted(self.routes.values(), key=route_order))]
 
@@ -394,4 +424,13 @@ class RenderContext:
         return tuple(self._events[k] for k in sorted(self._events))
 
     def sorted_statuses(self) -> tuple[ObjectStatus, ...]:
-        return tuple(map(self.statuses.__getitem__, sorted(self.statuses)))
+        """The statuses of the objects we own (a :class:`Released` is not one), by key."""
+        statuses = self.statuses
+        return tuple(st for st in map(statuses.__getitem__, sorted(statuses)) if type(st) is not Released)
+
+    def released(self) -> tuple[Released, ...]:
+        return tuple(sorted((st for st in self.statuses.values() if type(st) is Released), key=_status_key))
+
+    def not_ours_records(self) -> tuple[NotOurs, ...]:
+        records = self._not_ours
+        return tuple(records[k] for k in sorted(records, key=_not_ours_order))

@@ -16,8 +16,10 @@ Gateways of our classes are processed oldest first (creationTimestamp, namespace
 
 Routes may attach to a listener (and are counted in attachedRoutes) when it is accepted, not
 conflicted and serves HTTPRoute; it is *usable* (programmed, its routes emitted) when, for
-HTTPS, it also has at least one valid certificate. ``Programmed`` is filled in
-by :func:`finalize` once the config hash is known.
+HTTPS, it also has at least one valid certificate. :func:`translate` decides each condition
+(``ListenerInfo.accepted``/``resolved``/``conflicted``, ``GatewayInfo.acceptance``) in named
+steps; :func:`status` writes them, with Programmed (render/programmed.py), once the config
+hash is known.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from titanium_gateway.render import fields as f
+from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import ConditionList, existing_conditions
+from titanium_gateway.render.gatewayclass import GatewayClasses
 from titanium_gateway.render.precedence import creation_timestamp
+from titanium_gateway.render.programmed import Delivery
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.render.result import NotOurs, ObjectStatus
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": "HTTPRoute"}
@@ -120,6 +125,10 @@ def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
     return True
 
 
+#: A condition decided by the translation: (status, reason, message).
+Outcome = tuple[bool, str, str]
+
+
 @dataclass
 class ListenerInfo:
     gateway_ns: str
@@ -139,7 +148,11 @@ class ListenerInfo:
     usable: bool = False
     attached: int = 0
     supported_kinds: list[dict[str, str]] = field(default_factory=list)
+    #: the listener's conditions (its previous ones for the transition times), set by :func:`status`
     conditions: ConditionList | None = None
+    accepted: Outcome = (True, "Accepted", "listener is accepted")
+    resolved: Outcome = (True, "ResolvedRefs", "all references are resolved")
+    conflicted: Outcome = (False, "NoConflicts", "no conflicts")
 
     def allows_namespace(self, ctx: RenderContext, namespace: str) -> bool:
         if self.allowed_from == "All":
@@ -158,6 +171,8 @@ class GatewayInfo:
     listeners: list[ListenerInfo]
     conditions: ConditionList
     addresses: list[dict[str, str]]
+    #: the Gateway's Accepted condition
+    acceptance: Outcome = (True, "Accepted", "Gateway is accepted")
 
 
 def _addresses(ctx: RenderContext) -> list[dict[str, str]]:
@@ -307,176 +322,203 @@ def _listener_problem(raw: Mapping[str, Any], tls: Mapping[str, Any], index: int
     return "; ".join(problems)
 
 
-def translate(ctx: RenderContext, classes: set[str]) -> dict[tuple[str, str], GatewayInfo]:
-    """Process every Gateway of our classes; returns them by (namespace, name)."""
-    gateways = [
-        gw for gw in ctx.snapshot.gateways.values()
-        if isinstance(gw, Mapping) and isinstance(gw.get("spec"), Mapping)
-        and f.string(gw["spec"].get("gatewayClassName")) in classes
-    ]
+class _Ports:
+    """The data-plane ports of the Gateways translated so far (oldest first): their protocol
+    once a listener on them is programmed, and the listeners of the Gateway being translated."""
+
+    __slots__ = ("protocol", "local")
+
+    def __init__(self) -> None:
+        self.protocol: dict[int, str] = {}
+        self.local: dict[int, list[ListenerInfo]] = {}
+
+
+def translate(ctx: RenderContext, classes: GatewayClasses) -> dict[tuple[str, str], GatewayInfo]:
+    """Every Gateway of our classes, oldest first; returns them by (namespace, name). Those of
+    other classes are not ours (``ctx.not_ours``). Their statuses are made by :func:`status`
+    once Programmed is known."""
+    gateways = []
+    for key in sorted(ctx.snapshot.gateways):
+        gw = ctx.snapshot.gateways[key]
+        spec = gw.get("spec") if f.is_mapping(gw) else None
+        class_name = f.string(spec.get("gatewayClassName")) if f.is_mapping(spec) else ""
+        why = classes.why_not(class_name)
+        if why:
+            meta = f.metadata(gw)
+            ctx.not_ours(NotOurs("Gateway", f.text(meta.get("namespace")) or "default", f.text(meta.get("name")), why))
+        elif f.is_mapping(spec):
+            gateways.append(gw)
     gateways.sort(key=_gateway_sort_key)
     addresses = _addresses(ctx)
-    port_protocol: dict[int, str] = {}
+    ports = _Ports()
     result: dict[tuple[str, str], GatewayInfo] = {}
     for gw in gateways:
-        created, ns, name = _gateway_sort_key(gw)
-        if not name:
-            continue
-        spec = gw["spec"]
-        status = gw.get("status") if isinstance(gw.get("status"), Mapping) else {}
-        old_listeners = {
-            f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
-        } if isinstance(status.get("listeners"), list) else {}
-        gconds = ctx.conditions(gw, existing_conditions(status))
-        unsupported_address = bool(spec.get("addresses"))
-        spec_reason, spec_msg = ("", "") if spec.keys() <= _SPEC_FIELDS and not spec.get("infrastructure") \
-            else _gateway_problem(spec)
-        rejected = unsupported_address or bool(spec_reason)
-        frontend_ports, frontend_path = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
-        infos: list[ListenerInfo] = []
-        seen_names: set[str] = set()
-        local: dict[int, list[ListenerInfo]] = {}
-        raw_listeners = spec.get("listeners") if isinstance(spec.get("listeners"), list) else []
-        for index, raw in enumerate(raw_listeners):
-            if not isinstance(raw, Mapping):
-                continue
-            lname = f.text(raw.get("name")) or f"listener-{index}"
-            if lname in seen_names:
-                continue
-            seen_names.add(lname)
-            port = f.port(raw.get("port")) or 0
-            protocol = f.string(raw.get("protocol"))
-            raw_hostname = raw.get("hostname")
-            hostname = f.text(raw_hostname).lower() or None
-            li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0,
-                              protocol, hostname)
-            lc = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
-            li.conditions = lc
-            infos.append(li)
-            accepted_reason = ""
-            tls = raw.get("tls") if isinstance(raw.get("tls"), Mapping) else {}
-            if protocol not in ("HTTP", "HTTPS"):
-                accepted_reason, accepted_msg = "UnsupportedProtocol", f"protocol {protocol!r} is not supported"
-            elif protocol == "HTTPS" and f.string(tls.get("mode") or "Terminate") != "Terminate":
-                accepted_reason, accepted_msg = "UnsupportedProtocol", "TLS mode Passthrough is not supported"
-            elif not (raw.keys() <= _LISTENER_FIELDS and tls.keys() <= _LISTENER_TLS_FIELDS) and (
-                    newer := _listener_problem(raw, tls, index)):
-                accepted_reason, accepted_msg = "UnsupportedValue", newer
-            elif protocol == "HTTPS" and frontend_ports and (frontend_ports is _ALL_PORTS or port in frontend_ports):
-                accepted_reason = "UnsupportedValue"
-                accepted_msg = f"{frontend_path} (client certificate validation) is not supported"
-            elif raw_hostname is not None and (hostname is None or not valid_hostname(hostname)):
-                shown = repr(raw_hostname[:64]) if isinstance(raw_hostname, str) else f"a {type(raw_hostname).__name__}"
-                accepted_reason, accepted_msg = "UnsupportedValue", f"hostname {shown} is not a valid hostname"
-            elif not port:
-                accepted_reason, accepted_msg = "PortUnavailable", "the listener has no valid port"
-            elif li.dp_port not in ctx.options.data_plane_ports:
-                accepted_reason = "PortUnavailable"
-                accepted_msg = f"port {port} maps to data-plane port {li.dp_port}, which the data plane does not expose"
-            # allowed routes
-            allowed = raw.get("allowedRoutes") if isinstance(raw.get("allowedRoutes"), Mapping) else {}
-            namespaces = allowed.get("namespaces") if isinstance(allowed.get("namespaces"), Mapping) else {}
-            li.allowed_from = f.string(namespaces.get("from")) or "Same"
-            li.allowed_selector = namespaces.get("selector")
-            kinds_ok = True
-            kinds = allowed.get("kinds")
-            if accepted_reason == "UnsupportedProtocol":
-                li.serves_httproute = False
-            elif isinstance(kinds, list) and kinds:
-                li.serves_httproute = False
-                for k in kinds:
-                    if isinstance(k, Mapping) and (f.string(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
-                            and k.get("kind") == "HTTPRoute":
-                        li.serves_httproute = True
-                    else:
-                        kinds_ok = False
-            li.supported_kinds = [dict(HTTPROUTE_KIND)] if li.serves_httproute else []
-            # conflicts
-            conflict = ""
-            if not accepted_reason:
-                for other in local.get(li.dp_port, []):
-                    if other.protocol != protocol:
-                        conflict = "ProtocolConflict"
-                        break
-                    if other.port == port and (other.hostname or "") == (hostname or ""):
-                        conflict = "HostnameConflict"
-                        break
-                if not conflict and port_protocol.get(li.dp_port, protocol) != protocol:
-                    conflict = "ProtocolConflict"
-                local.setdefault(li.dp_port, []).append(li)
-            # certificates
-            refs_reason = refs_msg = ""
-            cert_ok = True
-            if not accepted_reason and not conflict and protocol == "HTTPS" and li.serves_httproute:
-                cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls)
-            if not kinds_ok and not refs_reason:
-                refs_reason, refs_msg = "InvalidRouteKinds", "only HTTPRoute is supported in allowedRoutes.kinds"
-            li.attachable = not accepted_reason and not conflict and li.serves_httproute and not rejected
-            li.usable = li.attachable and cert_ok
-            if accepted_reason:
-                lc.set("Accepted", False, accepted_reason, bound_message(accepted_msg))
-            else:
-                lc.set("Accepted", True, "Accepted", "listener is accepted")
-            lc.set("Programmed", False, "Invalid", "placeholder")
-            if refs_reason:
-                lc.set("ResolvedRefs", False, refs_reason, bound_message(refs_msg))
-            else:
-                lc.set("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
-            if conflict:
-                msg = ("another listener uses this data-plane port with another protocol"
-                       if conflict == "ProtocolConflict" else "another listener uses this port and hostname")
-                lc.set("Conflicted", True, conflict, msg)
-            else:
-                lc.set("Conflicted", False, "NoConflicts", "no conflicts")
-            if li.usable:
-                port_protocol.setdefault(li.dp_port, protocol)
-                ctx.add_listener(li.dp_port, protocol == "HTTPS")
-                ctx.gateway_ports.setdefault(li.dp_port, protocol)
-        valid = sum(1 for li in infos if li.usable)
-        if unsupported_address:
-            gconds.set("Accepted", False, "UnsupportedAddress",
-                       "spec.addresses is not supported; the address comes from the data-plane Service")
-        elif spec_reason:
-            gconds.set("Accepted", False, spec_reason, spec_msg)
-        elif infos and valid == len(infos):
-            gconds.set("Accepted", True, "Accepted", "Gateway is accepted")
-        elif valid:
-            gconds.set("Accepted", True, "ListenersNotValid", f"{len(infos) - valid} of {len(infos)} listeners are not valid")
-        else:
-            gconds.set("Accepted", False, "ListenersNotValid", "no listener is valid")
-        gconds.set("Programmed", False, "Invalid", "placeholder")
-        result[(ns, name)] = GatewayInfo(ns, name, gw, not rejected and valid > 0, infos, gconds,
-                                         addresses)
+        info = _gateway(ctx, gw, addresses, ports)
+        if info is not None:
+            result[(info.namespace, info.name)] = info
     return result
 
 
-def finalize(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], programmed: bool,
-             pending_reason: str, pending_message: str) -> None:
-    """Set Programmed and emit Gateway statuses (after the config hash is known)."""
-    for key in sorted(gateways):
-        info = gateways[key]
-        for li in info.listeners:
-            assert li.conditions is not None
-            if not li.usable:
-                li.conditions.set("Programmed", False, "Invalid", "the listener is not valid")
-            elif programmed:
-                li.conditions.set("Programmed", True, "Programmed", "the data plane serves this listener")
+def _gateway(ctx: RenderContext, gw: Mapping[str, Any], addresses: list[dict[str, str]], ports: _Ports
+             ) -> GatewayInfo | None:
+    """One Gateway: its listeners, then its own acceptance."""
+    created, ns, name = _gateway_sort_key(gw)
+    if not name:
+        return None
+    spec = gw["spec"]
+    status = f.mapping(gw.get("status"))
+    old_listeners = {
+        f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
+    } if isinstance(status.get("listeners"), list) else {}
+    unsupported_address = bool(spec.get("addresses"))
+    spec_reason, spec_msg = ("", "") if spec.keys() <= _SPEC_FIELDS and not spec.get("infrastructure") \
+        else _gateway_problem(spec)
+    rejected = unsupported_address or bool(spec_reason)
+    frontend = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
+    infos: list[ListenerInfo] = []
+    seen_names: set[str] = set()
+    ports.local = {}
+    raw_listeners = spec.get("listeners") if isinstance(spec.get("listeners"), list) else []
+    for index, raw in enumerate(raw_listeners):
+        if not isinstance(raw, Mapping):
+            continue
+        lname = f.text(raw.get("name")) or f"listener-{index}"
+        if lname in seen_names:
+            continue
+        seen_names.add(lname)
+        li = _listener(ctx, raw, index, lname, (created, ns, name), frontend, rejected, ports)
+        li.conditions = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
+        infos.append(li)
+    valid = sum(1 for li in infos if li.usable)
+    if unsupported_address:
+        acceptance = (False, "UnsupportedAddress", "spec.addresses is not supported; the address comes from the "
+                                                   "data-plane Service")
+    elif spec_reason:
+        acceptance = (False, spec_reason, spec_msg)
+    elif infos and valid == len(infos):
+        acceptance = (True, "Accepted", "Gateway is accepted")
+    elif valid:
+        acceptance = (True, "ListenersNotValid", f"{len(infos) - valid} of {len(infos)} listeners are not valid")
+    else:
+        acceptance = (False, "ListenersNotValid", "no listener is valid")
+    return GatewayInfo(ns, name, gw, not rejected and valid > 0, infos, ctx.conditions(gw, existing_conditions(status)),
+                       addresses, acceptance)
+
+
+def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str, gateway: tuple[str, str, str],
+              frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports) -> ListenerInfo:
+    """One listener: accepted (protocol, fields, hostname, port), the routes it allows, its
+    conflicts, its certificates; a usable one opens its data-plane port."""
+    created, ns, name = gateway
+    port = f.port(raw.get("port")) or 0
+    protocol = f.string(raw.get("protocol"))
+    hostname = f.text(raw.get("hostname")).lower() or None
+    li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0, protocol, hostname)
+    tls = raw.get("tls") if isinstance(raw.get("tls"), Mapping) else {}
+    accepted_reason, accepted_msg = _acceptance(ctx, raw, tls, li, index, frontend)
+    kinds_ok = _allowed_routes(raw, li, accepted_reason)
+    conflict = "" if accepted_reason else _conflict(li, ports)
+    refs_reason = refs_msg = ""
+    cert_ok = True
+    if not accepted_reason and not conflict and protocol == "HTTPS" and li.serves_httproute:
+        cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls)
+    if not kinds_ok and not refs_reason:
+        refs_reason, refs_msg = "InvalidRouteKinds", "only HTTPRoute is supported in allowedRoutes.kinds"
+    li.attachable = not accepted_reason and not conflict and li.serves_httproute and not rejected
+    li.usable = li.attachable and cert_ok
+    if accepted_reason:
+        li.accepted = (False, accepted_reason, bound_message(accepted_msg))
+    if refs_reason:
+        li.resolved = (False, refs_reason, bound_message(refs_msg))
+    if conflict:
+        li.conflicted = (True, conflict, "another listener uses this data-plane port with another protocol"
+                         if conflict == "ProtocolConflict" else "another listener uses this port and hostname")
+    if li.usable:
+        ports.protocol.setdefault(li.dp_port, protocol)
+        ctx.add_listener(li.dp_port, protocol == "HTTPS")
+        ctx.gateway_ports.setdefault(li.dp_port, protocol)
+    return li
+
+
+def _acceptance(ctx: RenderContext, raw: Mapping[str, Any], tls: Mapping[str, Any], li: ListenerInfo, index: int,
+                frontend: tuple[frozenset[int], str]) -> tuple[str, str]:
+    """Why the listener is not accepted ("", "" when it is)."""
+    protocol, port = li.protocol, li.port
+    raw_hostname = raw.get("hostname")
+    frontend_ports, frontend_path = frontend
+    if protocol not in ("HTTP", "HTTPS"):
+        return "UnsupportedProtocol", f"protocol {protocol!r} is not supported"
+    if protocol == "HTTPS" and f.string(tls.get("mode") or "Terminate") != "Terminate":
+        return "UnsupportedProtocol", "TLS mode Passthrough is not supported"
+    if not (raw.keys() <= _LISTENER_FIELDS and tls.keys() <= _LISTENER_TLS_FIELDS) and (
+            newer := _listener_problem(raw, tls, index)):
+        return "UnsupportedValue", newer
+    if protocol == "HTTPS" and frontend_ports and (frontend_ports is _ALL_PORTS or port in frontend_ports):
+        return "UnsupportedValue", f"{frontend_path} (client certificate validation) is not supported"
+    if raw_hostname is not None and (li.hostname is None or not valid_hostname(li.hostname)):
+        shown = repr(raw_hostname[:64]) if isinstance(raw_hostname, str) else f"a {type(raw_hostname).__name__}"
+        return "UnsupportedValue", f"hostname {shown} is not a valid hostname"
+    if not port:
+        return "PortUnavailable", "the listener has no valid port"
+    if li.dp_port not in ctx.options.data_plane_ports:
+        return "PortUnavailable", f"port {port} maps to data-plane port {li.dp_port}, which the data plane does not expose"
+    return "", ""
+
+
+def _allowed_routes(raw: Mapping[str, Any], li: ListenerInfo, accepted_reason: str) -> bool:
+    """The namespaces and kinds the listener allows (into ``li``); False when a kind is not
+    HTTPRoute (InvalidRouteKinds)."""
+    allowed = raw.get("allowedRoutes") if isinstance(raw.get("allowedRoutes"), Mapping) else {}
+    namespaces = allowed.get("namespaces") if isinstance(allowed.get("namespaces"), Mapping) else {}
+    li.allowed_from = f.string(namespaces.get("from")) or "Same"
+    li.allowed_selector = namespaces.get("selector")
+    kinds_ok = True
+    kinds = allowed.get("kinds")
+    if accepted_reason == "UnsupportedProtocol":
+        li.serves_httproute = False
+    elif isinstance(kinds, list) and kinds:
+        li.serves_httproute = False
+        for k in kinds:
+            if isinstance(k, Mapping) and (f.string(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
+                    and k.get("kind") == "HTTPRoute":
+                li.serves_httproute = True
             else:
-                li.conditions.set("Programmed", False, pending_reason, pending_message)
-        if not info.accepted:
-            info.conditions.set("Programmed", False, "Invalid", "the Gateway is not accepted")
-        elif programmed:
-            info.conditions.set("Programmed", True, "Programmed", "the data plane has loaded the configuration")
-        else:
-            info.conditions.set("Programmed", False, pending_reason, pending_message)
-        listeners = [
-            {
-                "name": li.name,
-                "supportedKinds": li.supported_kinds,
-                "attachedRoutes": li.attached,
-                "conditions": li.conditions.as_list() if li.conditions else [],
-            }
-            for li in info.listeners
-        ]
-        status = {"addresses": info.addresses, "conditions": info.conditions.as_list(), "listeners": listeners}
-        ctx.add_status(ObjectStatus(API_VERSION, "Gateway", info.namespace, info.name, status))
+                kinds_ok = False
+    li.supported_kinds = [dict(HTTPROUTE_KIND)] if li.serves_httproute else []
+    return kinds_ok
+
+
+def _conflict(li: ListenerInfo, ports: _Ports) -> str:
+    """The conflict of an accepted listener ("" for none): on its data-plane port, with a listener
+    of its Gateway (another protocol, or the same port and hostname) or with an older Gateway's
+    programmed listener of another protocol."""
+    conflict = ""
+    for other in ports.local.get(li.dp_port, []):
+        if other.protocol != li.protocol:
+            conflict = "ProtocolConflict"
+            break
+        if other.port == li.port and (other.hostname or "") == (li.hostname or ""):
+            conflict = "HostnameConflict"
+            break
+    if not conflict and ports.protocol.get(li.dp_port, li.protocol) != li.protocol:
+        conflict = "ProtocolConflict"
+    ports.local.setdefault(li.dp_port, []).append(li)
+    return conflict
+
+
+def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
+    """The status of one Gateway (every condition in one place, once Programmed is known)."""
+    listeners = []
+    for li in info.listeners:
+        lc = li.conditions
+        assert lc is not None
+        lc.set("Accepted", *li.accepted)
+        lc.set("Programmed", *programmed.condition("listener", li.usable, delivery))
+        lc.set("ResolvedRefs", *li.resolved)
+        lc.set("Conflicted", *li.conflicted)
+        listeners.append({"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
+                          "conditions": lc.as_list()})
+    info.conditions.set("Accepted", *info.acceptance)
+    info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery))
+    body = {"addresses": info.addresses, "conditions": info.conditions.as_list(), "listeners": listeners}
+    ctx.add_status(ObjectStatus(API_VERSION, "Gateway", info.namespace, info.name, body))

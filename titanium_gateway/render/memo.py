@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from titanium_gateway.render.emit import EmitCache
-from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.render.result import EventRecord, NotOurs, ObjectStatus
+from titanium_gateway.twp.emit import EmitCache
 
 
 @dataclass(slots=True)
@@ -49,12 +49,14 @@ class Recording:
     #: the model routes it added (see builder.add_route)
     routes: list[Any] = field(default_factory=list)
     #: clusters in the order first added: the id of one resolved from a Service port (its
-    #: :class:`~titanium_gateway.render.model.Backend`, resolved again on replay) or a
+    #: :class:`~titanium_gateway.twp.model.Backend`, resolved again on replay) or a
     #: constant cluster (no backend, no destinations)
     clusters: list[Any] = field(default_factory=list)
     cluster_ids: set[str] = field(default_factory=set)
     statuses: list[ObjectStatus] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
+    #: what it found not ours (ctx.not_ours)
+    not_ours: list[NotOurs] = field(default_factory=list)
     #: add_listener(port, decrypt) calls, in order
     listeners: list[tuple[int, bool]] = field(default_factory=list)
     #: bind_certificate(namespace, name, hosts, default_rank) calls, in order
@@ -78,6 +80,7 @@ class Recording:
                 self.clusters.append(c)
         self.statuses.extend(other.statuses)
         self.events.extend(other.events)
+        self.not_ours.extend(other.not_ours)
         self.listeners.extend(other.listeners)
         self.certificates.extend(other.certificates)
         self.tls_files.extend(other.tls_files)
@@ -92,7 +95,8 @@ class Recording:
         self.conditions = _NONE  # type: ignore[assignment]
         self.cluster_ids = _NO_IDS  # type: ignore[assignment]
         # a kept recording holds no empty lists (10k recordings: ~1 KiB each otherwise)
-        for name in ("routes", "clusters", "statuses", "events", "listeners", "certificates", "tls_files", "extra"):
+        for name in ("routes", "clusters", "statuses", "events", "not_ours", "listeners", "certificates", "tls_files",
+                     "extra"):
             if not getattr(self, name):
                 setattr(self, name, _NONE)
         return not (stamped or self.volatile)

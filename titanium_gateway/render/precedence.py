@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from titanium_gateway.render.model import Match
+from titanium_gateway.twp.model import Match
 
 PATH_TYPE_RANK = {"Exact": 0, "RegularExpression": 1, "PathPrefix": 2}
 TIER_NORMAL = 0
@@ -125,7 +125,7 @@ def match_part(match: Match) -> str:
 
 
 def match_of(match: Mapping[str, Any]) -> Match:
-    """A data-plane ``match`` mapping (host aside) as a :class:`~titanium_gateway.render.model.Match`."""
+    """A data-plane ``match`` mapping (host aside) as a :class:`~titanium_gateway.twp.model.Match`."""
     def pairs(key: str) -> tuple[tuple[str, str], ...]:
         value = match.get(key)
         return tuple(value.items()) if isinstance(value, Mapping) else ()

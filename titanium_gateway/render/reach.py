@@ -16,7 +16,8 @@ Coverage (:func:`covers`) is decided with the contract's own matching predicates
 (:mod:`titanium_gateway.contract.routing`) applied to the covered route's values.
 
 The unit of a report is a rule: an HTTPRoute rule (all its matches x hosts), an Ingress path (its
-rule and path; the defaultBackend is rule -1).
+rule and path; the defaultBackend is rule -1). This module only analyses: the render tells what
+it finds (events, status notes) through the status of each kind.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from titanium_gateway.contract import routing
-from titanium_gateway.render import fields as f
-from titanium_gateway.render.model import DirectResponse, Match, Route, Source
+from titanium_gateway.twp.model import DirectResponse, Match, Route, Source
 
 #: the Match fields whose coverage is decided here; a route with another field set (one this
 #: module does not know yet) never covers another
@@ -263,11 +263,9 @@ def _first_cover(bucket: list[Route], r: Route) -> Route | None:
     return None
 
 
-# -- where users see them ----------------------------------------------------------------------
-#: The Event reason of an unreachable rule.
+# -- what is told -----------------------------------------------------------------------------
+#: The Event reason of an unreachable rule (the statuses of HTTPRoutes and Ingresses tell it).
 SHADOWED_RULE = "ShadowedRule"
-#: At most this many unreachable rules are named in one Accepted message (all have events).
-_NOTE_RULES = 3
 
 
 def is_route_conflict(u: Unreachable) -> bool:
@@ -276,40 +274,3 @@ def is_route_conflict(u: Unreachable) -> bool:
     return u.source.kind == "Ingress" and all(
         t.source.kind == "Ingress" and t.source != u.source and (t.host, t.path, t.path_kind) == (u.host, u.path, u.path_kind)
         for t in u.takers)
-
-
-def report(ctx: Any, unreachable: Sequence[Unreachable]) -> tuple[Unreachable, ...]:
-    """A Warning Event ``ShadowedRule`` per unreachable rule (on its HTTPRoute or Ingress) and,
-    for an HTTPRoute, a sentence in the message of each parent's ``Accepted: True`` condition
-    (the route stays Accepted: it is valid). Returns the rules reported (an Ingress path that is
-    a RouteConflict is not reported twice)."""
-    from titanium_gateway.render.httproute.status import API_VERSION, with_accepted_note
-    from titanium_gateway.render.ingress import INGRESS_API_VERSION
-    from titanium_gateway.render.result import EventRecord
-
-    snapshot = ctx.snapshot
-    reported: list[Unreachable] = []
-    notes: dict[Source, list[Unreachable]] = {}
-    for u in unreachable:
-        if is_route_conflict(u):
-            continue
-        src = u.source
-        objects, api_version = ((snapshot.httproutes, API_VERSION) if src.kind == "HTTPRoute"
-                                else (snapshot.ingresses, INGRESS_API_VERSION))
-        uid = f.string(f.metadata(objects.get(f"{src.namespace}/{src.name}")).get("uid"))
-        ctx.add_event(EventRecord(kind=src.kind, namespace=src.namespace, name=src.name, type="Warning",
-                                  reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=api_version))
-        reported.append(u)
-        if src.kind == "HTTPRoute":
-            notes.setdefault(src, []).append(u)
-    for src, rules in notes.items():
-        rules.sort(key=lambda u: u.rule_index)
-        key = (src.kind, src.namespace, src.name)
-        status = ctx.statuses.get(key)
-        if status is None:
-            continue
-        sentences = [u.message() for u in rules[:_NOTE_RULES]]
-        if len(rules) > _NOTE_RULES:
-            sentences.append(f"{len(rules) - _NOTE_RULES} more rules are unreachable ({SHADOWED_RULE} events)")
-        ctx.statuses[key] = with_accepted_note(status, "; ".join(sentences))
-    return tuple(reported)

@@ -8,8 +8,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from titanium_gateway.render.model import Document
     from titanium_gateway.render.reach import Unreachable
+    from titanium_gateway.twp.model import Document
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
 
@@ -71,6 +71,60 @@ class ObjectStatus:
 
 _new = object.__new__
 
+#: Released at 1970-01-01 like the Gateway API CRDs' own default status ("Waiting for controller").
+_EPOCH = "1970-01-01T00:00:00Z"
+
+
+def _waiting(ctype: str) -> dict[str, str]:
+    return {"type": ctype, "status": "Unknown", "reason": "Pending", "message": "Waiting for controller",
+            "lastTransitionTime": _EPOCH}
+
+
+#: What a released object's status becomes once merged (see :class:`Released`): an HTTPRoute
+#: keeps only the parent entries of other controllers; a GatewayClass or Gateway the Gateway
+#: API CRDs' default status, which claims nothing (other fields of ours, listeners and
+#: addresses, go too); an Ingress loses the load-balancer address we published.
+#: (Plain data, as the writer sends it: never modified.)
+RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    "HTTPRoute": {"parents": []},
+    "GatewayClass": {"conditions": [_waiting("Accepted")]},
+    "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
+    "Ingress": {"loadBalancer": None},
+})
+
+
+@dataclass(frozen=True)
+class Released(ObjectStatus):
+    """The one way to say "remove this controller's entries from this object's status": an
+    object that is no longer ours but still carries what we wrote. It is a status to write like
+    any other (the writer merges it as it merges ours: see ``statusmerge.merged_status``), made
+    with :meth:`of`. The render releases an HTTPRoute that carries a parent entry of ours but
+    no longer names a Gateway of ours (``RenderResult.released``); the controller, which
+    remembers what it owned, releases a GatewayClass, Gateway or Ingress it no longer owns."""
+
+    @classmethod
+    def of(cls, api_version: str, kind: str, namespace: str, name: str) -> Released:  # type: ignore[override]
+        return cls(api_version, kind, namespace, name, RELEASED_STATUS[kind])
+
+
+@dataclass(frozen=True)
+class NotOurs:
+    """An object of the snapshot this controller does not serve, or serves only in part (an
+    HTTPRoute with parentRefs that do not name a Gateway of ours), and why: decided where
+    ownership is decided (GatewayClass controllerName, Gateway class, HTTPRoute parentRefs,
+    Ingress class), so tools only show it."""
+
+    kind: str
+    namespace: str  # "" for cluster-scoped
+    name: str
+    #: why, as a sentence ("its GatewayClass theirs belongs to controller example.com/other"); for
+    #: an HTTPRoute, each parentRef that is not ours, joined with "; "
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
 
 @dataclass(frozen=True)
 class EventRecord:
@@ -109,8 +163,14 @@ class RenderResult:
     delivery_error: str = ""
     #: The document ``config`` (and ``parts``) is the text of, as model values with their
     #: provenance: each route's source object, rule and match, each cluster's backend
-    #: (render/model.py). None in results not made by the render.
+    #: (twp/model.py). None in results not made by the render.
     document: Document | None = field(default=None, compare=False, repr=False)
     #: The rules no request can reach (every route of theirs is taken first by other rules),
     #: as reported by ``ShadowedRule`` events (render/reach.py), in route order.
     unreachable: tuple[Unreachable, ...] = ()
+    #: Objects that carry a status entry of ours but are no longer ours: their entries go
+    #: (written like ``statuses``), sorted by key.
+    released: tuple[Released, ...] = ()
+    #: What of the snapshot is not ours, and why (sorted by kind - GatewayClass, Gateway,
+    #: HTTPRoute, Ingress - then namespace and name).
+    not_ours: tuple[NotOurs, ...] = ()

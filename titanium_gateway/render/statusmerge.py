@@ -13,21 +13,16 @@ writer and the offline CLI can share one definition:
   (a field the render no longer sets is ``None``: removed by the merge patch).
 * :func:`final_status` - that patch applied to the current status (RFC 7386), i.e. the status the
   object carries after the write.
-* :func:`orphaned_route_statuses` - HTTPRoutes that carry a parent entry of ours although the
-  render reports nothing on them (e.g. now attached only to another controller's Gateway): the
-  controller writes ``parents: []`` of ours for them, so our stale entries go.
+
+A status that releases an object no longer ours (``result.Released``) is merged the same way.
 
 Pure, deterministic, never raises on malformed input (non-mapping values are ignored).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-from titanium_gateway.render.result import ObjectStatus
-
-HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1"
 
 
 def _status_of(current: Any) -> Mapping[str, Any]:
@@ -87,37 +82,4 @@ def final_status(kind: str, current: Any, wanted: Mapping[str, Any], controller_
     return result if isinstance(result, dict) else {}
 
 
-def orphaned_route_statuses(
-    statuses: Iterable[ObjectStatus], httproutes: Iterable[Any], controller_name: str
-) -> list[ObjectStatus]:
-    """``{"parents": []}`` statuses for the HTTPRoutes that carry a parent entry of
-    ``controller_name`` but are not in ``statuses`` (sorted by namespace/name)."""
-    reported = {(st.namespace, st.name) for st in statuses if st.kind == "HTTPRoute"}
-    out: list[ObjectStatus] = []
-    for route in httproutes:
-        if not isinstance(route, Mapping):
-            continue
-        meta = route.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
-        namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-        if not name or (namespace, name) in reported:
-            continue
-        parents = _status_of(route).get("parents")
-        if any(
-            isinstance(p, Mapping) and p.get("controllerName") == controller_name
-            for p in (parents if isinstance(parents, list) else [])
-        ):
-            api_version = route.get("apiVersion")
-            out.append(
-                ObjectStatus(
-                    str(api_version) if isinstance(api_version, str) and api_version else HTTPROUTE_API_VERSION,
-                    "HTTPRoute",
-                    namespace,
-                    name,
-                    {"parents": []},
-                )
-            )
-    return sorted(out, key=lambda st: (st.namespace, st.name))
-
-
-__all__ = ["merged_status", "apply_merge_patch", "final_status", "orphaned_route_statuses"]
+__all__ = ["merged_status", "apply_merge_patch", "final_status"]

@@ -6,7 +6,7 @@ one render's state of the HTTPRoute translation and turns each route into model 
 
 Each rule x match x host gives one data-plane route ``httproute/<ns>/<name>/r<i>m<j>`` (plus
 ``/<host>`` when the match emits more than one route); the routes of a rule share its match
-over the hosts and its :class:`~titanium_gateway.render.model.Behavior` over the matches. A rule
+over the hosts and its :class:`~titanium_gateway.twp.model.Behavior` over the matches. A rule
 that cannot be honoured answers ``directResponse 500`` for its own matches only; a match that
 cannot be expressed exactly (header RegularExpression, a bad regex) is emitted with its
 expressible part in the degraded tier, after every normal route, so it never shadows another rule.
@@ -23,23 +23,25 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, parse_duration_ms, summarize, timespan
 from titanium_gateway.render.gateway import GatewayInfo, ListenerInfo, valid_hostname
-from titanium_gateway.render.httproute.attach import Attachments, Parent, effective_hosts, ref_identity
+from titanium_gateway.render.httproute.attach import (
+    Attachments,
+    Identity,
+    Parent,
+    effective_hosts,
+    ref_identity,
+)
 from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
-from titanium_gateway.render.httproute.status import API_VERSION, Statuses, not_served_reason
-from titanium_gateway.render.memo import Recording, RenderCache, resource_version
-from titanium_gateway.render.model import (
-    RESPONSE_TRANSFORMS,
-    Behavior,
-    DirectResponse,
-    Forward,
-    Redirect,
-    Route,
-    Source,
-    Split,
+from titanium_gateway.render.httproute.status import (
+    API_VERSION,
+    Problems,
+    RouteOutcome,
+    Statuses,
+    not_served_reason,
 )
+from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import (
     TIER_DEGRADED,
     TIER_NORMAL,
@@ -49,7 +51,15 @@ from titanium_gateway.render.precedence import (
 )
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.regex import check_regex, regex_escape
-from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.render.result import NotOurs, Released
+from titanium_gateway.twp.model import (
+    RESPONSE_TRANSFORMS,
+    Behavior,
+    DirectResponse,
+    Redirect,
+    Route,
+    Source,
+)
 
 __all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_duration_ms", "timespan",
            "prefix_rewrite_transforms"]
@@ -66,11 +76,13 @@ class Translator:
     def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
         self.ctx = ctx
         self.gateways = gateways
+        #: (namespace, name) -> why a Gateway of the snapshot is not ours
+        self.foreign = ctx.foreign_gateways()
         self.matches = Matches()
         self.filters = Filters()
         self.backends = Backends(ctx)
         #: a rule's content (RuleOut.key) -> its routes' behavior
-        self._behaviors: dict[tuple[Any, ...], Behavior] = {}
+        self.behaviors: dict[tuple[Any, ...], Behavior] = {}
         self.attachments = Attachments(ctx)
         self.statuses = Statuses(ctx)
 
@@ -93,15 +105,14 @@ class Translator:
             else:
                 bad_hosts.append(f"spec.hostnames[{index}] {brief(h)} is not a valid hostname")
         parents: list[Parent] = []
-        for ref in f.items(spec.get("parentRefs")):
-            if not f.is_mapping(ref):
+        refs = f.items(spec.get("parentRefs"))
+        not_ours: list[str] = [] if refs else ["it has no parentRefs"]
+        for ref in refs:
+            ident = ref_identity(ref if f.is_mapping(ref) else {}, ns)
+            gw = self.gateways.get((ident[2], ident[3])) if ident[0] == GATEWAY_GROUP and ident[1] == "Gateway" else None
+            if gw is None or not f.is_mapping(ref):  # not ours: never reported in its status
+                not_ours.append(self.not_ours(ident))
                 continue
-            ident = ref_identity(ref, ns)
-            if ident[0] != GATEWAY_GROUP or ident[1] != "Gateway":
-                continue
-            gw = self.gateways.get((ident[2], ident[3]))
-            if gw is None:
-                continue  # not ours (other class) or absent: never reported
             if any(p.identity == ident for p in parents):
                 continue
             ok, reason, message, listeners, counted = self.attachments.attach(gw, ref, ns, route_hosts)
@@ -109,9 +120,11 @@ class Translator:
                 # emitting the valid names only could widen the route (none left = any host)
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
             parents.append(Parent(ref, ident, ok, reason, message, listeners, counted))
+        if not_ours:
+            ctx.not_ours(NotOurs("HTTPRoute", ns, name, "; ".join(not_ours)))
         if not parents:
-            if old_parents:
-                ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
+            if old_parents:  # our entries on a route that no longer names a Gateway of ours go
+                ctx.add_status(Released.of(API_VERSION, "HTTPRoute", ns, name))
             return []
         # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
         if len(parents) == 1:  # (the lists of one parent hold each listener once; read-only)
@@ -128,20 +141,27 @@ class Translator:
         ports = {(li.port, li.protocol) for li in basis}
         one_port = next(iter(ports)) if len(ports) == 1 else None
         hosts = effective_hosts(basis, route_hosts) if basis else (sorted({h.lower() for h in route_hosts}) or [None])
-        problems = _Problems()
+        problems = Problems()
         emitted = self.emit_rules(route, ns, name, spec, hosts, one_port, problems, emit=bool(serving))
         # accepted but not in the config: the status and an event say why
         unserved = "" if emitted or not attached else (
             not_served_reason(attached) if not serving
             else "it has no rules" if not f.items(spec.get("rules")) else "none of its rules makes a route")
-        self.statuses.route(route, ns, name, parents, old_parents, problems.firsts + problems.unsupported,
-                            problems.ref_firsts + [m for _, m in problems.refs],
-                            problems.refs[0][0] if problems.refs else "", len(set(problems.firsts)),
-                            len(set(problems.ref_firsts)), unserved)
+        self.statuses.route(RouteOutcome(route, ns, name, parents, old_parents, problems, unserved))
         return counted_once
 
+    def not_ours(self, ident: Identity) -> str:
+        """Why a parentRef does not name a Gateway of ours."""
+        group, kind, ns, name = ident[:4]
+        if group != GATEWAY_GROUP or kind != "Gateway":
+            return f"parent {kind} {name} is not a Gateway"
+        why = self.foreign.get((ns, name))
+        if why is None:
+            return f"parent Gateway {ns}/{name} is not in the input"
+        return f"parent Gateway {ns}/{name} is not ours ({why})"
+
     def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
-                   hosts: list[str | None], one_port: tuple[int, str] | None, problems: _Problems, *,
+                   hosts: list[str | None], one_port: tuple[int, str] | None, problems: Problems, *,
                    emit: bool) -> int:
         """The rules' routes (when ``emit``), problems into ``problems``; returns how many routes
         were added."""
@@ -161,10 +181,12 @@ class Translator:
             rule_unsupported = out.unsupported
             if rule_unsupported:
                 problems.firsts.append(rule_unsupported[0])
-            elif out.first_ref and type(out.action) is DirectResponse:
+            elif out.first_ref and type(out.behavior.action) is DirectResponse:
                 problems.ref_firsts.append(out.first_ref)
+            action = out.behavior.action
+            per_host = type(action) is Redirect and not action.host  # each route redirects to its own hostname
             if not emit:  # validated for the status only
-                if out.redirect is not None and not rule_unsupported and not all(h and h[0] != "*" for h in hosts):
+                if per_host and not rule_unsupported and not all(h and h[0] != "*" for h in hosts):
                     self._redirect_behavior(out, None, problems)  # (reports the missing hostname)
                 problems.unsupported += rule_unsupported
                 continue
@@ -179,9 +201,8 @@ class Translator:
             for mi, m in enumerate(out.matches):
                 tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
                 behavior = shared
-                if behavior is None and out.redirect is None:  # transforms made for this match's path
-                    behavior = Behavior(out.action, out.mirror, expand(out.transforms, m.match.path),  # type: ignore[arg-type]
-                                        tuple(out.policies), out.limits)
+                if behavior is None and not per_host:  # transforms made for this match's path
+                    behavior = out.behavior.but(transforms=expand(out.behavior.transforms, m.match.path))
                 for host, host_rank in host_keys:
                     rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
                     b = behavior if behavior is not None else self._redirect_behavior(out, host, problems)
@@ -191,57 +212,32 @@ class Translator:
         return added
 
     def _shared_behavior(self, out: RuleOut, rule_message: str) -> Behavior | None:
-        """The behavior of every route of a rule (one object for the rules of equal content);
-        None when it depends on the route (a redirect to each route's own hostname; transforms
-        made for each match's path)."""
+        """The behavior of every route of a rule; None when it depends on the route (a redirect
+        to each route's own hostname; transforms made for each match's path)."""
         if out.unsupported:
             return Behavior(DirectResponse(500, "UnsupportedValue: " + rule_message))
-        action = out.action
-        if action is None:
-            return None
-        kind = type(action)
-        if (kind is Forward or kind is Split) and out.prefix_rewrite:
-            return None
-        key = out.key
-        if key is not None:
-            made = self._behaviors.get(key)
-            if made is not None:
-                return made
-        if kind is Forward or kind is Split:
-            made = Behavior(action, out.mirror, expand(out.transforms, None), tuple(out.policies), out.limits)
-        elif kind is Redirect:  # only response header changes apply to a redirect answer
-            made = Behavior(action, transforms=_response_only(out))
-        else:
-            made = Behavior(action)
-        if key is not None:
-            self._behaviors[key] = made
-        return made
+        b = out.behavior
+        action = b.action
+        if type(action) is Redirect:
+            return _answer(b) if action.host else None
+        return None if out.prefix_rewrite else b
 
-    def _redirect_behavior(self, out: RuleOut, host: str | None, problems: _Problems) -> Behavior:
-        assert out.redirect is not None
+    def _redirect_behavior(self, out: RuleOut, host: str | None, problems: Problems) -> Behavior:
+        """A redirect to the route's own hostname (``host``), or a 500 saying there is none."""
         if host and not host.startswith("*"):
-            return Behavior(dataclasses.replace(out.redirect, host=host), transforms=_response_only(out))
+            b = out.behavior
+            return _answer(b.but(action=dataclasses.replace(b.action, host=host)))
         if _NO_REDIRECT_HOST not in problems.unsupported:
             problems.unsupported.append(_NO_REDIRECT_HOST)
             problems.firsts.append(_NO_REDIRECT_HOST)
         return Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}"))
 
 
-def _response_only(out: RuleOut) -> tuple[Any, ...]:
-    return tuple(t for t in out.transforms if isinstance(t, RESPONSE_TRANSFORMS))
-
-
-class _Problems:
-    """A route's problems: ``unsupported`` and ``refs`` (reason, message) as they come;
-    ``firsts``/``ref_firsts``: the ones its 500 bodies start with (always listed)."""
-
-    __slots__ = ("unsupported", "refs", "firsts", "ref_firsts")
-
-    def __init__(self) -> None:
-        self.unsupported: list[str] = []
-        self.refs: list[tuple[str, str]] = []
-        self.firsts: list[str] = []
-        self.ref_firsts: list[str] = []
+def _answer(behavior: Behavior) -> Behavior:
+    """A behavior whose action the data plane answers itself (a redirect): only the response
+    header changes apply to it."""
+    return Behavior(behavior.action, transforms=tuple(t for t in behavior.transforms
+                                                      if isinstance(t, RESPONSE_TRANSFORMS)))
 
 
 def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], cache: RenderCache | None = None,

@@ -16,7 +16,8 @@ from titanium_gateway.render import backends as be
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, shown
-from titanium_gateway.render.model import (
+from titanium_gateway.render.referencegrant import GATEWAY_GROUP
+from titanium_gateway.twp.model import (
     Action,
     Cluster,
     ClusterSettings,
@@ -25,7 +26,6 @@ from titanium_gateway.render.model import (
     Split,
     WeightedCluster,
 )
-from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 
 INVALID_BACKEND_CLUSTER = "invalid-backend"
 #: The cluster of an invalid backend's share of a weighted split: no destinations, 503.

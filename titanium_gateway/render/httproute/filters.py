@@ -1,22 +1,32 @@
-"""HTTPRoute ``rules[].filters[]`` -> model transforms, a redirect, a mirror.
+"""HTTPRoute ``rules[].filters[]`` -> the rule's behavior as far as its filters decide it.
 
-Each filter type has one branch in :func:`rule_filters`; what it makes goes into
-:class:`RuleFilters`, whose every field the rule's :class:`~titanium_gateway.render.model.Behavior`
-is built from (``rules.py``). A filter the data plane cannot honour is a problem (the rule then
-answers 500 with it, and the route is not Accepted).
+Each filter type has one branch in :func:`rule_filters`, which puts what it makes into the
+:class:`~titanium_gateway.twp.model.Behavior` the filters return (:attr:`RuleFilters.behavior`:
+transforms, policies, mirror, and the action of a RequestRedirect); the rule finishes it with
+what its backends and timeouts decide (``rules.py``: ``behavior.but(action=..., limits=...)``),
+naming nothing else. A filter the data plane cannot honour is a problem (the rule then answers
+500 with it, and the route is not Accepted).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief, has_control, plain
 from titanium_gateway.render.httproute.matches import MatchOut, normalize_prefix
-from titanium_gateway.render.model import (
+from titanium_gateway.render.regex import regex_escape
+from titanium_gateway.twp.model import (
+    DEFAULT_SETTINGS,
+    Action,
+    Behavior,
+    Cluster,
+    ClusterSettings,
+    DirectResponse,
     HostSet,
+    Mirror,
     PathRegexReplace,
     PathSet,
     Policy,
@@ -29,7 +39,6 @@ from titanium_gateway.render.model import (
     ResponseHeaderSet,
     Transform,
 )
-from titanium_gateway.render.regex import regex_escape
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,22 +49,50 @@ class PrefixRewrite:
     replacement: str
 
 
-@dataclass(slots=True)
-class RuleFilters:
-    """What a rule's filters make."""
+#: The action of a behavior while the filters make it: the rule's backends decide it (a
+#: RequestRedirect replaces it). Never emitted: ``rules.translate_rule`` always sets the action.
+UNDECIDED = DirectResponse(500, "UnsupportedValue: the rule decided no action")
 
-    #: in order; a :class:`PrefixRewrite` stands for the transforms of each match's path
-    transforms: list[Transform | PrefixRewrite] = field(default_factory=list)
-    #: in order (no Gateway API core filter makes one yet)
-    policies: list[Policy] = field(default_factory=list)
-    #: a RequestRedirect (``host`` "" when the filter names none: each route redirects to
-    #: its own hostname)
-    redirect: Redirect | None = None
-    #: the RequestMirror's ``(backendRef, percent)`` (resolved with the rule's backends)
-    mirror: tuple[Mapping[str, Any], float] | None = None
-    problems: list[str] = field(default_factory=list)
+
+class Resolver(Protocol):
+    """What resolves a backendRef (``backendrefs.Backends``: with the rule's backends)."""
+
+    def ref(self, ref: Mapping[str, Any], route_ns: str, settings: ClusterSettings) -> tuple[Cluster | None, str, str]:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFilters:
+    """What a rule's filters make: its behavior as far as they decide it, and what the rule
+    reports and adds besides."""
+
+    #: transforms (in order; a :class:`PrefixRewrite` stands for the transforms of each
+    #: match's path), policies, mirror; the action is a RequestRedirect's (``host`` "" when the
+    #: filter names none: each route redirects to its own hostname), else :data:`UNDECIDED`
+    behavior: Behavior
+    problems: tuple[str, ...] = ()
+    #: (reason, message) of a mirror's backend that does not resolve
+    refs: tuple[tuple[str, str], ...] = ()
+    #: the clusters to add (a mirror's)
+    clusters: tuple[Cluster, ...] = ()
     #: a PrefixRewrite is among the transforms
     prefix_rewrite: bool = False
+
+
+class _Made:
+    """What the filter branches make, as they make it (one per :func:`rule_filters` call)."""
+
+    __slots__ = ("transforms", "policies", "action", "mirror", "problems", "refs", "clusters", "prefix_rewrite")
+
+    def __init__(self) -> None:
+        self.transforms: list[Transform | PrefixRewrite] = []
+        self.policies: list[Policy] = []
+        self.action: Action = UNDECIDED
+        self.mirror: Mirror | None = None
+        self.problems: list[str] = []
+        self.refs: list[tuple[str, str]] = []
+        self.clusters: tuple[Cluster, ...] = ()
+        self.prefix_rewrite = False
 
 
 _HEADER_KINDS: dict[tuple[str, str], type[Any]] = {
@@ -65,7 +102,7 @@ _HEADER_KINDS: dict[tuple[str, str], type[Any]] = {
 }
 
 
-def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleFilters) -> None:
+def _header_transforms(prefix: str, spec: Mapping[str, Any], out: _Made) -> None:
     for verb in ("set", "add"):
         kind = _HEADER_KINDS[(prefix, verb)]
         for item in f.items(spec.get(verb)):
@@ -93,7 +130,7 @@ def _header_transforms(prefix: str, spec: Mapping[str, Any], out: RuleFilters) -
         out.transforms.append(remove(name))
 
 
-def _unsafe_strings(spec: Mapping[str, Any], what: str, out: RuleFilters) -> bool:
+def _unsafe_strings(spec: Mapping[str, Any], what: str, out: _Made) -> bool:
     """Does a hostname or path of a rewrite/redirect filter hold a control character or a lone
     surrogate (reported)?"""
     path = f.mapping(spec.get("path"))
@@ -108,7 +145,7 @@ def _unsafe_strings(spec: Mapping[str, Any], what: str, out: RuleFilters) -> boo
     return False
 
 
-def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out: RuleFilters) -> None:
+def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out: _Made) -> None:
     if _unsafe_strings(spec, "URLRewrite", out):
         return
     if f.string(spec.get("hostname")):
@@ -128,7 +165,7 @@ def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out:
         out.problems.append(f"URLRewrite path {plain(ptype) if ptype else 'malformed'} is not supported")
 
 
-def _redirect(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: RuleFilters) -> Redirect:
+def _redirect(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: _Made) -> Redirect:
     if _unsafe_strings(spec, "RequestRedirect", out):
         return Redirect(status_code=302, host="invalid")
     status = spec.get("statusCode", 302)
@@ -159,7 +196,7 @@ def _redirect(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: Ru
                     scheme=scheme or None, host=f.string(spec.get("hostname")), port=port, path=new_path)
 
 
-def _mirror(spec: Mapping[str, Any], out: RuleFilters) -> None:
+def _mirror(spec: Mapping[str, Any], backends: tuple[Resolver, str] | None, out: _Made) -> None:
     percent = 100.0
     if "percent" in spec:
         p = spec.get("percent")
@@ -175,7 +212,16 @@ def _mirror(spec: Mapping[str, Any], out: RuleFilters) -> None:
             out.problems.append("RequestMirror fraction is invalid")
             return
         percent = round(num * 100.0 / den, 4)
-    out.mirror = (f.mapping(spec.get("backendRef")), percent)
+    if backends is None:  # (only lists of header modifiers are made without the rule's backends)
+        raise ValueError("a RequestMirror needs the rule's backends")
+    resolver, route_ns = backends
+    cluster, reason, message = resolver.ref(f.mapping(spec.get("backendRef")), route_ns, DEFAULT_SETTINGS)
+    if cluster is None:
+        out.refs.append((reason, f"RequestMirror: {message}"))
+        return
+    out.clusters = (cluster,)
+    if percent > 0:
+        out.mirror = Mirror(cluster.id, percent)
 
 
 _MODIFIERS = {"RequestHeaderModifier": "requestHeaderModifier", "ResponseHeaderModifier": "responseHeaderModifier"}
@@ -239,9 +285,10 @@ class Filters:
         #: the last list of header modifiers made or found, with what it made and its key
         self._last: tuple[Any, RuleFilters, tuple[Any, ...]] | None = None
 
-    def of(self, filters: list[Any], matches: Sequence[MatchOut], one_port: tuple[int, str] | None
-           ) -> tuple[RuleFilters, tuple[Any, ...] | None]:
-        """``(what the filters make (read-only), their key or None)``."""
+    def of(self, filters: list[Any], matches: Sequence[MatchOut], one_port: tuple[int, str] | None,
+           backends: Resolver, route_ns: str) -> tuple[RuleFilters, tuple[Any, ...] | None]:
+        """``(what the filters make (read-only), their key or None)``; ``backends``: what
+        resolves a RequestMirror's backendRef in ``route_ns``."""
         last = self._last
         # a list equal to the last list of header modifiers (whose every leaf is a str: what
         # equals it is the same strings) makes the same: no key to build
@@ -249,7 +296,7 @@ class Filters:
             return last[1], last[2]
         key = filters_key(filters)
         if key is None:
-            return rule_filters(filters, [m.match.path_kind for m in matches], one_port), None
+            return rule_filters(filters, [m.match.path_kind for m in matches], one_port, (backends, route_ns)), None
         hit = self._made.get(key)
         if hit is None:
             hit = self._made[key] = rule_filters(filters, (), one_port)  # (header modifiers read no matches)
@@ -257,12 +304,14 @@ class Filters:
         return hit, key
 
 
-def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None
-                 ) -> RuleFilters:
+def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None,
+                 backends: tuple[Resolver, str] | None = None) -> RuleFilters:
     """What a rule's ``filters`` make. ``path_kinds``: the pathKind of each of the rule's
     matches (ReplacePrefixMatch needs them all Prefix); ``one_port``: the (port, protocol) of
-    the one listener port the route is attached to, if one (a redirect's default port)."""
-    out = RuleFilters()
+    the one listener port the route is attached to, if one (a redirect's default port);
+    ``backends``: what resolves a RequestMirror's backendRef, and the route's namespace."""
+    out = _Made()
+    redirect: Redirect | None = None
     mirrors: list[Mapping[str, Any]] = []
     rewrite_seen = False
     for flt in filters:
@@ -276,18 +325,21 @@ def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port:
             rewrite_seen = True
             _url_rewrite(f.mapping(flt.get("urlRewrite")), path_kinds, out)
         elif ftype == "RequestRedirect":
-            out.redirect = _redirect(f.mapping(flt.get("requestRedirect")), one_port, out)
+            redirect = _redirect(f.mapping(flt.get("requestRedirect")), one_port, out)
         elif ftype == "RequestMirror":
             mirrors.append(f.mapping(flt.get("requestMirror")))
         else:
             out.problems.append(f"filter type {plain(ftype) if ftype else 'missing'} is not supported")
-    if out.redirect is not None and rewrite_seen:
-        out.problems.append("RequestRedirect and URLRewrite cannot be combined")
+    if redirect is not None:
+        out.action = redirect
+        if rewrite_seen:
+            out.problems.append("RequestRedirect and URLRewrite cannot be combined")
     if len(mirrors) > 1:
         out.problems.append("more than one RequestMirror in a rule is not supported")
     elif mirrors:
-        _mirror(mirrors[0], out)
-    return out
+        _mirror(mirrors[0], backends, out)
+    behavior = Behavior(out.action, out.mirror, tuple(out.transforms), tuple(out.policies))  # type: ignore[arg-type]
+    return RuleFilters(behavior, tuple(out.problems), tuple(out.refs), out.clusters, out.prefix_rewrite)
 
 
 def prefix_rewrite_transforms(prefix: str, replacement: str) -> list[PathRegexReplace]:

@@ -1,4 +1,4 @@
-"""HTTPRoute ``rules[].matches[]`` -> :class:`~titanium_gateway.render.model.Match` (its host aside).
+"""HTTPRoute ``rules[].matches[]`` -> :class:`~titanium_gateway.twp.model.Match` (its host aside).
 
 A match the data plane cannot express exactly (a header RegularExpression, a bad regex, a
 malformed field) keeps its expressible part and is *degraded*: its rule answers 500 in the
@@ -14,9 +14,9 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief, plain
-from titanium_gateway.render.model import Match
 from titanium_gateway.render.precedence import match_part
 from titanium_gateway.render.regex import check_regex
+from titanium_gateway.twp.model import Match
 
 #: Gateway API HTTPHeaderName (headers and query parameter names): an RFC 7230 token, 1-256 characters.
 HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]{1,256}$")

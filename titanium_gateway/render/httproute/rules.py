@@ -4,7 +4,8 @@
 timeouts, filters (a mirror's backend with them), backends. What it makes (:class:`RuleOut`)
 is what the rule's routes are built from (``Translator.emit_rules``): each of its matches x the
 route's hosts is one data-plane route sharing the rule's
-:class:`~titanium_gateway.render.model.Behavior`.
+:class:`~titanium_gateway.twp.model.Behavior` (``RuleOut.behavior``: the filters' behavior,
+finished with the action of the backends and the limits of the timeouts).
 """
 
 from __future__ import annotations
@@ -14,18 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief
-from titanium_gateway.render.httproute.filters import PrefixRewrite
+from titanium_gateway.render.httproute.filters import UNDECIDED
 from titanium_gateway.render.httproute.matches import MatchOut
-from titanium_gateway.render.model import (
+from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
-    Action,
+    Behavior,
     Cluster,
     ClusterSettings,
     Limits,
-    Mirror,
-    Policy,
     Redirect,
-    Transform,
 )
 
 if TYPE_CHECKING:
@@ -35,8 +33,7 @@ if TYPE_CHECKING:
 class RuleOut:
     """What one rule makes (a plain slotted class: one per rule at 10k+)."""
 
-    __slots__ = ("matches", "unsupported", "refs", "first_ref", "clusters", "action", "redirect", "mirror",
-                 "transforms", "policies", "prefix_rewrite", "limits", "key")
+    __slots__ = ("matches", "unsupported", "refs", "first_ref", "clusters", "behavior", "prefix_rewrite", "key")
 
     def __init__(self) -> None:
         self.matches: list[MatchOut] = []
@@ -47,23 +44,24 @@ class RuleOut:
         self.first_ref = ""
         #: the clusters to add (a mirror's first)
         self.clusters: Sequence[Cluster] = ()
-        #: the action; None when ``redirect`` needs the host of each route
-        self.action: Action | None = None
-        #: a RequestRedirect without a hostname: each route redirects to its own hostname
-        self.redirect: Redirect | None = None
-        self.mirror: Mirror | None = None
-        self.transforms: Sequence[Transform | PrefixRewrite] = ()
-        self.policies: Sequence[Policy] = ()
+        #: the rule's behavior: its filters' (``filters.RuleFilters.behavior``) with the action of
+        #: its backends and the limits of its timeouts; a RequestRedirect's action when it
+        #: redirects (``host`` "": each route's own hostname)
+        self.behavior: Behavior = NO_FILTERS
+        #: a PrefixRewrite stands among the behavior's transforms (made for each match's path)
         self.prefix_rewrite = False
-        self.limits: Limits | None = None
         #: the content of what the rule's behavior is made of (backendRefs, filters, timeouts),
         #: None when it is not of the common shapes: equal keys make equal behaviors
         self.key: tuple[Any, ...] | None = None
 
 
-def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> ClusterSettings:
-    """A rule's ``timeouts``: the request limit into ``out.limits``, problems into ``out``; the
-    backend request timeout as the settings of its clusters."""
+#: The behavior of a rule without filters, before its backends and timeouts decide the rest.
+NO_FILTERS = Behavior(UNDECIDED)
+
+
+def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> tuple[ClusterSettings, Limits | None]:
+    """A rule's ``timeouts``: the backend request timeout as the settings of its clusters, and
+    the request limit; problems into ``out``."""
     timeouts = f.mapping(rule.get("timeouts"))
     backend_ms: int | None = None
     request_ms: int | None = None
@@ -77,9 +75,8 @@ def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> ClusterSettings:
             out.unsupported.append(f"timeouts.backendRequest {brief(timeouts.get('backendRequest'))} is not a valid duration")
     if request_ms and backend_ms and backend_ms > request_ms:
         out.unsupported.append("timeouts.backendRequest is longer than timeouts.request")
-    if request_ms:
-        out.limits = Limits(f.timespan(request_ms))
-    return ClusterSettings(request_timeout=f.timespan(backend_ms)) if backend_ms else DEFAULT_SETTINGS
+    limits = Limits(f.timespan(request_ms)) if request_ms else None
+    return (ClusterSettings(request_timeout=f.timespan(backend_ms)) if backend_ms else DEFAULT_SETTINGS), limits
 
 
 #: The fields of an HTTPRouteRule the render reads (Gateway API v1.2.1 standard channel), and
@@ -113,39 +110,34 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
         out.matches.append(m)
         if m.problems:
             out.unsupported += m.problems
-    settings = _timeouts(rule, out) if "timeouts" in rule else DEFAULT_SETTINGS
+    settings, limits = _timeouts(rule, out) if "timeouts" in rule else (DEFAULT_SETTINGS, None)
     raw_filters = rule.get("filters")
-    redirect: Redirect | None = None
+    behavior = NO_FILTERS
     filters_key: tuple[Any, ...] | None = ()
     if raw_filters:
-        filters, filters_key = t.filters.of(f.items(raw_filters), out.matches, one_port)
-        out.unsupported += filters.problems
-        out.transforms = filters.transforms
-        out.policies = filters.policies
-        out.prefix_rewrite = filters.prefix_rewrite
-        redirect = filters.redirect
-        if filters.mirror is not None:
-            spec, percent = filters.mirror
-            cluster, reason, message = t.backends.ref(spec, route_ns, DEFAULT_SETTINGS)
-            if cluster is None:
-                out.refs.append((reason, f"RequestMirror: {message}"))
-            else:
-                out.clusters = (cluster,)
-                if percent > 0:
-                    out.mirror = Mirror(cluster.id, percent)
-    if redirect is not None:
-        if redirect.host:
-            out.action = redirect
-        else:
-            out.redirect = redirect
+        filtered, filters_key = t.filters.of(f.items(raw_filters), out.matches, one_port, t.backends, route_ns)
+        out.unsupported += filtered.problems
+        out.refs += filtered.refs
+        out.clusters = filtered.clusters
+        out.prefix_rewrite = filtered.prefix_rewrite
+        behavior = filtered.behavior
+    if type(behavior.action) is Redirect:  # the data plane answers itself: no backends
+        out.behavior = behavior
         return out
     got, refs_key = t.backends.of(f.items(rule.get("backendRefs")), route_ns, settings)
     if refs_key is not None and filters_key is not None:
-        out.key = (refs_key, filters_key, out.limits.request_timeout if out.limits is not None else None)
+        out.key = (refs_key, filters_key, limits.request_timeout if limits is not None else None)
     out.unsupported += got.unsupported
     out.refs += got.refs
     if got.first_ref:
         out.first_ref = got.first_ref
     out.clusters = (*out.clusters, *got.clusters) if out.clusters else got.clusters
-    out.action = got.action
+    key = out.key
+    if key is None:
+        out.behavior = behavior.but(action=got.action, limits=limits)
+    else:  # one object for the rules of equal content (their routes share it)
+        made = t.behaviors.get(key)
+        if made is None:
+            made = t.behaviors[key] = behavior.but(action=got.action, limits=limits)
+        out.behavior = made
     return out

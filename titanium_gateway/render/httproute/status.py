@@ -8,6 +8,7 @@ The parentRef is echoed with ``group``/``kind`` filled (as the conformance suite
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from titanium_gateway.render import fields as f
@@ -16,7 +17,9 @@ from titanium_gateway.render.conditions import ConditionList, existing_condition
 from titanium_gateway.render.fields import listed, summarize
 from titanium_gateway.render.gateway import ListenerInfo, bound_message
 from titanium_gateway.render.httproute.attach import Identity, Parent, parent_ref_echo, ref_identity
+from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.twp.model import Source
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 _ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
@@ -25,6 +28,8 @@ Outcome = tuple[bool, str, str]
 NOT_SERVED = "NotServed"
 #: At most this many unprogrammed listeners are named in a NotServed message.
 _NAMED_LISTENERS = 3
+#: At most this many unreachable rules are named in one Accepted message (all have events).
+_NOTE_RULES = 3
 
 
 def not_served_reason(listeners: list[ListenerInfo]) -> str:
@@ -32,14 +37,36 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
     ``listener "https" of Gateway ns/gw is not programmed (Secret ns/x not found)``."""
     parts = []
     for li in listeners[:_NAMED_LISTENERS]:
-        refs = li.conditions.get("ResolvedRefs") if li.conditions is not None else None
-        why = refs.get("message") if refs is not None and refs.get("status") == "False" else ""
+        resolved, _, message = li.resolved
+        why = "" if resolved else message
         parts.append(f'listener "{li.name}" of Gateway'
                      f" {li.gateway_ns}/{li.gateway_name} is not programmed"
                      + (f" ({why})" if why else ""))
     if len(listeners) > _NAMED_LISTENERS:
         parts.append(f"{len(listeners) - _NAMED_LISTENERS} more listeners are not programmed")
     return "; ".join(parts)
+
+
+def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable]) -> None:
+    """Unreachable rules of one HTTPRoute: a ``ShadowedRule`` Warning Event per rule and a
+    sentence in the message of each parent's ``Accepted: True`` condition (the route stays
+    Accepted: it is valid)."""
+    uid = f.string(f.metadata(ctx.snapshot.httproutes.get(f"{source.namespace}/{source.name}")).get("uid"))
+    for u in rules:
+        ctx.add_event(EventRecord(kind="HTTPRoute", namespace=source.namespace, name=source.name, type="Warning",
+                                  reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=API_VERSION))
+    status = ctx.statuses.get(("HTTPRoute", source.namespace, source.name))
+    if status is None or type(status) is not ObjectStatus:
+        return
+    rules = sorted(rules, key=_rule_index)
+    sentences = [u.message() for u in rules[:_NOTE_RULES]]
+    if len(rules) > _NOTE_RULES:
+        sentences.append(f"{len(rules) - _NOTE_RULES} more rules are unreachable ({SHADOWED_RULE} events)")
+    ctx.add_status(with_accepted_note(status, "; ".join(sentences)))
+
+
+def _rule_index(u: Unreachable) -> int:
+    return u.rule_index
 
 
 def with_accepted_note(status: ObjectStatus, note: str) -> ObjectStatus:
@@ -70,6 +97,35 @@ def _kept_time(previous: list[Mapping[str, Any]], ctype: str, outcome: Outcome) 
     return None
 
 
+class Problems:
+    """A route's problems: ``unsupported`` and ``refs`` (reason, message) as they come;
+    ``firsts``/``ref_firsts``: the ones its 500 bodies start with (always listed)."""
+
+    __slots__ = ("unsupported", "refs", "firsts", "ref_firsts")
+
+    def __init__(self) -> None:
+        self.unsupported: list[str] = []
+        self.refs: list[tuple[str, str]] = []
+        self.firsts: list[str] = []
+        self.ref_firsts: list[str] = []
+
+
+@dataclass(slots=True)
+class RouteOutcome:
+    """What the translation of one HTTPRoute found, for its status: its parentRefs to our
+    Gateways (and its previous entries of ours), its problems, and why an accepted route has
+    no route in the config (``unserved``: a ``NotServed`` event; an Accepted parent's message
+    says it)."""
+
+    route: Mapping[str, Any]
+    namespace: str
+    name: str
+    parents: list[Parent]
+    old_parents: list[Mapping[str, Any]]
+    problems: Problems
+    unserved: str = ""
+
+
 class Statuses:
     """The statuses of one render. The conditions of a parent are made once for each
     (generation, Accepted, ResolvedRefs, kept transition times): thousands of routes of one
@@ -94,13 +150,17 @@ class Statuses:
             hit = self._echoes[key] = parent_ref_echo(ref)
         return hit
 
-    def route(self, route: Mapping[str, Any], ns: str, name: str, parents: list[Parent],
-              old_parents: list[Mapping[str, Any]], unsupported: list[str], refs: list[str], ref_reason: str,
-              n_firsts: int, n_ref_firsts: int, unserved: str = "") -> None:
-        """``unsupported``/``refs``: problems, the ones 500 bodies start with first (always listed);
-        ``unserved``: why an accepted route has no route in the config (a ``NotServed`` event;
-        an Accepted parent's message says it)."""
+    def route(self, outcome: RouteOutcome) -> None:
+        """The status of one HTTPRoute: an entry per parent, the problems its 500 bodies start
+        with listed first."""
         ctx = self.ctx
+        route, ns, name, parents, old_parents, unserved = (outcome.route, outcome.namespace, outcome.name,
+                                                           outcome.parents, outcome.old_parents, outcome.unserved)
+        problems = outcome.problems
+        unsupported = problems.firsts + problems.unsupported
+        refs = problems.ref_firsts + [m for _, m in problems.refs]
+        ref_reason = problems.refs[0][0] if problems.refs else ""
+        n_firsts, n_ref_firsts = len(set(problems.firsts)), len(set(problems.ref_firsts))
         if unserved:
             ctx.add_event(EventRecord(kind="HTTPRoute", namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
                                       message=f"the route is not served: {unserved}",

@@ -1,5 +1,10 @@
-"""Block-style YAML of plain data, byte for byte what PyYAML writes, without its Python
-representer on the common path.
+"""Block-style YAML of plain data: the one block writer (:class:`BlockWriter`), and with it
+the offline render's status and event files, byte for byte what PyYAML writes.
+
+:class:`BlockWriter` writes mappings and lists in block style with the scalars and keys of a
+given policy; ``emit`` uses it with the document's scalars for an item it cannot write in flow
+style, and :func:`dump` with PyYAML's (below), without PyYAML's Python representer on the
+common path.
 
 ``dump(value)`` equals ``yaml.dump(value, Dumper=<SafeDumper with multi-line strings as
 literal blocks>, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096)``
@@ -15,7 +20,7 @@ generated data.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
@@ -43,8 +48,8 @@ def pyyaml_dump(value: Any) -> str:
     return yaml.dump(value, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=WIDTH)
 
 
-class _Unsure(Exception):
-    pass
+class Unsure(Exception):
+    """A writer met something it does not write itself (the caller lets PyYAML write it)."""
 
 
 # A string PyYAML writes plain: starts with a letter, only these characters, and not a word
@@ -65,10 +70,10 @@ def _string(value: str) -> str:
     if _PLAIN.fullmatch(value) and not (value in _WORDS and _LETTERS.fullmatch(value)):
         return value
     if "\n" in value or len(value) > _MAX_CACHED:
-        raise _Unsure
+        raise Unsure
     dumped = pyyaml_dump({"k": value})
     if not dumped.startswith("k: ") or dumped.count("\n") != 1:
-        raise _Unsure
+        raise Unsure
     text = dumped[3:-1]
     if len(_cache) > 65536:
         _cache.clear()
@@ -86,7 +91,7 @@ def _scalar(value: Any) -> str:
         return str(value)
     if value is None:
         return "null"
-    raise _Unsure
+    raise Unsure
 
 
 _keys: dict[str, str] = {}
@@ -97,18 +102,21 @@ def _key(key: Any) -> str:
     if hit is not None:
         return hit
     if type(key) is not str or len(key) >= 128 or not _PLAIN.fullmatch(key) or key in _WORDS:
-        raise _Unsure  # (PyYAML writes a key of 128 characters or more as "? key")
+        raise Unsure  # (PyYAML writes a key of 128 characters or more as "? key")
     if len(_keys) < 4096:
         _keys[key] = key
     return key
 
 
-class _Writer:
-    """Writes block YAML into ``out``. Containers that recur (the render shares one conditions
-    list among thousands of routes) are written once per indentation and their text reused: the
-    memo keeps a reference to each object, so an id is never reused while it is in the memo."""
+class BlockWriter:
+    """Writes block YAML into ``out``, each scalar as ``scalar(value)`` and each mapping key as
+    ``key(k)`` (either raises :class:`Unsure` for what it does not write). Containers that recur
+    (the render shares one conditions list among thousands of routes) are written once per
+    indentation and their text reused: the memo keeps a reference to each object, so an id is
+    never reused while it is in the memo."""
 
-    def __init__(self) -> None:
+    def __init__(self, scalar: Callable[[Any], str], key: Callable[[Any], str]) -> None:
+        self.scalar, self.key = scalar, key
         self.memo: dict[tuple[int, str, str], tuple[Any, str]] = {}
         #: (line prefix, key) -> "<prefix><key>:"
         self.heads: dict[tuple[str, Any], str] = {}
@@ -132,14 +140,14 @@ class _Writer:
         inside a list), the others with ``indent``."""
         prefix = first_prefix
         deeper = indent + "  "
-        heads = self.heads
+        heads, scalar = self.heads, self.scalar
         for k, v in value.items():
             head = heads.get((prefix, k))
             if head is None:
-                head = heads[(prefix, k)] = f"{prefix}{_key(k)}:"
+                head = heads[(prefix, k)] = f"{prefix}{self.key(k)}:"
             t = type(v)
             if t is str:
-                out.append(f"{head} {_string(v)}\n")
+                out.append(f"{head} {scalar(v)}\n")
             elif t is dict or isinstance(v, Mapping):
                 if v:
                     out.append(head + "\n")
@@ -153,7 +161,7 @@ class _Writer:
                 else:
                     out.append(head + " []\n")
             else:
-                out.append(f"{head} {_scalar(v)}\n")
+                out.append(f"{head} {scalar(v)}\n")
             prefix = indent
 
     def sequence(self, value: Any, indent: str, out: list[str]) -> None:
@@ -167,11 +175,13 @@ class _Writer:
                 else:
                     out.append(f"{dash}{{}}\n")
             elif t is list or t is tuple:
-                raise _Unsure  # "- - x": rare, left to PyYAML
+                raise Unsure  # "- - x": rare, left to PyYAML
             else:
-                out.append(f"{dash}{_scalar(item)}\n")
+                out.append(f"{dash}{self.scalar(item)}\n")
 
     def dump(self, value: Any) -> str:
+        """``value`` (a mapping or a list) as PyYAML's block style writes it; PyYAML writes
+        anything this writer is unsure of."""
         out: list[str] = []
         try:
             t = type(value)
@@ -184,21 +194,21 @@ class _Writer:
                     return "[]\n"
                 self.sequence(value, "", out)
             else:
-                raise _Unsure
-        except _Unsure:
+                raise Unsure
+        except Unsure:
             return pyyaml_dump(plain(value))
         return "".join(out)
 
 
 def dump(value: Any) -> str:
     """``value`` as PyYAML writes it (see the module doc)."""
-    return _Writer().dump(value)
+    return BlockWriter(_scalar, _key).dump(value)
 
 
 def dump_documents(values: Any) -> str:
     """The values as one multi-document stream (``---`` between documents), each as
     :func:`dump` writes it; containers shared between documents are written once."""
-    writer = _Writer()
+    writer = BlockWriter(_scalar, _key)
     return "".join(("---\n" if i else "") + writer.dump(v) for i, v in enumerate(values))
 
 
@@ -211,4 +221,4 @@ def plain(value: Any) -> Any:
     return value
 
 
-__all__ = ["Dumper", "dump", "dump_documents", "pyyaml_dump"]
+__all__ = ["BlockWriter", "Dumper", "Unsure", "dump", "dump_documents", "pyyaml_dump"]

@@ -1,4 +1,4 @@
-"""The only writer of the twp document: a :class:`~titanium_gateway.render.model.Document` in,
+"""The only writer of the twp document: a :class:`~titanium_gateway.twp.model.Document` in,
 deterministic bytes, config hash and parts out.
 
 Layout: each route's and cluster's own keys in block style, one per line, in the contract's
@@ -17,7 +17,7 @@ its size is ``len``. A route whose match has a key too long for a YAML implicit 
 in block style at every level.
 
 One writer per model class (``_*_text``); the text of the values routes share (a
-:class:`~titanium_gateway.render.model.Match`, a :class:`~titanium_gateway.render.model.Behavior`,
+:class:`~titanium_gateway.twp.model.Match`, a :class:`~titanium_gateway.twp.model.Behavior`,
 a destinations tuple: the translators build each once and reference it) is written once per
 emit, in tables keyed by those (immutable) objects. An :class:`EmitCache` (the controller's,
 through its ``RenderCache``) keeps the text of the last emit's routes and clusters, so a render
@@ -39,8 +39,9 @@ from typing import Any
 import yaml
 from yaml.resolver import Resolver
 
-from titanium_gateway.render import model as m
-from titanium_gateway.render.model import (
+from titanium_gateway.twp import model as m
+from titanium_gateway.twp.blockyaml import BlockWriter, Unsure
+from titanium_gateway.twp.model import (
     SCHEMA_VERSION,
     Behavior,
     Cluster,
@@ -70,8 +71,8 @@ def dump(data: Any) -> str:
 
 
 # == scalars ================================================================================
-class _Fallback(Exception):
-    """The fast writer met something it does not handle; PyYAML writes that item."""
+#: The fast writer met something it does not handle; PyYAML writes that item.
+_Fallback = Unsure
 
 
 _RESOLVER = Resolver()
@@ -195,46 +196,11 @@ def _key(key: Any) -> str:
 
 
 # == the generic writer (plain data: the fallback, and the benchmarks' floor) ================
-def _write_mapping(data: Mapping[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
-    """Block style at every level: an item whose flow text would have a mapping key too long
-    for a YAML implicit key (see :func:`_fragment`)."""
-    pad = " " * indent
-    for n, (key, value) in enumerate(data.items()):
-        lead = first if (n == 0 and first is not None) else pad
-        if not isinstance(key, str):
-            raise _Fallback
-        k = _scalar(key)
-        kind = type(value)
-        if kind is str or kind is int or kind is bool:
-            out.append(f"{lead}{k}: {_scalar(value)}\n")
-        elif isinstance(value, Mapping):
-            if value:
-                out.append(f"{lead}{k}:\n")
-                _write_mapping(value, indent + 2, out)
-            else:
-                out.append(f"{lead}{k}: {{}}\n")
-        elif isinstance(value, list):
-            if value:
-                out.append(f"{lead}{k}:\n")
-                _write_sequence(value, indent, out)
-            else:
-                out.append(f"{lead}{k}: []\n")
-        else:
-            out.append(f"{lead}{k}: {_scalar(value)}\n")
-
-
-def _write_sequence(items: Sequence[Any], indent: int, out: list[str]) -> None:
-    pad = " " * indent
-    for item in items:
-        if isinstance(item, Mapping):
-            if item:
-                _write_mapping(item, indent + 2, out, first=pad + "- ")
-            else:
-                out.append(f"{pad}- {{}}\n")
-        elif isinstance(item, list):
-            raise _Fallback
-        else:
-            out.append(f"{pad}- {_scalar(item)}\n")
+def _block_key(key: Any) -> str:
+    """A mapping key of the block writer: any string, as the document writes scalars."""
+    if type(key) is not str:
+        raise _Fallback
+    return _scalar(key)
 
 
 def _flow(value: Any) -> str:
@@ -285,9 +251,9 @@ def _fragment(item: Any) -> str:
         pass
     except _Fallback:
         return dump([item])
-    out = []
-    try:
-        _write_sequence([item], 0, out)
+    out: list[str] = []
+    try:  # block style at every level (a key too long for a flow-style implicit key)
+        BlockWriter(_scalar, _block_key).sequence([item], "", out)
     except _Fallback:
         return dump([item])
     return "".join(out)
@@ -605,46 +571,22 @@ class _Writer:
         new: dict[str, Any] = {}
         keep = cache is not None
         write = self.route
-        bodies, leads, behaviors, actions = self.bodies, self.leads, self.behaviors, self.actions
-        sure_plain = _sure_plain
         n = first - 1
         for route in routes:
             n += 1
-            try:
-                if keep:
-                    hit = old.get(route.id)
-                    if hit is None or hit[0] is not route:
-                        hit = write(route)
-                    new[route.id] = hit
-                    _, rid, line, tail = hit
-                else:  # write(route), inline (once per data-plane route)
-                    match = route.match
-                    made = bodies.get(id(match))
-                    if made is None or made[0] is not match:
-                        made = bodies[id(match)] = (match, _match_body(match))
-                    body = made[1]
-                    host = route.host
-                    if host is None:
-                        line = f"  match: {{{body}}}\n"
-                    else:
-                        lead = leads.get(host)
-                        if lead is None:
-                            lead = leads[host] = f"  match: {{host: {_str(host)}"
-                        line = f"{lead}, {body}}}\n" if body else f"{lead}}}\n"
-                    rid = route.id
-                    if sure_plain(rid) is None or rid.isalpha():
-                        rid = _str(rid)
-                    b = route.behavior
-                    made = behaviors.get(id(b))
-                    if made is None or made[0] is not b:
-                        made = behaviors[id(b)] = (b, _behavior_text(b, actions))
-                    tail = made[1]
-            except (_LongKey, _Fallback):
-                text = _fragment(route_data(route, n))
-                append(text)
-                size(utf8_size(text))
-                end(len(texts))
-                continue
+            hit = old.get(route.id) if keep else None
+            if hit is None or hit[0] is not route:
+                try:
+                    hit = write(route)
+                except (_LongKey, _Fallback):
+                    text = _fragment(route_data(route, n))
+                    append(text)
+                    size(utf8_size(text))
+                    end(len(texts))
+                    continue
+            if keep:
+                new[route.id] = hit
+            _, rid, line, tail = hit
             head = f"- id: {rid}\n  order: {n}\n"
             append(head)
             append(line)
@@ -695,8 +637,8 @@ def _head(listeners: Sequence[m.Listener], certificates: Sequence[m.Certificate]
     certificate item and include entry."""
     out = [f"schemaVersion: {_str(SCHEMA_VERSION)}\n"]
     out.append("listeners:\n" if listeners else "listeners: []\n")
-    out.extend([f"- {{host: 0.0.0.0, port: {x.port}, type: transparent, decryptSsl: {'true' if x.decrypt_ssl else 'false'}}}\n"
-                for x in listeners])
+    out.extend([f"- {{host: {_str(x.host)}, port: {x.port}, type: transparent, "
+                f"decryptSsl: {'true' if x.decrypt_ssl else 'false'}}}\n" for x in listeners])
     out.append("certificates:\n  items:\n" if certificates else "certificates:\n  items: []\n")
     for c in certificates:
         hosts = "[" + ", ".join([_str(h) for h in c.hosts]) + "]"

@@ -1,4 +1,4 @@
-"""The data plane's regular expressions (.NET / ECMAScript syntax) as Python patterns.
+"""The document's regular expressions (the data plane's .NET / ECMAScript syntax) as Python patterns.
 
 Python's ``re`` reads the common subset the same way (classes, anchors, groups, lookahead and
 lookbehind, lazy quantifiers, inline options, atomic groups). The few .NET spellings it lacks
@@ -9,6 +9,7 @@ feed). Anything else Python cannot compile is an invalid config (:class:`re.erro
 
 from __future__ import annotations
 
+import functools
 import re
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -83,3 +84,10 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
         return re.compile(translate(pattern))
     except (RecursionError, OverflowError) as exc:
         raise re.error(str(exc)) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def compiled(pattern: str) -> re.Pattern[str]:
+    """:func:`compile_regex`, once per pattern (the values of a document keep their pattern's
+    text; matching reads the compiled form through this)."""
+    return compile_regex(pattern)

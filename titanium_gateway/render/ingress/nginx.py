@@ -887,6 +887,16 @@ def _fit(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit - 3].decode("utf-8", "ignore") + "..."
 
 
+def foreign_annotations_note(obj: Mapping[str, Any], annotations: Mapping[str, Any]) -> str:
+    """The note of a served Ingress's ``ForeignAnnotation`` Warning Event: the
+    ``nginx.ingress.kubernetes.io/`` annotations that change security or routing and are not in
+    force here (:func:`foreign_annotations`); "" when there are none."""
+    if not any(type(k) is str and k.startswith(PREFIX) for k in annotations):
+        return ""
+    found = ingress_foreign_annotations(obj)
+    return foreign_annotation_message(found) if found else ""
+
+
 def ingress_paths(ingress: Mapping[str, Any]) -> list[str]:
     """``rules[].http.paths[].path`` of an Ingress, in order (strings only)."""
     spec = ingress.get("spec")
@@ -952,6 +962,7 @@ __all__ = [
     "analyze",
     "foreign_annotation_message",
     "foreign_annotations",
+    "foreign_annotations_note",
     "ingress_foreign_annotations",
     "ingress_paths",
     "annotation",

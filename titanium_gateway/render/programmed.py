@@ -1,0 +1,95 @@
+"""Programmed: the one decision of the Programmed condition of Gateways and their listeners.
+
+Programmed is True only when every ready data-plane pod reports the config hash the render
+wrote (DEVELOPERS.md, "Honest status"). It is decided here, from:
+
+* :func:`delivery` - what the data plane runs of this config: loaded (the confirmed hash is the
+  config hash, or the offline render assumes it), not deliverable (NoResources), or Pending
+  with the prober's message;
+* :func:`condition` - a Gateway's or listener's Programmed: ``Invalid`` when it is not valid
+  (a Gateway not accepted, a listener not usable), else the delivery.
+
+The render calls both once the config hash is known (``gateway.status``). When only the
+prober's answer changed (a new confirmed hash, a new probe message), the controller calls
+:func:`reprogram`: the last result with its Programmed conditions decided again, not a second
+render; the same functions decide, so the result is what a new render of unchanged objects
+gives (only the transition times may differ: a new render stamps against the objects' written
+status, this against the last result's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from titanium_gateway.render.conditions import make_condition
+from titanium_gateway.render.result import ObjectStatus, RenderResult
+
+PROGRAMMED = "Programmed"
+#: the reason of the Programmed condition of what is not valid (nothing the data plane runs)
+INVALID = "Invalid"
+_MESSAGES = {
+    "gateway": ("the Gateway is not accepted", "the data plane has loaded the configuration"),
+    "listener": ("the listener is not valid", "the data plane serves this listener"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Delivery:
+    """What the data plane runs of a config: ``programmed``, else why not (reason, message)."""
+
+    programmed: bool
+    reason: str
+    message: str
+
+
+def delivery(config_hash: str, delivery_error: str, *, assume_programmed: bool, confirmed_hash: str | None,
+             probe_message: str) -> Delivery:
+    if delivery_error:
+        return Delivery(False, "NoResources", delivery_error)
+    if assume_programmed or confirmed_hash == config_hash:
+        return Delivery(True, PROGRAMMED, "")
+    return Delivery(False, "Pending", probe_message or f"waiting for the data plane to load config {config_hash[:12]}")
+
+
+def condition(what: str, valid: bool, state: Delivery) -> tuple[bool, str, str]:
+    """Programmed of a ``"gateway"`` or ``"listener"``: (status, reason, message)."""
+    invalid, served = _MESSAGES[what]
+    if not valid:
+        return False, INVALID, invalid
+    if state.programmed:
+        return True, PROGRAMMED, served
+    return False, state.reason, state.message
+
+
+def reprogram(result: RenderResult, *, assume_programmed: bool, confirmed_hash: str | None, probe_message: str,
+              now: str) -> RenderResult:
+    """``result`` with the Programmed conditions of its Gateways and listeners decided again for
+    this confirmed hash and probe message (everything else is the same objects). A condition
+    keeps its lastTransitionTime when its status and reason do not change, else takes ``now``."""
+    state = delivery(result.config_hash, result.delivery_error, assume_programmed=assume_programmed,
+                     confirmed_hash=confirmed_hash, probe_message=probe_message)
+    statuses = tuple(_gateway(st, state, now) if st.kind == "Gateway" else st for st in result.statuses)
+    return dataclasses.replace(result, statuses=statuses)
+
+
+def _gateway(st: ObjectStatus, state: Delivery, now: str) -> ObjectStatus:
+    body = st.status
+    listeners = [{**li, "conditions": _again(li.get("conditions"), "listener", state, now)}
+                 for li in body.get("listeners") or ()]
+    return ObjectStatus(st.api_version, st.kind, st.namespace, st.name,
+                        {**body, "conditions": _again(body.get("conditions"), "gateway", state, now),
+                         "listeners": listeners})
+
+
+def _again(conditions: Any, what: str, state: Delivery, now: str) -> list[Mapping[str, Any]]:
+    """The conditions with Programmed decided again (valid unless :func:`condition` made it Invalid)."""
+    out = []
+    for cond in conditions or ():
+        if cond.get("type") == PROGRAMMED:
+            status, reason, message = condition(what, cond.get("reason") != INVALID, state)
+            cond = make_condition(PROGRAMMED, status, reason, message,
+                                  observed_generation=cond.get("observedGeneration", 1), now=now, previous=[cond])
+        out.append(cond)
+    return out

@@ -73,7 +73,7 @@ def test_claimed_conformance_features():
 
 def test_conformance_run_uses_the_pinned_suite_and_report_path():
     text = (ROOT / "conformance" / "run.sh").read_text()
-    assert 'GATEWAY_API_VERSION="v1.2.1"' in text
+    assert 'GATEWAY_API_VERSION="v1.6.3"' in text
     assert "--conformance-profiles=GATEWAY-HTTP" in text
     assert "--supported-features=$supported_features" in text
     assert "--gateway-class=titanium" in text

@@ -104,24 +104,19 @@ class Translator:
                 continue  # not ours (other class) or absent: never reported
             if any(p.identity == ident for p in parents):
                 continue
-            ok, reason, message, listeners, counted = self.attachments.attach(gw, ref, ns, route_hosts)
+            ok, reason, message, listeners = self.attachments.attach(gw, ref, ns, route_hosts)
             if bad_hosts and ok:
                 # emitting the valid names only could widen the route (none left = any host)
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
-            parents.append(Parent(ref, ident, ok, reason, message, listeners, counted))
+            parents.append(Parent(ref, ident, ok, reason, message, listeners))
         if not parents:
             if old_parents:
                 ctx.add_status(ObjectStatus(API_VERSION, "HTTPRoute", ns, name, {"parents": []}))
             return []
-        # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
-        if len(parents) == 1:  # (the lists of one parent hold each listener once; read-only)
-            counted_once = parents[0].counted
+        if len(parents) == 1:  # (the list of one parent holds each listener once; read-only)
             attached = parents[0].listeners if parents[0].accepted else []
         else:
-            counted_once = list({id(li): li for p in parents for li in p.counted}.values())
             attached = list({id(li): li for p in parents if p.accepted for li in p.listeners}.values())
-        for li in counted_once:
-            li.attached += 1
         serving = [li for li in attached if li.usable]
         # rules are always validated (status), but only emitted when a programmed listener serves them
         basis = serving or attached
@@ -134,11 +129,17 @@ class Translator:
         unserved = "" if emitted or not attached else (
             not_served_reason(attached) if not serving
             else "it has no rules" if not f.items(spec.get("rules")) else "none of its rules makes a route")
+        # attachedRoutes counts the route on the listeners it is Accepted on (ListenerStatus, v1.5+:
+        # a route whose Accepted condition is not True is not counted); a rule's unsupported field
+        # makes every parent Accepted=False
+        counted = attached if not (problems.firsts or problems.unsupported) else []
+        for li in counted:
+            li.attached += 1
         self.statuses.route(route, ns, name, parents, old_parents, problems.firsts + problems.unsupported,
                             problems.ref_firsts + [m for _, m in problems.refs],
                             problems.refs[0][0] if problems.refs else "", len(set(problems.firsts)),
                             len(set(problems.ref_firsts)), unserved)
-        return counted_once
+        return counted
 
     def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                    hosts: list[str | None], one_port: tuple[int, str] | None, problems: _Problems, *,

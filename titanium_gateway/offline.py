@@ -70,7 +70,7 @@ SERVED_VERSIONS: Mapping[str, Mapping[str, str]] = {
     "GatewayClass": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
     "Gateway": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
     "HTTPRoute": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
-    "ReferenceGrant": {f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1beta1"},
+    "ReferenceGrant": {f"{_GATEWAY_GROUP}/v1": f"{_GATEWAY_GROUP}/v1", f"{_GATEWAY_GROUP}/v1beta1": f"{_GATEWAY_GROUP}/v1"},
     "Namespace": {"v1": "v1"},
     "Service": {"v1": "v1"},
     "EndpointSlice": {"discovery.k8s.io/v1": "discovery.k8s.io/v1"},

@@ -51,6 +51,21 @@ def test_loader_defaults_and_lists(tmp_path: Path) -> None:
     assert snap.namespaces["infra"]["metadata"]["labels"] == {"kubernetes.io/metadata.name": "infra"}
 
 
+def test_reference_grants_are_read_as_v1_from_either_served_version(tmp_path: Path) -> None:
+    """ReferenceGrant v1 (Gateway API v1.5+) and v1beta1 (every bundle) have the same fields."""
+    for version in ("v1", "v1beta1"):
+        (tmp_path / f"{version}.yaml").write_text(
+            f"apiVersion: gateway.networking.k8s.io/{version}\nkind: ReferenceGrant\n"
+            f"metadata: {{name: g-{version}, namespace: backends}}\n"
+            "spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: apps}],"
+            " to: [{group: '', kind: Service}]}\n")
+    report = LoadReport()
+    grants = load_objects([tmp_path], report)
+    assert report.ignored == [] and report.warnings == []
+    assert [(g["metadata"]["name"], g["apiVersion"]) for g in grants] == [
+        ("g-v1", "gateway.networking.k8s.io/v1"), ("g-v1beta1", "gateway.networking.k8s.io/v1")]
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

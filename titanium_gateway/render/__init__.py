@@ -58,7 +58,7 @@ def _route_deps(snapshot: Snapshot, options: RenderOptions, gateways: dict) -> t
              _memo.versions(snapshot.services))
     if any(p is None for p in parts):
         return None
-    return (options, _memo.gateway_fingerprint(gateways), *parts)
+    return (options, _memo.gateway_fingerprint(gateways), snapshot.unreadable.get("ReferenceGrant"), *parts)
 
 
 def _ingress_deps(ctx: RenderContext) -> tuple | None:

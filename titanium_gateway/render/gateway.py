@@ -217,7 +217,7 @@ def _certificates(
             to_group="", to_kind="Secret", to_namespace=ns, to_name=name,
         ):
             reason = reason or "RefNotPermitted"
-            message = message or f"Secret {ns}/{name} is in another namespace and no ReferenceGrant allows it"
+            message = message or ctx.grants.refusal("Secret", ns, name)
             continue
         conv = ctx.bind_certificate(ns, name, hosts, rank)
         if not conv.ok:

@@ -30,7 +30,7 @@ EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 EXIT_THREAD_DIED = 1
 EXIT_USAGE = 2
-#: HTTP connections to the API server: one per watch (11 informers, more with
+#: HTTP connections to the API server: one per watch (up to 19 informers, more with
 #: --secret-namespaces) plus the status writer's pool and the worker.
 POOL_SIZE = 64
 #: The process's collector thresholds: young collections every 10k container allocations
@@ -88,7 +88,8 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
 
     health: HealthServer | None = None
     if serve_health:
-        health = HealthServer(HealthState(alive=lambda: not problem(), ready=ctrl.synced, problem=problem),
+        health = HealthServer(HealthState(alive=lambda: not problem(), ready=lambda: not ctrl.readiness_problem(),
+                                          problem=problem, unready=ctrl.readiness_problem),
                               opts.health_port, registry=reg)
         health.start()
         rt.health = health

@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from titanium_gateway.controller.gatewayapi import GatewayApiWatch
 from titanium_gateway.controller.options import ControllerOptions
-from titanium_gateway.controller.transform import transform_for
+from titanium_gateway.controller.transform import CA_KEY, transform_for
 from titanium_gateway.kube import api as k
 from titanium_gateway.kube.api import KubeApi
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
@@ -69,12 +70,10 @@ TLS_SELECTOR = "type=kubernetes.io/tls"
 #: EndpointSlice index: ``namespace/service`` of the slice's Service (the data plane's slices in O(1))
 SLICE_SERVICE_INDEX = "service"
 
-#: informer name -> (resource, Snapshot field or None)
+#: informer name -> (resource, Snapshot field or None): the kinds always served. The Gateway API
+#: kinds (and the ConfigMaps of BackendTLSPolicies) are watched where installed, at the version
+#: served (controller/gatewayapi.py)
 WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
-    "GatewayClass": (k.GATEWAY_CLASSES, "gateway_classes"),
-    "Gateway": (k.GATEWAYS, "gateways"),
-    "HTTPRoute": (k.HTTPROUTES, "httproutes"),
-    "ReferenceGrant": (k.REFERENCE_GRANTS, "reference_grants"),
     "Namespace": (k.NAMESPACES, "namespaces"),
     "Service": (k.SERVICES, "services"),
     "EndpointSlice": (k.ENDPOINT_SLICES, "endpoint_slices"),
@@ -89,6 +88,9 @@ StatusKey = tuple[str, str, str]
 #: kinds whose status the status writer writes (their echo does not trigger a reconcile)
 STATUS_KINDS = frozenset(STATUS_RESOURCES)
 RECONCILE_KEY = "reconcile"
+#: ConfigMaps (the CA certificates of BackendTLSPolicies) are watched without the data plane's
+#: own config ConfigMaps (the chart labels them): their writes would echo back megabytes
+CONFIG_MAP_SELECTOR = "app.kubernetes.io/component!=data-plane-config"
 #: Seconds the worker rests after a reconcile before the next one may start (the next start is
 #: also at least ``--min-reconcile-ms`` after this one's: at most 2 reconciles a second by
 #: default, however long each takes, and never back to back).
@@ -134,6 +136,11 @@ def _seen_versions(snap: Snapshot, statuses: Iterable[ObjectStatus]) -> dict[Sta
     return out
 
 
+def _holds_ca(obj: Any) -> bool:
+    data = obj.get("data") if isinstance(obj, Mapping) else None
+    return isinstance(data, Mapping) and CA_KEY in data
+
+
 def _default_render(cache: Any = None) -> RenderFn:
     """The pure render, with this controller's translation memo (render/memo.py): a reconcile
     re-translates only what changed since the last one; the output is the same."""
@@ -154,7 +161,7 @@ class Controller:
                  prober: Prober | None = None, watch_timeout: int = 300,
                  reflector_backoff: Callable[[], Backoff] | None = None,
                  retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0,
-                 gc_tuning: bool = False) -> None:
+                 gc_tuning: bool = False, sync_timeout: float = 120.0) -> None:
         self.opts = opts
         self.api = api
         self.clock = clock
@@ -175,32 +182,12 @@ class Controller:
                                          min_idle=min(window, RECONCILE_MIN_IDLE))
         ns = opts.data_plane_namespace
         self.informers = InformerSet()
-        kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
-        dp_service = self.render_options.data_plane_service
+        self._informer_kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
         for name, (res, _field) in WATCHED.items():
-            kw["transform"] = transform_for(name, dp_service)
-            if name == "Secret":
-                inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
-                                     field_selector=TLS_SELECTOR, name="secrets", **kw)
-            elif name == "Pod":
-                # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in),
-                # whatever its labels: which are the data plane's is decided from the data-plane
-                # Service at each reconcile (``data_plane``), so a Service whose selector
-                # changes, or a data plane installed without the chart's labels, is followed. The
-                # transform keeps a few fields of each.
-                inf = SharedInformer(api, res, ns, name="pods", **kw)
-            elif name == "EndpointSlice":
-                inf = SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key},
-                                     **kw)
-            else:
-                inf = SharedInformer(api, res, name=res.plural, **kw)
-            on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
-            if name in STATUS_KINDS:
-                on_update = functools.partial(self._on_status_kind_update, name)
-            elif name == "Pod":
-                on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
-            inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
-            self.informers.add(name, inf)
+            self.informers.add(name, self._make_informer(name, res))
+        self.gateway_api = GatewayApiWatch(api, self.informers, self._make_informer, on_change=self.trigger.trigger,
+                                           clock=clock, watch_timeout=watch_timeout, backoff_factory=reflector_backoff,
+                                           sync_timeout=sync_timeout)
         self.config_writer = ConfigMapWriter(api, ns, opts.config_map, max_parts=opts.config_parts,
                                              guard=self.guard, registry=reg)
         self.secret_writer = SecretWriter(api, ns, opts.tls_secret, guard=self.guard, registry=reg)
@@ -262,6 +249,39 @@ class Controller:
         self._cert_series: set[tuple[str, str]] = set()
         self._gateway_series: set[tuple[str, str]] = set()
 
+    def _make_informer(self, name: str, res: k.Resource) -> SharedInformer:
+        """The informer of one kind, with its transform, scope and event handlers."""
+        opts = self.opts
+        kw: dict[str, Any] = {**self._informer_kw,
+                              "transform": transform_for(name, self.render_options.data_plane_service)}
+        if name == "Secret":
+            inf = SharedInformer(self.api, res, namespaces=list(opts.secret_namespaces) or None,
+                                 field_selector=TLS_SELECTOR, name="secrets", **kw)
+        elif name == "ConfigMap":  # the namespaces the Secrets are read in (docs/install.md, RBAC)
+            inf = SharedInformer(self.api, res, namespaces=list(opts.secret_namespaces) or None,
+                                 label_selector=CONFIG_MAP_SELECTOR, name="configmaps", **kw)
+        elif name == "Pod":
+            # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in),
+            # whatever its labels: which are the data plane's is decided from the data-plane
+            # Service at each reconcile (``data_plane``), so a Service whose selector
+            # changes, or a data plane installed without the chart's labels, is followed. The
+            # transform keeps a few fields of each.
+            inf = SharedInformer(self.api, res, opts.data_plane_namespace, name="pods", **kw)
+        elif name == "EndpointSlice":
+            inf = SharedInformer(self.api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key},
+                                 **kw)
+        else:
+            inf = SharedInformer(self.api, res, name=res.plural, **kw)
+        on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
+        if name in STATUS_KINDS:
+            on_update = functools.partial(self._on_status_kind_update, name)
+        elif name == "Pod":
+            on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
+        elif name == "ConfigMap":
+            on_add, on_update, on_delete = self._on_ca_add, self._on_ca_update, self._on_ca_add
+        inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
+        return inf
+
     # --- informer events: one key, coalesced --------------------------------------------------
     def _on_add(self, obj: Any) -> None:
         self.trigger.trigger()
@@ -281,6 +301,16 @@ class Controller:
 
     def _on_delete(self, obj: Any) -> None:
         self.trigger.trigger()
+
+    # ConfigMaps: only those that hold a CA certificate (``ca.crt``, what a BackendTLSPolicy may
+    # name) trigger; the others change nothing the render reads
+    def _on_ca_add(self, obj: Any) -> None:
+        if _holds_ca(obj):
+            self.trigger.trigger()
+
+    def _on_ca_update(self, old: Any, new: Any) -> None:
+        if old is not new and (_holds_ca(old) or _holds_ca(new)):
+            self.trigger.trigger()
 
     # Pods: every Pod of the data-plane namespace is cached, only the data plane's trigger (the
     # controller's own pods and any other workload there do not make the controller re-probe)
@@ -311,10 +341,12 @@ class Controller:
                           self.informers["Pod"].list(), svc_ns, svc, pod_namespace=self.opts.data_plane_namespace)
 
     def _current(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.informers[kind].get(namespace or None, name)
+        inf = self.informers.get(kind)  # (a Gateway API kind is absent where it is not installed)
+        return inf.get(namespace or None, name) if inf is not None else None
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
+        self.gateway_api.start()  # before the informers: it decides which Gateway API kinds run
         self.informers.start()
         self._worker = CoreThread(self._run_worker, "reconcile-worker")
         self._worker.start()
@@ -322,13 +354,25 @@ class Controller:
     def stop(self, timeout: float = 5.0) -> None:
         self._stopped.set()
         self.trigger.shut_down()
+        self.gateway_api.stop()
         self.informers.stop()
         if self._worker is not None and self._worker is not threading.current_thread():
             self._worker.join(timeout)
         self.status_writer.close()
 
     def synced(self) -> bool:
-        return self.informers.has_synced()
+        """Every cache listed (a Gateway API kind that is not required: listed or failing
+        lastingly, then unknown to the render): a reconcile may start."""
+        return all(self.informers[name].has_synced() for name in WATCHED) and self.gateway_api.synced()
+
+    def readiness_problem(self) -> str:
+        """"" when ready (``/readyz``), else why not: a cache has not listed yet, or its watch
+        fails lastingly (its objects may be stale: docs/operations.md)."""
+        problems = [f"{name}: {why}" for name in WATCHED
+                    if (why := self.informers[name].stale(self.gateway_api.stale_after)
+                        or ("" if self.informers[name].has_synced() else "not listed yet"))]
+        problems += self.gateway_api.problems()
+        return "; ".join(problems)
 
     def worker_running(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
@@ -341,6 +385,7 @@ class Controller:
         if not stopping:
             out += self.status_writer.dead_threads()
             out += self.informers.dead_threads()
+            out += self.gateway_api.dead_threads()
         return out
 
     def health_problem(self) -> str:
@@ -354,7 +399,7 @@ class Controller:
         busy = self._busy_since
         if busy is not None and time.monotonic() - busy >= self.stuck_after:
             return f"a reconcile has been running for more than {self.stuck_after:g} s"
-        return ""
+        return self.gateway_api.stuck(also=WATCHED)
 
     def alive(self) -> bool:
         """Every core thread runs and no reconcile has been running for ``stuck_after`` seconds."""
@@ -373,7 +418,7 @@ class Controller:
 
     # --- the worker ---------------------------------------------------------------------------
     def _run_worker(self) -> None:
-        while not self.informers.has_synced():
+        while not self.synced():
             if self._stopped.wait(0.05):
                 return
         log.info("informers synced")
@@ -458,8 +503,11 @@ class Controller:
         (``now``)."""
         caches, versions = self.informers.versioned_snapshot()
         fields = {fld: caches[name] for name, (_res, fld) in WATCHED.items() if fld}
-        version = (tuple(versions[name] for name, (_res, fld) in WATCHED.items() if fld),
-                   self._confirmed, self._probe_message)
+        gateway_api, gateway_api_version = self.gateway_api.snapshot(caches)
+        fields.update(gateway_api)
+        # (the Pods are read by the prober, not the render)
+        version = (tuple(sorted((name, n) for name, n in versions.items() if name != "Pod")),
+                   gateway_api_version, self._confirmed, self._probe_message)
         snap = Snapshot(**fields, confirmed_config_hash=self._confirmed, probe_message=self._probe_message,
                         now=rfc3339(self.clock.wall()))
         return snap, version
@@ -618,7 +666,8 @@ class Controller:
         (e.g. now attached only to another controller's Gateway): our entries must go."""
         wanted = {st.key for st in result.statuses if st.kind == "HTTPRoute"}
         out = []
-        for route in self.informers["HTTPRoute"].list():
+        routes = self.informers.get("HTTPRoute")
+        for route in routes.list() if routes is not None else ():
             md = route.get("metadata") or {}
             key = ("HTTPRoute", str(md.get("namespace") or ""), str(md.get("name") or ""))
             if key in wanted:

@@ -58,8 +58,12 @@ def claimed_features() -> list[str]:
 
 
 def test_claimed_conformance_features():
+    from titanium_gateway.render.features import SUPPORTED_FEATURES
+
     claimed = claimed_features()
     assert len(claimed) == len(set(claimed))
+    # the conformance run claims exactly what the GatewayClass status.supportedFeatures says
+    assert sorted(claimed) == sorted(SUPPORTED_FEATURES)
     assert {"Gateway", "HTTPRoute", "ReferenceGrant"} <= set(claimed)
     never = {"HTTPRouteResponseHeaderModification", "HTTPRouteRequestTimeout", "HTTPRouteBackendTimeout",
              "HTTPRouteSchemeRedirect", "HTTPRoutePortRedirect", "HTTPRoutePathRedirect",

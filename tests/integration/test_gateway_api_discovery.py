@@ -1,36 +1,19 @@
 """The Gateway API kinds the controller watches follow the CRDs the cluster serves (v1.2.1 to
 v1.7 bundles), and a ReferenceGrant watch that fails never leaves stale grants in force
-(controller/gatewayapi.py; docs/operations.md, "Gateway API CRDs" and "Health endpoints")."""
+(controller/gatewayapi.py; docs/operations.md, "Gateway API CRDs" and "Health")."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
 
-from tests.integration.conftest import GW, Env, condition, running, wait_for
-from tests.support.apiserver import FakeApiServer
-from tests.support.dataplane import DataPlaneFleet
+from tests.integration.conftest import GW, Env, cluster_env, condition, wait_for
 from tests.support.gatewayapi_crds import chart_crds, serving, v1_2_1_standard
-from tests.support.release import Release, seed_release
 from titanium_gateway.render.features import SUPPORTED_FEATURES
 
 GROUP = "gateway.networking.k8s.io"
-
-
-@contextlib.contextmanager
-def cluster(crds: list[dict[str, Any]] | None = None) -> Iterator[Env]:
-    server = FakeApiServer(bookmark_interval=0.5, crds=crds).start()
-    rel = Release()
-    seed_release(server, rel)
-    fleet = DataPlaneFleet.start(2, token=rel.token, service=rel.data_plane)
-    fleet.register(server, rel.namespace, rel.data_plane, deployment=rel.data_plane)
-    fleet.follow(server, rel.namespace, rel.config_map)
-    with running(server, rel, fleet) as e:
-        yield e
 
 
 def cross_namespace_route(env: Env, grant_version: str = "v1", grant: bool = True) -> None:
@@ -92,7 +75,7 @@ def test_the_v1_6_3_bundle_every_kind_is_watched_grants_as_v1_and_supported_feat
 
 
 def test_the_v1_2_1_bundle_grants_as_v1beta1_new_kinds_unwatched_then_an_upgrade_is_followed() -> None:
-    with cluster(v1_2_1_standard()) as env:
+    with cluster_env(v1_2_1_standard()) as env:
         cross_namespace_route(env, grant_version="v1beta1")
         inst = env.start_controller()
         env.wait_programmed()

@@ -77,7 +77,7 @@ def cross_namespace_backend(env: ClusterEnv) -> str:
                "spec": {"parentRefs": [{"name": "web"}], "hostnames": ["shop.example.com"],
                         "rules": [{"backendRefs": [{"name": "api", "namespace": backends, "port": 8080}]}]}})
     env.route("local", host="local.example.com", backend="local")
-    env.apply({"apiVersion": f"{GROUP}/v1", "kind": "ReferenceGrant",
+    env.apply({"apiVersion": f"{GROUP}/v1beta1", "kind": "ReferenceGrant",
                "metadata": {"name": "from-apps", "namespace": backends},
                "spec": {"from": [{"group": GROUP, "kind": "HTTPRoute", "namespace": env.apps}],
                         "to": [{"group": "", "kind": "Service"}]}})

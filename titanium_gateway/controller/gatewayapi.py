@@ -12,8 +12,8 @@ A kind whose version changes gets a new informer; it replaces the old one in the
 informer set only once it has listed (or fails), so no render sees an empty cache meanwhile.
 
 Soundness: a watch that keeps failing leaves its cache stale. A failure is *lasting*
-(``SharedInformer.stale``) at once for 401, 403 and 404 (the permission or the version is gone)
-and after ``stale_after`` seconds for any other error (410 loops, 5xx, connection errors). While the ReferenceGrant watch fails lastingly
+(``SharedInformer.stale``) after 5 s of 401, 403 or 404 (the permission or the version is gone)
+and after ``stale_after`` seconds of any other error (410 loops, 5xx, connection errors). While the ReferenceGrant watch fails lastingly
 (or has not listed yet) the render is told the grants are unknown (``Snapshot.unreadable``) and
 refuses every reference that needs one, instead of honouring grants that may have been revoked.
 The other optional kinds are reported the same way (nothing reads them yet). The required kinds
@@ -119,6 +119,12 @@ def info_for(served: Served, plan: Plan) -> GatewayApiInfo:
     features = crd.features.get(gwc.version, "") if gwc is not None and crd is not None else ""
     return GatewayApiInfo(bundle=next(iter(bundles)) if len(bundles) == 1 else "",
                           watched=MappingProxyType(watched), supported_features=features)
+
+
+def _last_error(inf: SharedInformer | None) -> str:
+    """``: <the last error>`` of a failing informer, "" otherwise."""
+    failure = inf.failure() if inf is not None else None
+    return f": {failure[1]}" if failure is not None and failure[1] is not None else ""
 
 
 def _not_watched(w: WatchedKind, served: Served) -> str:
@@ -246,7 +252,8 @@ class GatewayApiWatch:
                 fresh[kind] = inf
                 if kind in self.plan:
                     log.info("watching %s as %s instead of %s", kind, res.api_version, self.plan[kind].api_version)
-        # a kind watched before keeps its old cache until the new one listed (or fails lastingly)
+        # a kind watched before keeps its old cache until the new one listed (or fails lastingly,
+        # or ``swap_timeout`` passed: then it is unknown to the render until it lists)
         end = self.clock.now() + self.swap_timeout
         swaps = [kind for kind in fresh if kind in self.plan]
         while swaps and not self._stopped and self.clock.now() < end:
@@ -338,14 +345,12 @@ class GatewayApiWatch:
         if self._started_at is None or self.clock.now() - self._started_at < self.sync_timeout:
             return ""
         if not self.crds.has_synced():
-            why = self._lasting(self.crds)
-            return f"CustomResourceDefinitions not listed after {self.sync_timeout:g} s" + (f": {why}" if why else "")
+            return f"CustomResourceDefinitions not listed after {self.sync_timeout:g} s{_last_error(self.crds)}"
         required = [*also, *(kind for kind in self.plan if BY_KIND[kind].required)]
         for name in required:
             inf = self.informers.get(name)
             if inf is None or not inf.has_synced():
-                why = self._lasting(inf) if inf is not None else ""
-                return f"{name} not listed after {self.sync_timeout:g} s" + (f": {why}" if why else "")
+                return f"{name} not listed after {self.sync_timeout:g} s{_last_error(inf)}"
         return ""
 
     # --- the render's input -------------------------------------------------------------------

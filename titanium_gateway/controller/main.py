@@ -30,9 +30,10 @@ EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 EXIT_THREAD_DIED = 1
 EXIT_USAGE = 2
-#: HTTP connections to the API server: one per watch (up to 19 informers, more with
-#: --secret-namespaces) plus the status writer's pool and the worker.
-POOL_SIZE = 64
+#: HTTP connections to the API server: one per watch (up to 19 informers, and one more Secret
+#: and ConfigMap informer per namespace with --secret-namespaces) plus the status writer's pool
+#: and the worker.
+POOL_SIZE = 96
 #: The process's collector thresholds: young collections every 10k container allocations
 #: instead of 700 (decoding a 500-object list page allocates ~15k containers; each collection
 #: has a fixed cost), the older generations as CPython's defaults.

@@ -26,9 +26,12 @@ from titanium_gateway.kube.threads import CoreThread, dead, describe
 
 log = logging.getLogger(__name__)
 
-#: Answers that make a failing list or watch a lasting failure at once: the permission (401,
-#: 403) or the resource version (404) is gone; any other failure becomes lasting after a while.
+#: Answers that make a failing list or watch a lasting failure soon (``LASTING_AFTER``): the
+#: permission (401, 403) or the resource version (404) is gone; any other failure becomes lasting
+#: after a longer while. (A few seconds ride out a CRD whose storage the API server is
+#: re-creating, which may answer 404 for a moment.)
 LASTING_STATUSES = frozenset({401, 403, 404})
+LASTING_AFTER = 5.0
 
 
 @dataclass
@@ -158,16 +161,17 @@ class SharedInformer:
                 worst = (since, r.last_error)
         return worst
 
-    def stale(self, stale_after: float) -> str:
+    def stale(self, stale_after: float, lasting_after: float = LASTING_AFTER) -> str:
         """Why this cache cannot be trusted ("" while it can): its list or watch fails lastingly,
-        at once for 401, 403 and 404, after ``stale_after`` seconds for any other error (410
-        loops, 5xx, connection errors: a passing outage keeps the cache in force)."""
+        after ``lasting_after`` seconds for 401, 403 and 404, after ``stale_after`` seconds for
+        any other error (410 loops, 5xx, connection errors: a passing outage keeps the cache in
+        force)."""
         failure = self.failure()
         if failure is None:
             return ""
         since, error = failure
-        lasting = isinstance(error, ApiError) and error.status in LASTING_STATUSES
-        if not lasting and self.clock.now() - since < stale_after:
+        gone = isinstance(error, ApiError) and error.status in LASTING_STATUSES
+        if self.clock.now() - since < (lasting_after if gone else stale_after):
             return ""
         return str(error) if isinstance(error, ApiError) else describe(error) if error is not None else "failing"
 

@@ -63,7 +63,7 @@ e2e:  ## kind + pytest-kind; skips with a message without Docker/kind
 conformance:  ## upstream Gateway API v1.2.1 suite on kind; skips with a message without Docker/kind
 	conformance/run.sh
 
-conformance-local:  ## upstream Gateway API v1.2.1 suite on the local control plane, no Docker (root; conformance/README.md)
+conformance-local:  ## upstream Gateway API v1.6.3 suite on the local control plane, no Docker (root; conformance/README.md)
 	conformance/local.sh
 
 # The local control plane (docs/development.md): kube-apiserver + etcd, kube-controller-manager,

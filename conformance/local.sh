@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The upstream Gateway API v1.2.1 conformance suite (profile GATEWAY-HTTP) against
+# The upstream Gateway API v1.6.3 conformance suite (profile GATEWAY-HTTP) against
 # titanium-gateway on the local control plane, without Docker (make conformance-local):
 #
 #   1. builds the control plane (hack/kube/build.sh), the suite and echo-basic
@@ -115,7 +115,7 @@ ex "$HELM" upgrade --install "$RELEASE" charts/titanium-gateway --namespace "$NA
 ex kubectl wait --for=condition=Accepted gatewayclass/titanium --timeout=120s
 
 version="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
-step "the suite: Gateway API v1.2.1, GATEWAY-HTTP, features $supported_features"
+step "the suite: Gateway API v1.6.3, GATEWAY-HTTP, features $supported_features"
 suite_args=(
   -test.run '^TestConformance$' -test.v -test.timeout 40m
   -gateway-class=titanium -conformance-profiles=GATEWAY-HTTP -supported-features="$supported_features"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Upstream Gateway API conformance (v1.2.1, profile GATEWAY-HTTP) against titanium-gateway on kind.
+# Upstream Gateway API conformance (v1.6.3, profile GATEWAY-HTTP) against titanium-gateway on kind.
 #
 #   conformance/run.sh        (make conformance)
 #
@@ -17,7 +17,7 @@
 #   TITANIUM_PROXY_IMAGE  otherwise, a data-plane image to pull (default ghcr.io/justcoding121/titanium:latest)
 #   KIND_CLUSTER          cluster name (default titanium-conformance); KEEP_CLUSTER=1 keeps it
 #   KIND_NODE_IMAGE       kind node image (default: kind's own)
-#   GOLANG_IMAGE          image that runs the suite (default golang:1.22-bookworm)
+#   GOLANG_IMAGE          image that runs the suite (default golang:1.26-bookworm)
 #   METALLB_VERSION       default v0.14.9
 #   CONFORMANCE_EXTRA_ARGS  more suite flags, e.g. "--run-test=HTTPRouteSimpleSameNamespace"
 set -euo pipefail
@@ -25,13 +25,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-GATEWAY_API_VERSION="v1.2.1"
+GATEWAY_API_VERSION="v1.6.3"
 CLUSTER="${KIND_CLUSTER:-titanium-conformance}"
 NAMESPACE="gateway-system"
 RELEASE="titanium-gateway"
 CONTROLLER_IMAGE="titanium-gateway:conformance"
 DATA_PLANE_IMAGE="titanium:conformance"
-GOLANG_IMAGE="${GOLANG_IMAGE:-golang:1.22-bookworm}"
+GOLANG_IMAGE="${GOLANG_IMAGE:-golang:1.26-bookworm}"
 METALLB_VERSION="${METALLB_VERSION:-v0.14.9}"
 ARTIFACTS="$ROOT/artifacts"
 REPORT="$ARTIFACTS/gateway-conformance-report.yaml"
@@ -146,8 +146,8 @@ docker run --rm --network kind \
   -e KUBECONFIG=/kube/config \
   "$GOLANG_IMAGE" bash -euc "
     git clone --quiet --depth 1 --branch $GATEWAY_API_VERSION https://github.com/kubernetes-sigs/gateway-api /src
-    cd /src
-    go test ./conformance -run TestConformance -count=1 -timeout 60m -v -args \
+    cd /src/conformance  # a module of its own since v1.5 (sigs.k8s.io/gateway-api/conformance)
+    go test . -run TestConformance -count=1 -timeout 60m -v -args \
       --gateway-class=titanium \
       --conformance-profiles=GATEWAY-HTTP \
       --supported-features=$supported_features \

@@ -1,4 +1,4 @@
-// Package suite runs the upstream Gateway API v1.2.1 conformance suite with the suite's own
+// Package suite runs the upstream Gateway API v1.6.3 conformance suite with the suite's own
 // flags (-gateway-class, -supported-features, -conformance-profiles, -run-test, -skip-tests,
 // -report-output, -organization, -project, -url, -version, -contact, ...) and time limits suited
 // to a small local cluster. conformance/build.sh compiles it with `go test -c`.

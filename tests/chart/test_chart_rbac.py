@@ -10,20 +10,21 @@ SA = {"kind": "ServiceAccount", "name": "titanium-gateway-controller", "namespac
 READ = {"get", "list", "watch"}
 
 # (apiGroup, resource) -> verbs, cluster-wide.
+GATEWAY_API_KINDS = ("gatewayclasses", "gateways", "httproutes", "referencegrants", "grpcroutes", "tlsroutes",
+                     "tcproutes", "udproutes", "listenersets", "backendtlspolicies")
+#: the kinds whose status the controller writes (or will: the route kinds, ListenerSet, BackendTLSPolicy)
+GATEWAY_API_STATUS = tuple(k for k in GATEWAY_API_KINDS if k != "referencegrants")
 CLUSTER_RULES = {
-    ("gateway.networking.k8s.io", "gatewayclasses"): READ,
-    ("gateway.networking.k8s.io", "gateways"): READ,
-    ("gateway.networking.k8s.io", "httproutes"): READ,
-    ("gateway.networking.k8s.io", "referencegrants"): READ,
+    **{("gateway.networking.k8s.io", plural): READ for plural in GATEWAY_API_KINDS},
+    ("apiextensions.k8s.io", "customresourcedefinitions"): READ,
     ("", "namespaces"): READ,
     ("", "services"): READ,
     ("", "secrets"): READ,
+    ("", "configmaps"): READ,
     ("discovery.k8s.io", "endpointslices"): READ,
     ("networking.k8s.io", "ingressclasses"): READ,
     ("networking.k8s.io", "ingresses"): READ,
-    ("gateway.networking.k8s.io", "gatewayclasses/status"): {"patch"},
-    ("gateway.networking.k8s.io", "gateways/status"): {"patch"},
-    ("gateway.networking.k8s.io", "httproutes/status"): {"patch"},
+    **{("gateway.networking.k8s.io", f"{plural}/status"): {"patch"} for plural in GATEWAY_API_STATUS},
     ("networking.k8s.io", "ingresses/status"): {"patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
@@ -90,11 +91,13 @@ def test_secret_namespaces_variant(helm):
     cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
     expected = dict(CLUSTER_RULES)
     del expected[("", "secrets")]
-    assert cluster == expected, "no cluster-wide Secret read with controller.secretNamespaces"
+    del expected[("", "configmaps")]
+    assert cluster == expected, "no cluster-wide Secret or ConfigMap read with controller.secretNamespaces"
     roles = {r["metadata"]["namespace"]: r for r in by_kind(docs, "Role")}
     assert sorted(roles) == sorted(["apps", "shop", NAMESPACE])
     for ns in ("apps", "shop"):
-        assert flatten(roles[ns]["rules"], with_names=True) == {("", "secrets", None): READ}
+        assert flatten(roles[ns]["rules"], with_names=True) == {("", "secrets", None): READ,
+                                                                ("", "configmaps", None): READ}
         (binding,) = [b for b in by_kind(docs, "RoleBinding") if b["metadata"]["namespace"] == ns]
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                       "name": roles[ns]["metadata"]["name"]}

@@ -24,7 +24,9 @@ def crd_schemas() -> dict[tuple[str, str], dict]:
     """(apiVersion, kind) -> openAPIV3Schema of the CRDs the chart ships."""
     out = {}
     for path in sorted((CHART / "crds").glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = next(yaml.safe_load_all(path.read_text()))
+        if crd["kind"] != "CustomResourceDefinition":
+            continue  # the bundle's ValidatingAdmissionPolicy
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
             out[(f"{group}/{version['name']}", kind)] = version["schema"]["openAPIV3Schema"]
@@ -76,12 +78,14 @@ def test_crds_are_rendered_with_include_crds_and_valid(helm):
     docs = helm.template({}, "--include-crds")
     crds = by_kind(docs, "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == [
-        "gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io",
-        "grpcroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
-        "referencegrants.gateway.networking.k8s.io",
+        f"{plural}.gateway.networking.k8s.io" for plural in (
+            "backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes", "httproutes", "listenersets",
+            "referencegrants", "tcproutes", "tlsroutes", "udproutes")
     ]
-    for crd in crds:
-        kubernetes_validate.validate(crd, KUBE_VERSION, strict=True)
+    policies = by_kind(docs, "ValidatingAdmissionPolicy") + by_kind(docs, "ValidatingAdmissionPolicyBinding")
+    assert [p["metadata"]["name"] for p in policies] == ["safe-upgrades.gateway.networking.k8s.io"] * 2
+    for obj in crds + policies:
+        kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
 
 
 # -- what one release installs ----------------------------------------------------------------

@@ -72,13 +72,30 @@ def test_the_scanner_flags_an_ungranted_call(helm, tmp_path):
         "def write(api, ns):\n"
         "    api.patch(GATEWAYS, ns, 'web', {}, patch_type='merge', subresource='status')\n"
         "    api.patch(CONFIG_MAPS, ns, 'titanium-gateway-data-plane', {})\n"
-        "    api.get(CONFIG_MAPS, ns, 'titanium-gateway-data-plane')\n"
+        "    api.get(k.DEPLOYMENTS, ns, 'titanium-gateway-data-plane')\n"
         "    api.delete(k.PODS, ns, 'p')\n"
     )
     assert ungranted(granted(helm.template()), package) == [
-        "pkg/writer.py:6: get core/configmaps", "pkg/writer.py:7: delete core/pods"]
+        "pkg/writer.py:6: get apps/deployments", "pkg/writer.py:7: delete core/pods"]
 
 
 def test_every_controller_api_call_is_granted(helm):
     problems = ungranted(granted(helm.template()))
     assert not problems, "API calls the chart's RBAC does not grant:\n" + "\n".join(problems)
+
+
+def test_every_watched_kind_is_readable_and_every_status_kind_writable(helm):
+    """The informers (the core kinds, every Gateway API kind the controller may watch, the CRDs it
+    discovers them from) list and watch; the status writer patches ``<plural>/status``."""
+    from titanium_gateway.controller.gatewayapi import KINDS
+    from titanium_gateway.controller.reconciler import WATCHED
+    from titanium_gateway.writers.status import RESOURCES as STATUS_RESOURCES
+
+    allowed = granted(helm.template())
+    watched = [res for res, _field in WATCHED.values()] + [w.resource for w in KINDS]
+    watched.append(kube_api.CUSTOM_RESOURCE_DEFINITIONS)
+    missing = [f"{res.group or 'core'}/{res.plural}" for res in watched
+               if not {"list", "watch"} <= allowed.get((res.group, res.plural), set())]
+    missing += [f"{res.group}/{res.plural}/status" for res in STATUS_RESOURCES.values()
+                if "patch" not in allowed.get((res.group, f"{res.plural}/status"), set())]
+    assert not missing, "watched or status kinds the chart's RBAC does not grant: " + ", ".join(missing)

@@ -58,8 +58,12 @@ def claimed_features() -> list[str]:
 
 
 def test_claimed_conformance_features():
+    from titanium_gateway.render.features import SUPPORTED_FEATURES
+
     claimed = claimed_features()
     assert len(claimed) == len(set(claimed))
+    # the conformance run claims exactly what the GatewayClass status.supportedFeatures says
+    assert sorted(claimed) == sorted(SUPPORTED_FEATURES)
     assert {"Gateway", "HTTPRoute", "ReferenceGrant"} <= set(claimed)
     never = {"HTTPRouteResponseHeaderModification", "HTTPRouteRequestTimeout", "HTTPRouteBackendTimeout",
              "HTTPRouteSchemeRedirect", "HTTPRoutePortRedirect", "HTTPRoutePathRedirect",
@@ -73,7 +77,7 @@ def test_claimed_conformance_features():
 
 def test_conformance_run_uses_the_pinned_suite_and_report_path():
     text = (ROOT / "conformance" / "run.sh").read_text()
-    assert 'GATEWAY_API_VERSION="v1.2.1"' in text
+    assert 'GATEWAY_API_VERSION="v1.6.3"' in text
     assert "--conformance-profiles=GATEWAY-HTTP" in text
     assert "--supported-features=$supported_features" in text
     assert "--gateway-class=titanium" in text

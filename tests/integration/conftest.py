@@ -264,7 +264,15 @@ def _replace(opts: ControllerOptions, **changes: Any) -> ControllerOptions:
 
 @pytest.fixture
 def env() -> Iterator[Env]:
-    server = FakeApiServer(bookmark_interval=0.5).start()
+    with cluster_env() as e:
+        yield e
+
+
+@contextlib.contextmanager
+def cluster_env(crds: list[dict[str, Any]] | None = None) -> Iterator[Env]:
+    """An API server (serving ``crds``, default the chart's Gateway API CRDs) with a release
+    seeded and a data-plane fleet following it."""
+    server = FakeApiServer(bookmark_interval=0.5, crds=crds).start()
     rel = Release()
     seed_release(server, rel)
     fleet = DataPlaneFleet.start(2, token=rel.token, service=rel.data_plane)

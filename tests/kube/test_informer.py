@@ -156,3 +156,48 @@ def test_transform_applies_to_listed_and_watched_objects_before_store_and_handle
         inf.stop()
         api.end_watches()
         inf.stop(join_timeout=5)
+
+
+def test_a_cache_is_stale_soon_on_403_or_404_and_after_a_longer_grace_on_other_failures() -> None:
+    from titanium_gateway.kube.api import ApiError
+    from titanium_gateway.kube.clock import FakeClock
+
+    clock = FakeClock()
+    api = FakeKubeApi()
+    api.put(SERVICES, svc("a"))
+    api.fail("list", *[ApiError(500, "InternalError", "boom")] * 1000)
+    inf = SharedInformer(api, SERVICES, backoff_factory=lambda: Backoff(0.01, cap=0.01, jitter=0), clock=clock)
+    inf.start()
+    try:
+        assert wait_until(lambda: inf.failure() is not None)
+        assert inf.stale(60) == ""  # a passing outage keeps the cache in force
+        clock.step(61)
+        assert inf.stale(60) == "500 InternalError: boom"
+        with api.lock:
+            api.errors["list"].clear()
+        assert wait_until(lambda: (clock.step(0.02), inf.has_synced())[1])
+        assert inf.failure() is None and inf.stale(60) == ""
+    finally:
+        inf.stop(2)
+    denied = FakeKubeApi()
+    denied.fail("list", *[ApiError(403, "Forbidden", "no")] * 1000)
+    inf = SharedInformer(denied, SECRETS, backoff_factory=lambda: Backoff(0.01, cap=0.01, jitter=0), clock=clock)
+    inf.start()
+    try:
+        assert wait_until(lambda: inf.failure() is not None)
+        assert inf.stale(60) == ""  # (a CRD's storage being re-created answers 404 for a moment)
+        clock.step(5)
+        assert inf.stale(60) == "403 Forbidden: no" and not inf.has_synced()
+    finally:
+        inf.stop(2)
+
+
+def test_an_informer_set_swaps_and_removes_informers_under_its_readers() -> None:
+    api = FakeKubeApi()
+    a, b = SharedInformer(api, SERVICES), SharedInformer(api, SERVICES)
+    infs = InformerSet({"Service": a})
+    view = infs.snapshot()  # a reader's view is whole whatever happens next
+    assert infs.replace("Service", b) is a and infs["Service"] is b
+    assert infs.replace("Secret", SharedInformer(api, SECRETS)) is None
+    assert infs.remove("Secret") is not None and infs.get("Secret") is None and infs.remove("Secret") is None
+    assert list(view) == ["Service"] and list(infs) == ["Service"]

@@ -53,6 +53,21 @@ def test_loader_defaults_and_lists(tmp_path: Path) -> None:
     assert snap.namespaces["infra"]["metadata"]["labels"] == {"kubernetes.io/metadata.name": "infra"}
 
 
+def test_reference_grants_are_read_as_v1_from_either_served_version(tmp_path: Path) -> None:
+    """ReferenceGrant v1 (Gateway API v1.5+) and v1beta1 (every bundle) have the same fields."""
+    for version in ("v1", "v1beta1"):
+        (tmp_path / f"{version}.yaml").write_text(
+            f"apiVersion: gateway.networking.k8s.io/{version}\nkind: ReferenceGrant\n"
+            f"metadata: {{name: g-{version}, namespace: backends}}\n"
+            "spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: apps}],"
+            " to: [{group: '', kind: Service}]}\n")
+    report = LoadReport()
+    grants = load_objects([tmp_path], report)
+    assert report.ignored == [] and report.warnings == []
+    assert [(g["metadata"]["name"], g["apiVersion"]) for g in grants] == [
+        ("g-v1", "gateway.networking.k8s.io/v1"), ("g-v1beta1", "gateway.networking.k8s.io/v1")]
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -710,9 +725,9 @@ def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_s
     assert main(["-f", str(QUICKSTART), "-f", str(route), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert (f"{route}:1: document 1: HTTPRoute apps/retried: field 'spec.rules[0].retry' is from Gateway API v1.7"
-            " (experimental in v1.2.1), newer than the v1.2.1 standard schemas; not supported, the rule answers 500"
+            " (experimental in v1.6.3), newer than the v1.6.3 standard schemas; not supported, the rule answers 500"
             in err)
-    assert "field 'spec.rules[0].name' is from Gateway API v1.4" in err and "it changes no traffic" in err
+    assert "spec.rules[0].name" not in err  # standard since v1.4: known to the schemas, and it changes no traffic
     assert "unknown field" not in err
     assert "parent apps/web: Accepted=False (UnsupportedValue)" in err
     assert "Accepted: spec.rules[0].retry is not supported" in err

@@ -171,6 +171,25 @@ def test_certificate_errors() -> None:
     assert lcond(no_refs, "s", "ResolvedRefs")["reason"] == "InvalidCertificateRef"
 
 
+def test_attached_routes_count_only_the_routes_accepted_on_each_listener() -> None:
+    """v1.6 ListenerStatus.attachedRoutes: the routes Accepted on the listener, nothing else."""
+    gw = gateway(listeners=[listener("a", hostname="a.example.com"), listener("b", hostname="*.b.example.com"),
+                            listener("all")])
+    res = run([gatewayclass(), gw,
+               route("to-a", hostnames=["a.example.com", "x.example.org"]),  # a and all
+               route("to-b", hostnames=["c.b.example.com"]),  # b and all
+               route("nowhere", hostnames=["x.example.org"], parents=[{"name": "web", "sectionName": "a"}]),
+               route("bad-rule", hostnames=["a.example.com"],  # Accepted=False: UnsupportedValue
+                     rules=[{"backendRefs": [{"name": "api", "port": 8080}], "retry": {"attempts": 2}}]),
+               route("by-section", parents=[{"name": "web", "sectionName": "b"}])])  # b only
+    assert {name: listener_status(res, name)["attachedRoutes"] for name in ("a", "b", "all")} == {
+        "a": 1, "b": 2, "all": 2}
+    bad = status_of(res, "HTTPRoute", "apps", "bad-rule").status["parents"][0]["conditions"]
+    assert cond(bad, "Accepted")["reason"] == "UnsupportedValue"
+    nowhere = status_of(res, "HTTPRoute", "apps", "nowhere").status["parents"][0]["conditions"]
+    assert cond(nowhere, "Accepted")["reason"] == "NoMatchingListenerHostname"
+
+
 def test_addresses_from_data_plane_service() -> None:
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "titanium", "namespace": "gateway-system"},
            "spec": {"clusterIP": "10.96.0.10"}, "status": {"loadBalancer": {"ingress": [{"ip": "172.18.0.5"}]}}}

@@ -432,8 +432,8 @@ def test_invalid_route_hostnames_reject_the_route(hostname: Any) -> None:
     assert routes(res) == []
     accepted = parent_cond(res, "Accepted")
     assert accepted["reason"] == "UnsupportedValue" and "spec.hostnames[1]" in accepted["message"]
-    # the listener still counts the route (attachment is allowedRoutes + parentRefs)
-    assert listener_status(res, "http")["attachedRoutes"] == 1
+    # not Accepted: the listener does not count it (v1.6 ListenerStatus.attachedRoutes)
+    assert listener_status(res, "http")["attachedRoutes"] == 0
 
 
 def test_upper_case_hostnames_are_lowered() -> None:
@@ -449,16 +449,19 @@ def test_empty_replace_prefix_match_strips_the_prefix() -> None:
     assert _apply(transforms, "/foo") == "/"
 
 
-def test_attached_routes_count_ignores_hostnames_and_listener_health() -> None:
+def test_attached_routes_count_only_routes_accepted_on_the_listener() -> None:
+    """v1.6 ListenerStatus.attachedRoutes: set on every listener, even one not accepted, and
+    counting only the routes Accepted on it (a hostname must intersect)."""
     gw = gateway(listeners=[listener("h", 80, hostname="a.example.com"),
                             listener("bad", 81, "HTTP"),  # PortUnavailable
                             listener("tcp", 82, "TCP")])
     res = run([gatewayclass(), gw, service(), endpoints(), route(hostnames=["other.example.com"])])
     assert parent_cond(res, "Accepted")["reason"] == "NoMatchingListenerHostname"
-    assert listener_status(res, "h")["attachedRoutes"] == 1
-    assert listener_status(res, "bad")["attachedRoutes"] == 1
-    assert listener_status(res, "tcp")["attachedRoutes"] == 0  # serves no HTTPRoute
+    assert [listener_status(res, name)["attachedRoutes"] for name in ("h", "bad", "tcp")] == [0, 0, 0]
     assert routes(res) == []
+    ok = run([gatewayclass(), gw, service(), endpoints(), route(hostnames=["a.example.com"])])
+    assert parent_cond(ok, "Accepted")["reason"] == "Accepted"
+    assert [listener_status(ok, name)["attachedRoutes"] for name in ("h", "bad", "tcp")] == [1, 0, 0]
 
 
 def test_messages_stay_bounded_and_config_linear() -> None:

@@ -191,9 +191,19 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     _rt(GATEWAY_GROUP, "httproutes", "HTTPRoute", ("v1", "v1beta1"), status_subresource=True,
         has_generation=True, crd=True),
     _rt(GATEWAY_GROUP, "grpcroutes", "GRPCRoute", ("v1",), status_subresource=True, has_generation=True, crd=True),
-    _rt(GATEWAY_GROUP, "referencegrants", "ReferenceGrant", ("v1beta1",), has_generation=True, crd=True,
+    _rt(GATEWAY_GROUP, "referencegrants", "ReferenceGrant", ("v1", "v1beta1"), has_generation=True, crd=True,
         short_names=("refgrant",)),
+    _rt(GATEWAY_GROUP, "tlsroutes", "TLSRoute", ("v1",), status_subresource=True, has_generation=True, crd=True),
+    _rt(GATEWAY_GROUP, "tcproutes", "TCPRoute", ("v1",), status_subresource=True, has_generation=True, crd=True),
+    _rt(GATEWAY_GROUP, "udproutes", "UDPRoute", ("v1",), status_subresource=True, has_generation=True, crd=True),
+    _rt(GATEWAY_GROUP, "listenersets", "ListenerSet", ("v1",), status_subresource=True, has_generation=True,
+        crd=True, short_names=("lset",)),
+    _rt(GATEWAY_GROUP, "backendtlspolicies", "BackendTLSPolicy", ("v1",), status_subresource=True,
+        has_generation=True, crd=True, short_names=("btlspolicy",)),
+    _rt("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False,
+        status_subresource=True, has_generation=True, short_names=("crd", "crds")),
 )
+CRDS = "apiextensions.k8s.io/customresourcedefinitions"
 
 # events.k8s.io/v1 <-> core/v1 Event field names (storage holds the core/v1 form, like the real server)
 _EVENT_RENAMES = (("involvedObject", "regarding"), ("message", "note"), ("reportingComponent", "reportingController"),
@@ -488,7 +498,11 @@ class FakeApiServer:
                  token: str | None = None, namespaces: Iterable[str] = ("default", "kube-system", "kube-public",
                                                                         "kube-node-lease"),
                  user: str = "system:serviceaccount:gateway-system:titanium-gateway",
-                 log_limit: int = 100_000) -> None:
+                 log_limit: int = 100_000, crds: Iterable[Obj] | None = None) -> None:
+        """``crds``: the CustomResourceDefinitions served (default: the chart's Gateway API
+        bundle, tests/support/gatewayapi_crds.py). A Gateway API resource is served at a version
+        only while its CRD is there, established and serving that version, like a real server:
+        404 otherwise, and a watch of a version that stops being served ends."""
         self.host = host
         self._port = port
         self.history_size = history_size
@@ -523,6 +537,12 @@ class FakeApiServer:
             self._by_kind[(rt.group, rt.kind)] = rt
         for ns in namespaces:
             self.put_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        if crds is None:
+            from tests.support.gatewayapi_crds import chart_crds
+
+            crds = chart_crds()
+        for crd in crds:
+            self.put_object(crd)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -673,6 +693,12 @@ class FakeApiServer:
         with self._controls:
             self._rules.append(rule)
         return rule
+
+    def unforbid(self, rule: _Rule) -> None:
+        """Drop one ``forbid`` rule (the permission is granted again)."""
+        with self._controls:
+            if rule in self._rules:
+                self._rules.remove(rule)
 
     def allow_all(self) -> None:
         """Drop every ``forbid`` rule and leave RBAC allow-list mode."""
@@ -855,7 +881,36 @@ class FakeApiServer:
         self._rv += 1
         return self._rv
 
+    def _serves(self, rt: ResourceType, version: str) -> bool:
+        """The CRD of ``rt`` is there, established, and serves ``version``."""
+        with self._lock:
+            crd = self._store(self._by_kind[("apiextensions.k8s.io", "CustomResourceDefinition")]).items.get(
+                f"/{rt.plural}.{rt.group}")
+        if crd is None:
+            return False
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            return False
+        return any(v.get("name") == version and v.get("served") for v in (crd.get("spec") or {}).get("versions") or [])
+
+    def _crd_changed(self, crd: Obj) -> None:
+        """(lock held) End the watches of versions the CRD no longer serves."""
+        spec = crd.get("spec") or {}
+        plural, group = (spec.get("names") or {}).get("plural"), spec.get("group")
+        rt = next((r for r in RESOURCE_TYPES if r.crd and r.plural == plural and r.group == group), None)
+        if rt is None:
+            return
+        kept = []
+        for w in self._watchers.get(rt.key, []):
+            if w.rt is rt and not self._serves(rt, w.version):
+                w.q.put(_CLOSE)
+            else:
+                kept.append(w)
+        self._watchers[rt.key] = kept
+
     def _record(self, rt: ResourceType, etype: str, obj: Obj, prev: Obj | None) -> None:
+        if rt.key == CRDS:
+            self._crd_changed(obj if etype != "DELETED" else (prev or obj))
         ev = _HistEvent(self._rv, rt.key, etype, obj, prev)
         self._history.append(ev)
         while len(self._history) > self.history_size:
@@ -1096,7 +1151,7 @@ class FakeApiServer:
         if len(rest) >= 3 and rest[0] == "namespaces" and (group, version, rest[2]) in self._by_path:
             ns, rest = rest[1], rest[2:]
         rt = self._by_path.get((group, version, rest[0])) if rest else None
-        if rt is None or len(rest) > 3 or (ns and not rt.namespaced):
+        if rt is None or len(rest) > 3 or (ns and not rt.namespaced) or (rt.crd and not self._serves(rt, version)):
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else None
@@ -1240,7 +1295,7 @@ class FakeApiServer:
             if rt.group:
                 vs = groups.setdefault(rt.group, [])
                 for v in rt.versions:
-                    if v not in vs:
+                    if v not in vs and (not rt.crd or self._serves(rt, v)):
                         vs.append(v)
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
             {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
@@ -1250,7 +1305,7 @@ class FakeApiServer:
     def _resource_list(self, group: str, version: str) -> Obj:
         res: list[Obj] = []
         for rt in RESOURCE_TYPES:
-            if rt.group != group or version not in rt.versions:
+            if rt.group != group or version not in rt.versions or (rt.crd and not self._serves(rt, version)):
                 continue
             res.append({"name": rt.plural, "singularName": rt.singular, "namespaced": rt.namespaced,
                         "kind": rt.kind, "shortNames": list(rt.short_names),

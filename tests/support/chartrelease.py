@@ -69,15 +69,17 @@ class ChartRelease:
     @classmethod
     def install(cls, cluster: LocalCluster, helm: str, name: str, *, namespace: str | None = None,
                 values: dict[str, Any] | None = None, workdir: str | os.PathLike[str] | None = None,
-                timeout: float = 180) -> ChartRelease:
-        """``helm install NAME charts/titanium-gateway`` into NAMESPACE (default NAME), created."""
+                timeout: float = 180, extra_args: list[str] | None = None) -> ChartRelease:
+        """``helm install NAME charts/titanium-gateway`` into NAMESPACE (default NAME), created
+        (``extra_args``: more ``helm install`` arguments, e.g. ``--skip-crds``)."""
         namespace = namespace or name
         vals = _deep_merge(cls.values_for(name), values or {})
         wd = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"release-{name}-"))
         wd.mkdir(parents=True, exist_ok=True)
         (wd / "values.yaml").write_text(yaml.safe_dump(vals))
         cluster.run(helm, "install", name, str(CHART), "--namespace", namespace, "--create-namespace",
-                    "--values", str(wd / "values.yaml"), "--timeout", f"{int(timeout)}s", timeout=timeout + 30,
+                    "--values", str(wd / "values.yaml"), "--timeout", f"{int(timeout)}s", *(extra_args or []),
+                    timeout=timeout + 30,
                     env=HELM_ENV)
         rel = Release(namespace=namespace, name=name, parts=int(vals["dataPlane"]["configParts"]),
                       controller_name=vals["controller"]["controllerName"],

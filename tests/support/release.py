@@ -89,12 +89,16 @@ def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
     sa_ns, sa_name = rel.service_account.split(":")
     subject = [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_ns}]
     name = f"{rel.name}-controller"
+    gateway_kinds = ["gatewayclasses", "gateways", "httproutes", "referencegrants", "grpcroutes", "tlsroutes",
+                     "tcproutes", "udproutes", "listenersets", "backendtlspolicies"]
     cluster_rules = [
-        {"apiGroups": [GW], "resources": ["gatewayclasses", "gateways", "httproutes", "referencegrants"],
-         "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [GW], "resources": ["gatewayclasses/status", "gateways/status", "httproutes/status"],
+        {"apiGroups": [GW], "resources": gateway_kinds, "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [GW], "resources": [f"{k}/status" for k in gateway_kinds if k != "referencegrants"],
          "verbs": ["patch"]},
-        {"apiGroups": [""], "resources": ["namespaces", "services", "secrets"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["namespaces", "services", "secrets", "configmaps"],
+         "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses", "ingresses"],
          "verbs": ["get", "list", "watch"]},

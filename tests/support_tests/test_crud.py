@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.support.apiserver import FakeApiServer
+from tests.support.gatewayapi_crds import serving, v1_2_1_standard
 from tests.support_tests.conftest import condition, status_of
 
 GW = "gateway.networking.k8s.io"
@@ -135,10 +136,33 @@ def test_versions_share_storage_and_echo_api_version(custom: client.CustomObject
     assert v1["apiVersion"] == f"{GW}/v1" and v1["kind"] == "HTTPRoute"
     lst = custom.list_namespaced_custom_object(GW, "v1", "default", "httproutes")
     assert lst["kind"] == "HTTPRouteList" and lst["items"][0]["apiVersion"] == f"{GW}/v1"
-    with pytest.raises(ApiException) as e:
-        custom.list_namespaced_custom_object(GW, "v1", "default", "referencegrants")
-    assert e.value.status == 404
+    assert custom.list_namespaced_custom_object(GW, "v1", "default", "referencegrants")["items"] == []
     assert custom.list_namespaced_custom_object(GW, "v1beta1", "default", "referencegrants")["items"] == []
+
+
+def test_a_gateway_api_version_is_served_only_while_its_crd_serves_it() -> None:
+    """The served CustomResourceDefinitions decide, like a real server (v1.2.1: no ReferenceGrant v1)."""
+    with FakeApiServer(crds=v1_2_1_standard()) as server:
+        custom = client.CustomObjectsApi(server.api_client())
+        with pytest.raises(ApiException) as e:
+            custom.list_namespaced_custom_object(GW, "v1", "default", "referencegrants")
+        assert e.value.status == 404
+        with pytest.raises(ApiException) as e:
+            custom.list_namespaced_custom_object(GW, "v1", "default", "listenersets")
+        assert e.value.status == 404
+        assert custom.list_namespaced_custom_object(GW, "v1beta1", "default", "referencegrants")["items"] == []
+        versions = requests.get(f"{server.url}/apis/{GW}", timeout=5).json()["versions"]
+        assert [v["version"] for v in versions] == ["v1", "v1beta1"]
+        # a version that stops being served: its open watches end, its requests answer 404
+        stream = requests.get(f"{server.url}/apis/{GW}/v1beta1/referencegrants?watch=true", stream=True, timeout=5)
+        assert server.watch_count("referencegrants") == 1
+        crd = server.get_object("CustomResourceDefinition", None, f"referencegrants.{GW}")
+        server.put_object(serving(crd, v1beta1=False))
+        assert stream.raw.read() == b""  # ended
+        assert server.watch_count("referencegrants") == 0
+        with pytest.raises(ApiException) as e:
+            custom.list_namespaced_custom_object(GW, "v1beta1", "default", "referencegrants")
+        assert e.value.status == 404
 
 
 def test_builtin_list_items_have_no_kind(server: FakeApiServer, core: client.CoreV1Api) -> None:

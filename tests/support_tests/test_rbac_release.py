@@ -36,10 +36,11 @@ def _check_chart_permissions(server: FakeApiServer, rel: Release) -> None:
     core.patch_namespaced_config_map(rel.part_names[-1], ns, {"data": {}})
     core.patch_namespaced_secret(rel.tls_secret, ns, {"data": {}})
     assert coord.read_namespaced_lease(rel.lease, ns).metadata.name == rel.lease
-    # never create them, never write others, never read ConfigMaps
+    # never create them, never write others, never delete any (ConfigMaps are read: the CA
+    # certificates BackendTLSPolicies name)
     assert _denied(core.create_namespaced_config_map, ns, {"metadata": {"name": f"{rel.config_map}-part-99"}})
     assert _denied(core.patch_namespaced_config_map, "other", ns, {"data": {}})
-    assert _denied(core.read_namespaced_config_map, rel.config_map, ns)
+    assert _denied(core.delete_namespaced_config_map, rel.config_map, ns)
     assert _denied(coord.create_namespaced_lease, ns, {"metadata": {"name": "x"}, "spec": {}})
     assert _denied(coord.list_namespaced_lease, ns)
     # status only on Gateway API objects, and only by patch
@@ -53,7 +54,11 @@ def _check_chart_permissions(server: FakeApiServer, rel: Release) -> None:
     # reads of the watched kinds
     core.list_secret_for_all_namespaces(field_selector="type=kubernetes.io/tls")
     client.DiscoveryV1Api(api).list_endpoint_slice_for_all_namespaces()
-    assert _denied(core.list_config_map_for_all_namespaces)
+    core.list_config_map_for_all_namespaces(label_selector="app.kubernetes.io/component!=data-plane-config")
+    client.ApiextensionsV1Api(api).list_custom_resource_definition()
+    for plural in ("referencegrants", "backendtlspolicies", "listenersets", "grpcroutes", "tlsroutes"):
+        custom.list_cluster_custom_object(GW, "v1", plural)
+    assert _denied(core.list_pod_for_all_namespaces)
 
 
 def test_seeded_release_with_builtin_chart_rbac(server: FakeApiServer) -> None:

@@ -1,8 +1,10 @@
 """The controller's health server: ``/healthz``, ``/readyz`` and ``/metrics``.
 
 ``/healthz`` answers 200 while the process is alive (``HealthState.alive`` returns True: every
-core thread runs and no reconcile hangs), else 503 with what is wrong (``HealthState.problem``);
-``/readyz`` 200 once every informer has synced, ``/metrics`` the Prometheus text of a registry.
+core thread runs, no reconcile hangs, the caches the render needs listed within their time),
+else 503 with what is wrong (``HealthState.problem``); ``/readyz`` 200 while every informer has
+listed and none of their watches fails lastingly, else 503 with why (``HealthState.unready``);
+``/metrics`` the Prometheus text of a registry.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ log = logging.getLogger(__name__)
 
 class HealthState:
     def __init__(self, alive: Callable[[], bool] | None = None, ready: Callable[[], bool] | None = None,
-                 problem: Callable[[], str] | None = None) -> None:
+                 problem: Callable[[], str] | None = None, unready: Callable[[], str] | None = None) -> None:
         self.alive: Callable[[], bool] = alive or (lambda: True)
         self.ready: Callable[[], bool] = ready or (lambda: False)
         #: why the process is not alive (the 503 body); "" when it does not know
         self.problem: Callable[[], str] = problem or (lambda: "")
+        #: why the process is not ready (the 503 body); "" when it does not know
+        self.unready: Callable[[], str] = unready or (lambda: "")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -52,7 +56,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._answer(200 if ok else 503, b"ok\n" if ok else f"{why}\n".encode())
             elif path == "/readyz":
                 ok = self.state.ready()
-                self._answer(200 if ok else 503, b"ok\n" if ok else b"informers not synced\n")
+                why = "" if ok else self.state.unready() or "informers not synced"
+                self._answer(200 if ok else 503, b"ok\n" if ok else f"{why}\n".encode())
             elif path == "/metrics":
                 self._answer(200, self.registry.render_text().encode(), CONTENT_TYPE)
             else:

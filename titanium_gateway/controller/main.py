@@ -31,9 +31,10 @@ EXIT_OK = 0
 EXIT_LOST_LEADERSHIP = 1
 EXIT_THREAD_DIED = 1
 EXIT_USAGE = 2
-#: HTTP connections to the API server: one per watch (11 informers, more with
-#: --secret-namespaces) plus the status writer's pool and the worker.
-POOL_SIZE = 64
+#: HTTP connections to the API server: one per watch (up to 19 informers, and one more Secret
+#: and ConfigMap informer per namespace with --secret-namespaces) plus the status writer's pool
+#: and the worker.
+POOL_SIZE = 96
 #: The process's collector thresholds: young collections every 10k container allocations
 #: instead of 700 (decoding a 500-object list page allocates ~15k containers; each collection
 #: has a fixed cost), the older generations as CPython's defaults.
@@ -76,7 +77,8 @@ def run(opts: ControllerOptions, api: KubeApi, stop: threading.Event, *, clock: 
 
     health: HealthServer | None = None
     if serve_health:
-        health = HealthServer(HealthState(alive=lambda: not problem(), ready=ctrl.synced, problem=problem),
+        health = HealthServer(HealthState(alive=lambda: not problem(), ready=lambda: not ctrl.readiness_problem(),
+                                          problem=problem, unready=ctrl.readiness_problem),
                               opts.health_port, registry=reg)
         health.start()
         rt.health = health

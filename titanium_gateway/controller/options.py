@@ -127,7 +127,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "config-parts": ("int", "number of part ConfigMaps the pods mount (64)"),
     "port-map": ("str", "Gateway port to data-plane port (80=8080,443=8443)"),
     "data-plane-ports": ("str", "ports the data-plane pods expose (8080,8443)"),
-    "secret-namespaces": ("str", "comma-separated namespaces whose TLS Secrets are read (all)"),
+    "secret-namespaces": ("str", "comma-separated namespaces whose TLS Secrets and CA ConfigMaps are read (all)"),
     "ingress-controller-name": ("str", "IngressClass.spec.controller to own"),
     "watch-legacy-annotation": ("bool", "also own Ingresses with the kubernetes.io/ingress.class annotation"),
     "admin-port": ("int", "data-plane admin port (9901); token from $TITANIUM_ADMIN_TOKEN"),

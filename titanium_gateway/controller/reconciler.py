@@ -31,10 +31,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from titanium_gateway.controller.gatewayapi import GatewayApiWatch
 from titanium_gateway.controller.options import ControllerOptions
+from titanium_gateway.controller.transform import CA_KEY
 from titanium_gateway.kube import api as k
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
-from titanium_gateway.kube.informer import EventHandler, InformerSet
+from titanium_gateway.kube.informer import EventHandler, InformerSet, SharedInformer
 from titanium_gateway.kube.ratelimit import RateLimiter
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.kube.workqueue import CoalescingTrigger
@@ -66,12 +68,10 @@ RenderFn = Callable[[Snapshot, RenderOptions], RenderResult]
 #: EndpointSlice index: ``namespace/service`` of the slice's Service (the data plane's slices in O(1))
 SLICE_SERVICE_INDEX = "service"
 
-#: informer name -> (resource, Snapshot field or None)
+#: informer name -> (resource, Snapshot field or None): the kinds always served. The Gateway API
+#: kinds (and the ConfigMaps of BackendTLSPolicies) are watched where installed, at the version
+#: served (controller/gatewayapi.py)
 WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
-    "GatewayClass": (k.GATEWAY_CLASSES, "gateway_classes"),
-    "Gateway": (k.GATEWAYS, "gateways"),
-    "HTTPRoute": (k.HTTPROUTES, "httproutes"),
-    "ReferenceGrant": (k.REFERENCE_GRANTS, "reference_grants"),
     "Namespace": (k.NAMESPACES, "namespaces"),
     "Service": (k.SERVICES, "services"),
     "EndpointSlice": (k.ENDPOINT_SLICES, "endpoint_slices"),
@@ -118,8 +118,15 @@ def _seen_versions(snap: Snapshot, statuses: Iterable[ObjectStatus]) -> dict[Sta
 
 
 def cached_object(informers: InformerSet, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-    """The cached object of ``kind`` (``namespace`` "" for a cluster-scoped one), or None."""
-    return informers[kind].get(namespace or None, name)
+    """The cached object of ``kind`` (``namespace`` "" for a cluster-scoped one), or None (also
+    when ``kind`` is a Gateway API kind that is not installed, so not watched)."""
+    inf = informers.get(kind)
+    return inf.get(namespace or None, name) if inf is not None else None
+
+
+def _holds_ca(obj: Any) -> bool:
+    data = obj.get("data") if isinstance(obj, Mapping) else None
+    return isinstance(data, Mapping) and CA_KEY in data
 
 
 class ReconcileMetrics:
@@ -166,6 +173,12 @@ class Parts:
     max_retry_delay: float
     #: where the parts and the controller report their metrics
     registry: Registry
+    #: a new informer of one kind (scope and cache transform, not subscribed, not started)
+    make_informer: Callable[[str, k.Resource], SharedInformer]
+    #: the Gateway API watch over the controller's informer set, given the subscribing informer
+    #: factory and what to call when the kinds watched change (controller/gatewayapi.py)
+    gateway_api: Callable[[InformerSet, Callable[[str, k.Resource], SharedInformer], Callable[[], None]],
+                          GatewayApiWatch]
 
 
 class Controller:
@@ -193,6 +206,9 @@ class Controller:
         self._rate_limiter = parts.rate_limiter
         self._max_retry_delay = parts.max_retry_delay
         self._m = ReconcileMetrics(parts.registry)
+        self._new_informer = parts.make_informer
+        # the Gateway API kinds: watched where installed, at the version served
+        self.gateway_api = parts.gateway_api(self.informers, self._make_informer, self.trigger.trigger)
         self._confirmed: str | None = None
         #: True until the data plane was probed in this leadership term (or, without leader
         #: election, since the start): what the pods run is unknown, so the first pass probes
@@ -228,15 +244,27 @@ class Controller:
         self._subscribe()
 
     def _subscribe(self) -> None:
-        """Every informer event triggers a reconcile, except the echo of our own status writes
-        and the Pods that are not the data plane's."""
-        for name, inf in self.informers.items():
-            on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
-            if name in STATUS_KINDS:
-                on_update = functools.partial(self._on_status_kind_update, name)
-            elif name == "Pod":
-                on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
-            inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
+        """Every informer event triggers a reconcile, except the echo of our own status writes,
+        the Pods that are not the data plane's and the ConfigMaps without a CA certificate (the
+        Gateway API informers are subscribed as they are made: ``_make_informer``)."""
+        for name in WATCHED:
+            self._subscribe_one(name, self.informers[name])
+
+    def _subscribe_one(self, name: str, inf: SharedInformer) -> None:
+        on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
+        if name in STATUS_KINDS:
+            on_update = functools.partial(self._on_status_kind_update, name)
+        elif name == "Pod":
+            on_add, on_update, on_delete = self._on_pod_add, self._on_pod_update, self._on_pod_delete
+        elif name == "ConfigMap":
+            on_add, on_update, on_delete = self._on_ca_add, self._on_ca_update, self._on_ca_add
+        inf.add_event_handler(EventHandler(on_add, on_update, on_delete))
+
+    def _make_informer(self, name: str, res: k.Resource) -> SharedInformer:
+        """A new informer of one kind (``Parts.make_informer``), subscribed like the others."""
+        inf = self._new_informer(name, res)
+        self._subscribe_one(name, inf)
+        return inf
 
     # --- informer events: one key, coalesced --------------------------------------------------
     def _on_add(self, obj: Any) -> None:
@@ -257,6 +285,16 @@ class Controller:
 
     def _on_delete(self, obj: Any) -> None:
         self.trigger.trigger()
+
+    # ConfigMaps: only those that hold a CA certificate (``ca.crt``, what a BackendTLSPolicy may
+    # name) trigger; the others change nothing the render reads
+    def _on_ca_add(self, obj: Any) -> None:
+        if _holds_ca(obj):
+            self.trigger.trigger()
+
+    def _on_ca_update(self, old: Any, new: Any) -> None:
+        if old is not new and (_holds_ca(old) or _holds_ca(new)):
+            self.trigger.trigger()
 
     # Pods: every Pod of the data-plane namespace is cached, only the data plane's trigger (the
     # controller's own pods and any other workload there do not make the controller re-probe)
@@ -291,6 +329,7 @@ class Controller:
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
+        self.gateway_api.start()  # before the informers: it decides which Gateway API kinds run
         self.informers.start()
         self._worker = CoreThread(self._run_worker, "reconcile-worker")
         self._worker.start()
@@ -298,13 +337,25 @@ class Controller:
     def stop(self, timeout: float = 5.0) -> None:
         self._stopped.set()
         self.trigger.shut_down()
+        self.gateway_api.stop()
         self.informers.stop()
         if self._worker is not None and self._worker is not threading.current_thread():
             self._worker.join(timeout)
         self.status_writer.close()
 
     def synced(self) -> bool:
-        return self.informers.has_synced()
+        """Every cache listed (a Gateway API kind that is not required: listed or failing
+        lastingly, then unknown to the render): a reconcile may start."""
+        return all(self.informers[name].has_synced() for name in WATCHED) and self.gateway_api.synced()
+
+    def readiness_problem(self) -> str:
+        """"" when ready (``/readyz``), else why not: a cache has not listed yet, or its watch
+        fails lastingly (its objects may be stale: docs/operations.md)."""
+        problems = [f"{name}: {why}" for name in WATCHED
+                    if (why := self.informers[name].stale(self.gateway_api.stale_after)
+                        or ("" if self.informers[name].has_synced() else "not listed yet"))]
+        problems += self.gateway_api.problems()
+        return "; ".join(problems)
 
     def worker_running(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
@@ -317,6 +368,7 @@ class Controller:
         if not stopping:
             out += self.status_writer.dead_threads()
             out += self.informers.dead_threads()
+            out += self.gateway_api.dead_threads()
         return out
 
     def health_problem(self) -> str:
@@ -330,7 +382,7 @@ class Controller:
         busy = self._busy_since
         if busy is not None and time.monotonic() - busy >= self.stuck_after:
             return f"a reconcile has been running for more than {self.stuck_after:g} s"
-        return ""
+        return self.gateway_api.stuck(also=WATCHED)
 
     def alive(self) -> bool:
         """Every core thread runs and no reconcile has been running for ``stuck_after`` seconds."""
@@ -349,7 +401,7 @@ class Controller:
 
     # --- the worker ---------------------------------------------------------------------------
     def _run_worker(self) -> None:
-        while not self.informers.has_synced():
+        while not self.synced():
             if self._stopped.wait(0.05):
                 return
         log.info("informers synced")
@@ -415,14 +467,19 @@ class Controller:
         return self.versioned_snapshot()[0]
 
     def versioned_snapshot(self) -> tuple[Snapshot, tuple[Any, ...]]:
-        """The render's input and a cheap version of it: every cache's change count (taken with
-        the cache view, atomically), the confirmed hash and the probe message; everything else
+        """The render's input and a cheap version of it: the objects' (every cache's change count,
+        taken with the cache view atomically, and the Gateway API kinds watched), then the
+        confirmed hash and the probe message; everything else
         the render reads is fixed for the process (options) or only stamps new transitions
         (``now``)."""
         caches, versions = self.informers.versioned_snapshot()
         fields = {fld: caches[name] for name, (_res, fld) in WATCHED.items() if fld}
-        version = (tuple(versions[name] for name, (_res, fld) in WATCHED.items() if fld),
-                   self._confirmed, self._probe_message)
+        gateway_api, gateway_api_version = self.gateway_api.snapshot(caches)
+        fields.update(gateway_api)
+        # (the Pods are read by the prober, not the render): what the objects are, then what the
+        # prober said
+        objects = (tuple(sorted((name, n) for name, n in versions.items() if name != "Pod")), gateway_api_version)
+        version = (objects, self._confirmed, self._probe_message)
         snap = Snapshot(**fields, confirmed_config_hash=self._confirmed, probe_message=self._probe_message,
                         now=rfc3339(self.clock.wall()))
         return snap, version

@@ -17,6 +17,8 @@ and without the transforms and requires identical results):
 * Service: ``status``, except the data-plane Service's (its load-balancer address is published);
 * Secret: ``data``/``stringData`` of any type but ``kubernetes.io/tls`` (the render rejects
   those by type before reading data; the field selector keeps them out of the cache anyway);
+* ConfigMap (watched where BackendTLSPolicy is installed, for the CA certificates policies
+  name): every ``data`` key but ``ca.crt``, and ``binaryData``;
 * Pod (every Pod of the data-plane namespace: which ones are the data plane is decided from the
   data-plane Service at each reconcile): everything but the fields in
   ``prober.POD_FIELDS_USED``: ``metadata`` name, namespace, uid, resourceVersion,
@@ -53,6 +55,8 @@ Transform = Callable[[Obj], Obj]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
+#: the key of a CA certificate ConfigMap (BackendTLSPolicy ``caCertificateRefs``)
+CA_KEY = "ca.crt"
 ENDPOINT_FIELDS_DROPPED = ("targetRef", "nodeName", "zone", "hints", "deprecatedTopology")
 POD_FIELDS_KEPT = ("apiVersion", "kind", "metadata", "status")
 POD_METADATA_KEPT = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp", "labels", "annotations")
@@ -119,6 +123,18 @@ def secret_transform(obj: Obj) -> Obj:
     if obj.get("type") == TLS_SECRET_TYPE or ("data" not in obj and "stringData" not in obj):
         return obj
     return {k: v for k, v in obj.items() if k not in ("data", "stringData")}
+
+
+def config_map_transform(obj: Obj) -> Obj:
+    """ConfigMaps are read for the CA certificate a BackendTLSPolicy names (key ``ca.crt``)."""
+    obj = strip_metadata(obj)
+    data = obj.get("data")
+    if "binaryData" not in obj and (not isinstance(data, dict) or set(data) <= {CA_KEY}):
+        return obj
+    out = {k: v for k, v in obj.items() if k not in ("data", "binaryData")}
+    if isinstance(data, dict) and CA_KEY in data:
+        out["data"] = {CA_KEY: data[CA_KEY]}
+    return out
 
 
 def pod_transform(obj: Obj) -> Obj:
@@ -358,4 +374,6 @@ def transform_for(kind: str, data_plane_service: tuple[str, str]) -> Transform:
         return _compacting(secret_transform)
     if kind == "Pod":
         return _compacting(pod_transform)
+    if kind == "ConfigMap":
+        return _compacting(config_map_transform)
     return _compacting(strip_metadata)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from titanium_gateway.controller.gatewayapi import GatewayApiWatch
 from titanium_gateway.controller.options import ControllerOptions
 from titanium_gateway.controller.reconciler import (
     RECONCILE_KEY,
@@ -27,7 +28,7 @@ from titanium_gateway.controller.reconciler import (
     cached_object,
 )
 from titanium_gateway.controller.transform import transform_for
-from titanium_gateway.kube.api import KubeApi
+from titanium_gateway.kube.api import KubeApi, Resource
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.informer import InformerSet, SharedInformer
 from titanium_gateway.kube.leaderelection import LeaderElectionConfig, LeaderElector
@@ -47,32 +48,41 @@ from titanium_gateway.writers.status import StatusWriter
 
 #: The Secrets the controller reads: TLS Secrets only (a field selector, so others never arrive).
 TLS_SELECTOR = "type=kubernetes.io/tls"
+#: ConfigMaps (the CA certificates of BackendTLSPolicies) are watched without the data plane's
+#: own config ConfigMaps (the chart labels them): their writes would echo back megabytes
+CONFIG_MAP_SELECTOR = "app.kubernetes.io/component!=data-plane-config"
+
+
+def make_informer(opts: ControllerOptions, api: KubeApi, name: str, res: Resource, *, watch_timeout: int = 300,
+                  reflector_backoff: Callable[[], Backoff] | None = None) -> SharedInformer:
+    """The informer of one kind (not subscribed, not started): its scope and cache transform."""
+    kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff,
+                          "transform": transform_for(name, opts.to_render_options().data_plane_service)}
+    if name == "Secret":
+        return SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
+                              field_selector=TLS_SELECTOR, name="secrets", **kw)
+    if name == "ConfigMap":  # the namespaces the Secrets are read in (docs/install.md, RBAC)
+        return SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
+                              label_selector=CONFIG_MAP_SELECTOR, name="configmaps", **kw)
+    if name == "Pod":
+        # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in), whatever
+        # its labels: which are the data plane's is decided from the data-plane Service at each
+        # reconcile (``data_plane``), so a Service whose selector changes, or a data plane
+        # installed without the chart's labels, is followed. The transform keeps a few fields.
+        return SharedInformer(api, res, opts.data_plane_namespace, name="pods", **kw)
+    if name == "EndpointSlice":
+        return SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key}, **kw)
+    return SharedInformer(api, res, name=res.plural, **kw)
 
 
 def informers(opts: ControllerOptions, api: KubeApi, *, watch_timeout: int = 300,
               reflector_backoff: Callable[[], Backoff] | None = None) -> InformerSet:
-    """One informer per ``WATCHED`` kind (not started), each with its cache transform."""
+    """One informer per ``WATCHED`` kind (not started), each with its cache transform (the
+    Gateway API kinds join where installed: controller/gatewayapi.py)."""
     out = InformerSet()
-    kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff}
-    dp_service = opts.to_render_options().data_plane_service
     for name, (res, _field) in WATCHED.items():
-        kw["transform"] = transform_for(name, dp_service)
-        if name == "Secret":
-            inf = SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
-                                 field_selector=TLS_SELECTOR, name="secrets", **kw)
-        elif name == "Pod":
-            # Every Pod of the data-plane namespace (the one namespace RBAC grants pods in),
-            # whatever its labels: which are the data plane's is decided from the data-plane
-            # Service at each reconcile (``data_plane``), so a Service whose selector changes, or
-            # a data plane installed without the chart's labels, is followed. The transform
-            # keeps a few fields of each.
-            inf = SharedInformer(api, res, opts.data_plane_namespace, name="pods", **kw)
-        elif name == "EndpointSlice":
-            inf = SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key},
-                                 **kw)
-        else:
-            inf = SharedInformer(api, res, name=res.plural, **kw)
-        out.add(name, inf)
+        out.add(name, make_informer(opts, api, name, res, watch_timeout=watch_timeout,
+                                    reflector_backoff=reflector_backoff))
     return out
 
 
@@ -94,10 +104,11 @@ def build_controller(opts: ControllerOptions, api: KubeApi, *, is_leader: Callab
                      registry: Registry | None = None, prober: Prober | None = None, watch_timeout: int = 300,
                      reflector_backoff: Callable[[], Backoff] | None = None,
                      retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0,
-                     gc_tuning: bool = False) -> Controller:
+                     gc_tuning: bool = False, sync_timeout: float = 120.0) -> Controller:
     """A controller over ``api`` (``is_leader``: None writes always, as without leader election;
     ``render_fn``: the memoized pure render by default; ``retry_backoff``: the reconcile's
-    failure back-off, first and cap, in seconds)."""
+    failure back-off, first and cap, in seconds; ``sync_timeout``: seconds a cache a reconcile
+    needs may take to list before /healthz fails)."""
     reg = registry or REGISTRY
     ns = opts.data_plane_namespace
     guard = LeaderGuard(is_leader)
@@ -130,6 +141,11 @@ def build_controller(opts: ControllerOptions, api: KubeApi, *, is_leader: Callab
                                                      max_delay=retry_backoff[1]),
         max_retry_delay=retry_backoff[1],
         registry=reg,
+        make_informer=functools.partial(make_informer, opts, api, watch_timeout=watch_timeout,
+                                        reflector_backoff=reflector_backoff),
+        gateway_api=lambda informer_set, make, on_change: GatewayApiWatch(
+            api, informer_set, make, on_change=on_change, clock=clock, watch_timeout=watch_timeout,
+            backoff_factory=reflector_backoff, sync_timeout=sync_timeout),
     )
     return Controller(opts, parts, clock=clock, stuck_after=stuck_after, gc_tuning=gc_tuning)
 

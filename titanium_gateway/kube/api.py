@@ -52,7 +52,16 @@ GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_CLASSES = _r(GATEWAY_GROUP, "v1", "gatewayclasses", "GatewayClass", False)
 GATEWAYS = _r(GATEWAY_GROUP, "v1", "gateways", "Gateway")
 HTTPROUTES = _r(GATEWAY_GROUP, "v1", "httproutes", "HTTPRoute")
-REFERENCE_GRANTS = _r(GATEWAY_GROUP, "v1beta1", "referencegrants", "ReferenceGrant")
+#: v1 where served (Gateway API v1.5+); the controller falls back to v1beta1 (controller/gatewayapi.py)
+REFERENCE_GRANTS = _r(GATEWAY_GROUP, "v1", "referencegrants", "ReferenceGrant")
+GRPCROUTES = _r(GATEWAY_GROUP, "v1", "grpcroutes", "GRPCRoute")
+TLSROUTES = _r(GATEWAY_GROUP, "v1", "tlsroutes", "TLSRoute")
+TCPROUTES = _r(GATEWAY_GROUP, "v1", "tcproutes", "TCPRoute")
+UDPROUTES = _r(GATEWAY_GROUP, "v1", "udproutes", "UDPRoute")
+LISTENER_SETS = _r(GATEWAY_GROUP, "v1", "listenersets", "ListenerSet")
+BACKEND_TLS_POLICIES = _r(GATEWAY_GROUP, "v1", "backendtlspolicies", "BackendTLSPolicy")
+CUSTOM_RESOURCE_DEFINITIONS = _r("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                 "CustomResourceDefinition", False)
 NAMESPACES = _r("", "v1", "namespaces", "Namespace", False)
 SERVICES = _r("", "v1", "services", "Service")
 ENDPOINT_SLICES = _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
@@ -69,7 +78,8 @@ INGRESSES = _r("networking.k8s.io", "v1", "ingresses", "Ingress")
 BY_KIND: Mapping[str, Resource] = {
     r.kind: r
     for r in (
-        GATEWAY_CLASSES, GATEWAYS, HTTPROUTES, REFERENCE_GRANTS, NAMESPACES, SERVICES,
+        GATEWAY_CLASSES, GATEWAYS, HTTPROUTES, REFERENCE_GRANTS, GRPCROUTES, TLSROUTES, TCPROUTES, UDPROUTES,
+        LISTENER_SETS, BACKEND_TLS_POLICIES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, SERVICES,
         ENDPOINT_SLICES, SECRETS, CONFIG_MAPS, PODS, EVENTS, DEPLOYMENTS, LEASES,
         INGRESS_CLASSES, INGRESSES,
     )

@@ -6,7 +6,8 @@ With ``namespaces=[...]`` the informer runs one reflector per namespace into one
 TLS Secrets when ``--secret-namespaces`` is set); otherwise one reflector for ``namespace``
 (None: all namespaces / cluster-scoped).
 
-``InformerSet`` starts many informers and waits for all of them to sync.
+``InformerSet`` starts many informers and waits for all of them to sync; informers may be added
+and removed while it is read (copy on write).
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from titanium_gateway.kube.api import KubeApi, Obj, Resource
+from titanium_gateway.kube.api import ApiError, KubeApi, Obj, Resource
 from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.reflector import Backoff, Reflector
 from titanium_gateway.kube.store import IndexFunc, Store
-from titanium_gateway.kube.threads import CoreThread, dead
+from titanium_gateway.kube.threads import CoreThread, dead, describe
 
 log = logging.getLogger(__name__)
+
+#: Answers that make a failing list or watch a lasting failure soon (``LASTING_AFTER``): the
+#: permission (401, 403) or the resource version (404) is gone; any other failure becomes lasting
+#: after a longer while. (A few seconds ride out a CRD whose storage the API server is
+#: re-creating, which may answer 404 for a moment.)
+LASTING_STATUSES = frozenset({401, 403, 404})
+LASTING_AFTER = 5.0
 
 
 @dataclass
@@ -85,6 +93,7 @@ class SharedInformer:
         if namespace is not None and namespaces:
             raise ValueError("give namespace or namespaces, not both")
         self.resource = resource
+        self.clock = clock
         self.name = name or resource.plural
         self.store = Store(indexers)
         self._fanout = _Fanout(self.name)
@@ -142,6 +151,30 @@ class SharedInformer:
     def has_synced(self) -> bool:
         return all(r.has_synced() for r in self.reflectors)
 
+    def failure(self) -> tuple[float, BaseException | None] | None:
+        """``(since, last error)`` of the reflector failing the longest, None while none fails
+        (see ``Reflector.failing_since``): the cache may be stale meanwhile."""
+        worst: tuple[float, BaseException | None] | None = None
+        for r in self.reflectors:
+            since = r.failing_since
+            if since is not None and (worst is None or since < worst[0]):
+                worst = (since, r.last_error)
+        return worst
+
+    def stale(self, stale_after: float, lasting_after: float = LASTING_AFTER) -> str:
+        """Why this cache cannot be trusted ("" while it can): its list or watch fails lastingly,
+        after ``lasting_after`` seconds for 401, 403 and 404, after ``stale_after`` seconds for
+        any other error (410 loops, 5xx, connection errors: a passing outage keeps the cache in
+        force)."""
+        failure = self.failure()
+        if failure is None:
+            return ""
+        since, error = failure
+        gone = isinstance(error, ApiError) and error.status in LASTING_STATUSES
+        if self.clock.now() - since < (lasting_after if gone else stale_after):
+            return ""
+        return str(error) if isinstance(error, ApiError) else describe(error) if error is not None else "failing"
+
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         end = None if timeout is None else time.monotonic() + timeout
         for r in self.reflectors:
@@ -170,11 +203,28 @@ class InformerSet:
     def add(self, name: str, informer: SharedInformer) -> SharedInformer:
         if name in self._informers:
             raise ValueError(f"informer {name!r} exists")
-        self._informers[name] = informer
+        # copy on write: a reader iterating the set meanwhile keeps the mapping it started with
+        self._informers = {**self._informers, name: informer}
         return informer
 
     def __getitem__(self, name: str) -> SharedInformer:
         return self._informers[name]
+
+    def get(self, name: str) -> SharedInformer | None:
+        return self._informers.get(name)
+
+    def replace(self, name: str, informer: SharedInformer) -> SharedInformer | None:
+        """Put ``informer`` under ``name`` at once (the caller stops the one it replaces, returned)."""
+        old = self._informers.get(name)
+        self._informers = {**self._informers, name: informer}
+        return old
+
+    def remove(self, name: str) -> SharedInformer | None:
+        """Take an informer out of the set (the caller stops it); None when absent."""
+        informers = dict(self._informers)
+        gone = informers.pop(name, None)
+        self._informers = informers
+        return gone
 
     def __iter__(self) -> Iterable[str]:  # type: ignore[override]
         return iter(self._informers)

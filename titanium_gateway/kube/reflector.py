@@ -15,6 +15,9 @@ selectors) by listing, then watching from the list's resourceVersion (client-go 
   it has one, still advances), so one bad object never stops the cache nor makes it spin.
 - Every store change is reported to an ``EventSink`` (on_add / on_update / on_delete) after
   the store was updated; ``resync_period`` re-reports every cached object as an update.
+- ``failing_since``/``last_error``: since when the list or watch has been failing (None once a
+  list succeeds, a watch is answered, or a watch event arrives): a cache that may be stale
+  (e.g. 403 after an RBAC change, 404 once a version is no longer served) says so to its owner.
 """
 
 from __future__ import annotations
@@ -127,6 +130,8 @@ class Reflector:
         self.malformed = 0  # watch events and list items skipped (no object with metadata.name)
         self._m_malformed = reflector_malformed_objects(registry).labels(reflector=self.name)
         self.last_error: BaseException | None = None
+        #: clock time of the first failed list or watch since the last success (None: none failed)
+        self.failing_since: float | None = None
         self._stream: object | None = None  # the open watch stream (stop() closes it)
 
     # --- state --------------------------------------------------------------------------------
@@ -182,6 +187,8 @@ class Reflector:
             except Exception as e:  # noqa: BLE001 - a reflector must survive any error
                 self.errors += 1
                 self.last_error = e
+                if self.failing_since is None:
+                    self.failing_since = self.clock.now()
                 retry_after = e.retry_after if isinstance(e, ApiError) else None
                 delay = self.backoff.next(retry_after)
                 log.warning("reflector %s: %s; retrying in %.2fs", self.name, e, delay)
@@ -230,6 +237,7 @@ class Reflector:
             if not token:
                 break
         self.lists += 1
+        self.failing_since = None
         self._last_list_at = self.clock.now()
         res = self.store.replace(items, rv, namespace=self.namespace)
         self._rv = rv
@@ -262,10 +270,13 @@ class Reflector:
                                     timeout_seconds=timeout, allow_bookmarks=True)
             with self._stop.cond:
                 self._stream = stream
+            if not inspect.isgenerator(stream):  # (an API client's stream: the server answered 200)
+                self.failing_since = None
             if self._stop.stopped:
                 self.stop()
             for ev in stream:
                 self._check_stop()
+                self.failing_since = None
                 self._handle(ev)
                 events += 1
                 self.backoff.reset()
@@ -281,6 +292,7 @@ class Reflector:
         finally:
             with self._stop.cond:
                 self._stream = None
+        self.failing_since = None  # the stream ended normally
         self._check_stop()
         self._maybe_resync()
         if events == 0 and self.clock.now() - started < self.min_watch_duration:

@@ -33,7 +33,7 @@ SERVED_VERSIONS: Mapping[str, Mapping[str, str]] = {
     "GatewayClass": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
     "Gateway": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
     "HTTPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
-    "ReferenceGrant": {f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1beta1"},
+    "ReferenceGrant": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
     "Namespace": {"v1": "v1"},
     "Service": {"v1": "v1"},
     "EndpointSlice": {"discovery.k8s.io/v1": "discovery.k8s.io/v1"},

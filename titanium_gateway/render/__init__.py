@@ -77,7 +77,8 @@ def _route_deps(ctx: RenderContext, gateways: dict) -> tuple | None:
              _memo.versions(snapshot.services))
     if any(p is None for p in parts):
         return None
-    return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())), *parts)
+    return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
+            snapshot.unreadable.get("ReferenceGrant"), *parts)
 
 
 def _ingress_deps(ctx: RenderContext) -> tuple | None:

@@ -98,3 +98,11 @@ class ConditionList:
     def as_list(self) -> list[Condition]:
         """Conditions in insertion order (callers insert in a fixed order)."""
         return list(self._items.values())
+
+
+MAX_MESSAGE = 1024
+
+
+def bound_message(message: str) -> str:
+    """Condition messages stay far below metav1.Condition's 32768 characters."""
+    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "..."

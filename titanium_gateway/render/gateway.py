@@ -32,7 +32,7 @@ from typing import Any
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import ConditionList, existing_conditions
+from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions
 from titanium_gateway.render.gatewayclass import GatewayClasses
 from titanium_gateway.render.precedence import creation_timestamp
 from titanium_gateway.render.programmed import Delivery
@@ -41,14 +41,6 @@ from titanium_gateway.render.result import NotOurs, ObjectStatus
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": "HTTPRoute"}
-
-
-MAX_MESSAGE = 1024
-
-
-def bound_message(message: str) -> str:
-    """Condition messages stay far below metav1.Condition's 32768 characters."""
-    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "..."
 
 
 # -- hostnames ------------------------------------------------------------------------------
@@ -232,7 +224,7 @@ def _certificates(
             to_group="", to_kind="Secret", to_namespace=ns, to_name=name,
         ):
             reason = reason or "RefNotPermitted"
-            message = message or f"Secret {ns}/{name} is in another namespace and no ReferenceGrant allows it"
+            message = message or ctx.grants.refusal("Secret", ns, name)
             continue
         conv = ctx.bind_certificate(ns, name, hosts, rank)
         if not conv.ok:

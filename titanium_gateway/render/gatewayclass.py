@@ -1,5 +1,6 @@
-"""GatewayClass: which classes are ours (controllerName), their Accepted status, and why the
-others are not ours."""
+"""GatewayClass: which classes are ours (controllerName), why the others are not ours, and the
+status of ours: Accepted (its message names the Gateway API bundle found and what the cluster
+lacks, render/gatewayapi.py) and ``supportedFeatures`` where the served CRD has the field."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import existing_conditions
+from titanium_gateway.render.conditions import bound_message, existing_conditions
+from titanium_gateway.render.gatewayapi import class_notes, supported_features
 from titanium_gateway.render.result import NotOurs, ObjectStatus
 
 API_VERSION = "gateway.networking.k8s.io/v1"
@@ -40,8 +42,12 @@ def translate(ctx: RenderContext) -> GatewayClasses:
     """Report Accepted on every GatewayClass we own; the others are not ours."""
     ours: set[str] = set()
     theirs: dict[str, str] = {}
-    for key in sorted(ctx.snapshot.gateway_classes):
-        gc: Any = ctx.snapshot.gateway_classes[key]
+    snap = ctx.snapshot
+    message = bound_message("; ".join(["GatewayClass is accepted by this controller",
+                                       *class_notes(snap.gateway_api, snap.unreadable)]))
+    features = supported_features(snap.gateway_api)
+    for key in sorted(snap.gateway_classes):
+        gc: Any = snap.gateway_classes[key]
         name = f.name_of(f.metadata(gc))
         controller = f.mapping(f.mapping(gc).get("spec")).get("controllerName")
         if controller != ctx.options.controller_name:
@@ -54,6 +60,9 @@ def translate(ctx: RenderContext) -> GatewayClasses:
             continue
         ours.add(name)
         conds = ctx.conditions(gc, existing_conditions(gc.get("status")))
-        conds.set("Accepted", True, "Accepted", "GatewayClass is accepted by this controller")
-        ctx.add_status(ObjectStatus(API_VERSION, "GatewayClass", "", name, {"conditions": conds.as_list()}))
+        conds.set("Accepted", True, "Accepted", message)
+        status: dict[str, Any] = {"conditions": conds.as_list()}
+        if features is not None:
+            status["supportedFeatures"] = features
+        ctx.add_status(ObjectStatus(API_VERSION, "GatewayClass", "", name, status))
     return GatewayClasses(ours, theirs)

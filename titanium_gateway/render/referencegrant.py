@@ -1,9 +1,13 @@
-"""ReferenceGrant (gateway.networking.k8s.io/v1beta1): may an object reference another namespace?
+"""ReferenceGrant (gateway.networking.k8s.io v1 or v1beta1, the same fields): may an object
+reference another namespace?
 
 :class:`ReferenceGrantIndex` is built once per render; :meth:`ReferenceGrantIndex.allows` answers
-one reference. A reference inside one namespace is always allowed. A grant lives in the
-namespace of the TARGET; ``spec.from`` lists (group, kind, namespace) of referrers and
-``spec.to`` lists (group, kind, optional name) of targets. The core group is ``""``.
+one reference, :meth:`ReferenceGrantIndex.refusal` says why one is refused. A reference inside one
+namespace is always allowed. A grant lives in the namespace of the TARGET; ``spec.from`` lists
+(group, kind, namespace) of referrers and ``spec.to`` lists (group, kind, optional name) of
+targets. The core group is ``""``. When the controller cannot read the grants
+(``Snapshot.unreadable["ReferenceGrant"]``: its watch fails, so its cache may hold grants that
+were revoked) no reference across namespaces is allowed.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ GATEWAY_GROUP = "gateway.networking.k8s.io"
 
 class ReferenceGrantIndex:
     def __init__(self, snapshot: Snapshot) -> None:
+        #: why the grants are unknown ("" when they are read)
+        self.unknown = snapshot.unreadable.get("ReferenceGrant", "")
         # target namespace -> list of (from set, to list)
         self._by_ns: dict[str, list[tuple[set[tuple[str, str, str]], list[tuple[str, str, str]]]]] = {}
         for key in sorted(snapshot.reference_grants):
@@ -54,6 +60,8 @@ class ReferenceGrantIndex:
     ) -> bool:
         if from_namespace == to_namespace:
             return True
+        if self.unknown:
+            return False
         for froms, tos in self._by_ns.get(to_namespace, ()):
             if (from_group, from_kind, from_namespace) not in froms:
                 continue
@@ -61,3 +69,10 @@ class ReferenceGrantIndex:
                 if group == to_group and kind == to_kind and (not name or name == to_name):
                     return True
         return False
+
+    def refusal(self, kind: str, namespace: str, name: str) -> str:
+        """The message of a refused reference to ``kind namespace/name`` (RefNotPermitted)."""
+        if self.unknown:
+            return (f"{kind} {namespace}/{name} is in another namespace and the ReferenceGrants could not be read "
+                    f"({self.unknown})")
+        return f"{kind} {namespace}/{name} is in another namespace and no ReferenceGrant allows it"

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from titanium_gateway.render.gatewayapi import GatewayApiInfo
+
 Obj = Mapping[str, Any]
 
 #: kind -> Snapshot attribute; the kinds the controller watches and the render reads.
@@ -55,6 +57,21 @@ class Snapshot:
     secrets: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     ingress_classes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     ingresses: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    # Gateway API kinds the controller watches where they are installed, not translated yet (the
+    # render reads nothing of them so far), and the ConfigMaps a BackendTLSPolicy may name
+    backend_tls_policies: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    listener_sets: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    grpcroutes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    tlsroutes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    tcproutes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    udproutes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    config_maps: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
+    #: kind -> why its objects are unknown (the controller cannot read them: its watch fails, e.g.
+    #: 403 or 404). Their collection may be stale or empty; the render refuses what depends on
+    #: them (ReferenceGrant: every reference that needs a grant).
+    unreadable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    #: what the cluster serves of the Gateway API (None offline: unknown)
+    gateway_api: GatewayApiInfo | None = None
     #: SHA-256 of the config every ready data-plane pod has confirmed (from the prober),
     #: or None. Programmed=True only when it equals the rendered config_hash.
     confirmed_config_hash: str | None = None

@@ -5,7 +5,7 @@ There is no container runtime: an image is a local program, named in the runner'
 
     variables: {bin: .cache/conformance/bin}        # more come from --var NAME=VALUE
     images:
-      - match: "gcr.io/k8s-staging-gateway-api/echo-basic:*"   # fnmatch on the pod's image
+      - match: "registry.k8s.io/gateway-api/echo-basic:*"      # fnmatch on the pod's image
         entrypoint: ["{bin}/echo-basic"]             # the image's ENTRYPOINT
         cmd: []                                      # its CMD
         path:                                        # executables on the image's PATH

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 
 from titanium_gateway.kube.api import CONFIG_MAPS, PODS, SECRETS, ApiError, Obj
 from titanium_gateway.kube.informer import SharedInformer
-from titanium_gateway.kube.workqueue import DelayingQueue
 from tools.podrunner.env import EnvNotReady, container_env
 from tools.podrunner.images import Image, ImageError, ImageMap
 from tools.podrunner.kube import NODES, RunnerApi
@@ -41,6 +40,7 @@ from tools.podrunner.network import AddressPool, Network
 from tools.podrunner.probes import Probe, ProbeWorker
 from tools.podrunner.process import ContainerProcess, Exit, Mount, MountPlan, launch_argv, rfc3339
 from tools.podrunner.volumes import AtomicWriter, Sources, VolumeNotReady, payload_for_volume
+from tools.podrunner.workqueue import DelayingQueue
 
 log = logging.getLogger(__name__)
 

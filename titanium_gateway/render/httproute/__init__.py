@@ -115,26 +115,21 @@ class Translator:
                 continue
             if any(p.identity == ident for p in parents):
                 continue
-            ok, reason, message, listeners, counted = self.attachments.attach(gw, ref, ns, route_hosts)
+            ok, reason, message, listeners = self.attachments.attach(gw, ref, ns, route_hosts)
             if bad_hosts and ok:
                 # emitting the valid names only could widen the route (none left = any host)
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
-            parents.append(Parent(ref, ident, ok, reason, message, listeners, counted))
+            parents.append(Parent(ref, ident, ok, reason, message, listeners))
         if not_ours:
             ctx.not_ours(NotOurs("HTTPRoute", ns, name, "; ".join(not_ours)))
         if not parents:
             if old_parents:  # our entries on a route that no longer names a Gateway of ours go
                 ctx.add_status(Released.of(API_VERSION, "HTTPRoute", ns, name))
             return []
-        # attachedRoutes: based solely on allowedRoutes and parentRefs (ListenerStatus docs)
-        if len(parents) == 1:  # (the lists of one parent hold each listener once; read-only)
-            counted_once = parents[0].counted
+        if len(parents) == 1:  # (the list of one parent holds each listener once; read-only)
             attached = parents[0].listeners if parents[0].accepted else []
         else:
-            counted_once = list({id(li): li for p in parents for li in p.counted}.values())
             attached = list({id(li): li for p in parents if p.accepted for li in p.listeners}.values())
-        for li in counted_once:
-            li.attached += 1
         serving = [li for li in attached if li.usable]
         # rules are always validated (status), but only emitted when a programmed listener serves them
         basis = serving or attached
@@ -147,8 +142,14 @@ class Translator:
         unserved = "" if emitted or not attached else (
             not_served_reason(attached) if not serving
             else "it has no rules" if not f.items(spec.get("rules")) else "none of its rules makes a route")
+        # attachedRoutes counts the route on the listeners it is Accepted on (ListenerStatus, v1.5+:
+        # a route whose Accepted condition is not True is not counted); a rule's unsupported field
+        # makes every parent Accepted=False
+        counted = attached if not (problems.firsts or problems.unsupported) else []
+        for li in counted:
+            li.attached += 1
         self.statuses.route(RouteOutcome(route, ns, name, parents, old_parents, problems, unserved))
-        return counted_once
+        return counted
 
     def not_ours(self, ident: Identity) -> str:
         """Why a parentRef does not name a Gateway of ours."""

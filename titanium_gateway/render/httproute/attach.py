@@ -62,9 +62,9 @@ class Parent:
     accepted: bool
     reason: str
     message: str
+    #: the listeners it is attached to (accepted: the route counts in their attachedRoutes
+    #: unless a rule makes it Accepted=False)
     listeners: list[ListenerInfo]
-    #: listeners whose attachedRoutes count this route (allowedRoutes + parentRef only)
-    counted: list[ListenerInfo]
 
 
 class Attachments:
@@ -75,44 +75,41 @@ class Attachments:
 
     def __init__(self, ctx: RenderContext) -> None:
         self.ctx = ctx
-        self._made: dict[tuple[Any, ...], tuple[bool, list[ListenerInfo], list[ListenerInfo], bool]] = {}
+        self._made: dict[tuple[Any, ...], tuple[bool, list[ListenerInfo], bool]] = {}
 
     def _listeners(self, gw: GatewayInfo, section: str, port: int | None, route_ns: str
-                   ) -> tuple[bool, list[ListenerInfo], list[ListenerInfo], bool]:
+                   ) -> tuple[bool, list[ListenerInfo], bool]:
         key = (gw.namespace, gw.name, section, port, route_ns)
         hit = self._made.get(key)
         if hit is None:
             selected = [li for li in gw.listeners
                         if (not section or li.name == section) and (port is None or li.port == port)]
-            counted = [li for li in selected if li.serves_httproute and li.allows_namespace(self.ctx, route_ns)]
-            allowed = [li for li in counted if li.attachable]
-            hit = self._made[key] = (bool(selected), counted, allowed, any(li.hostname is not None for li in allowed))
+            allowed = [li for li in selected
+                       if li.serves_httproute and li.attachable and li.allows_namespace(self.ctx, route_ns)]
+            hit = self._made[key] = (bool(selected), allowed, any(li.hostname is not None for li in allowed))
         return hit
 
     def attach(self, gw: GatewayInfo, ref: Mapping[str, Any], route_ns: str, route_hosts: list[str]
-               ) -> tuple[bool, str, str, list[ListenerInfo], list[ListenerInfo]]:
-        """``(accepted, reason, message, attached listeners, counted listeners)`` (the lists are
-        shared: read-only)."""
+               ) -> tuple[bool, str, str, list[ListenerInfo]]:
+        """``(accepted, reason, message, attached listeners)`` (the list is shared: read-only)."""
         section = f.text(ref.get("sectionName"))
         port = f.integer(ref.get("port"))
-        any_selected, counted, allowed, hostnames = self._listeners(gw, section, port, route_ns)
+        any_selected, allowed, hostnames = self._listeners(gw, section, port, route_ns)
         if not any_selected:
             what = f"sectionName {brief(section)}" if section else ""
             what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
             return (False, "NoMatchingParent",
-                    f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [], [])
+                    f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [])
         if not allowed:
             if not gw.accepted:
-                return False, "NotAllowedByListeners", "the Gateway is not accepted", [], counted
-            return (False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", [],
-                    counted)
+                return False, "NotAllowedByListeners", "the Gateway is not accepted", []
+            return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", []
         # (a listener without a hostname accepts every route hostname: then the shared list)
         matched = allowed if not route_hosts or not hostnames else [
             li for li in allowed if li.hostname is None or any(intersect_hostname(li.hostname, h) for h in route_hosts)]
         if not matched:
-            return (False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames",
-                    [], counted)
-        return True, "Accepted", "the route is accepted", matched, counted
+            return False, "NoMatchingListenerHostname", "no listener hostname intersects the route's hostnames", []
+        return True, "Accepted", "the route is accepted", matched
 
 
 def effective_hosts(listeners: list[ListenerInfo], route_hosts: list[str]) -> list[str | None]:

@@ -64,7 +64,7 @@ def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, setti
         from_group=GATEWAY_GROUP, from_kind="HTTPRoute", from_namespace=route_ns,
         to_group="", to_kind="Service", to_namespace=ns, to_name=name,
     ):
-        return None, "RefNotPermitted", f"Service {ns}/{name} is in another namespace and no ReferenceGrant allows it"
+        return None, "RefNotPermitted", ctx.grants.refusal("Service", ns, name)
     port = ref.get("port")
     if isinstance(port, bool) or not isinstance(port, int):
         return None, "BackendNotFound", f"backendRef to Service {ns}/{name} has no port"

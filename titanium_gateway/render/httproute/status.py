@@ -13,9 +13,9 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import ConditionList, existing_conditions, generation
+from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions, generation
 from titanium_gateway.render.fields import listed, summarize
-from titanium_gateway.render.gateway import ListenerInfo, bound_message
+from titanium_gateway.render.gateway import ListenerInfo
 from titanium_gateway.render.httproute.attach import Identity, Parent, parent_ref_echo, ref_identity
 from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus

@@ -30,10 +30,12 @@ CLUSTER_RULES = {
 
 PARTS = [f"titanium-gateway-data-plane-part-{n}" for n in range(1, 65)]
 # (apiGroup, resource, resourceNames or None) -> verbs, in the release namespace.
+# The objects the controller writes by name are read by name too: once per leadership term,
+# so that content already there is not written again.
 NAMESPACED_RULES = {
-    ("", "configmaps", ("titanium-gateway-data-plane", *PARTS)): {"update", "patch"},
-    ("", "secrets", ("titanium-gateway-data-plane-tls",)): {"update", "patch"},
-    ("apps", "deployments", ("titanium-gateway-data-plane",)): {"update", "patch"},
+    ("", "configmaps", ("titanium-gateway-data-plane", *PARTS)): {"get", "update", "patch"},
+    ("", "secrets", ("titanium-gateway-data-plane-tls",)): {"get", "update", "patch"},
+    ("apps", "deployments", ("titanium-gateway-data-plane",)): {"get", "update", "patch"},
     # leader election must read the Lease it updates; by name like the writes
     ("coordination.k8s.io", "leases", ("titanium-gateway",)): {"get", "update", "patch"},
     # pods: read in the release namespace, and patch for the config-poke (names unknown ahead)

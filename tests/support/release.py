@@ -103,10 +103,11 @@ def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
     ]
     role_rules = [
         {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [rel.config_map, *rel.part_names],
-         "verbs": ["update", "patch"]},
-        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [rel.tls_secret], "verbs": ["update", "patch"]},
+         "verbs": ["get", "update", "patch"]},
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [rel.tls_secret],
+         "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [rel.data_plane],
-         "verbs": ["update", "patch"]},
+         "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [rel.lease],
          "verbs": ["get", "update", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},

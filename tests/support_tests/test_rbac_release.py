@@ -36,10 +36,14 @@ def _check_chart_permissions(server: FakeApiServer, rel: Release) -> None:
     core.patch_namespaced_config_map(rel.part_names[-1], ns, {"data": {}})
     core.patch_namespaced_secret(rel.tls_secret, ns, {"data": {}})
     assert coord.read_namespaced_lease(rel.lease, ns).metadata.name == rel.lease
-    # never create them, never write others, never read ConfigMaps
+    # ... and reads of them by name (once per term: what is there already is not written again)
+    assert core.read_namespaced_config_map(rel.config_map, ns).metadata.name == rel.config_map
+    assert core.read_namespaced_secret(rel.tls_secret, ns).metadata.name == rel.tls_secret
+    # never create them, never write or read others, never list ConfigMaps
     assert _denied(core.create_namespaced_config_map, ns, {"metadata": {"name": f"{rel.config_map}-part-99"}})
     assert _denied(core.patch_namespaced_config_map, "other", ns, {"data": {}})
-    assert _denied(core.read_namespaced_config_map, rel.config_map, ns)
+    assert _denied(core.read_namespaced_config_map, "other", ns)
+    assert _denied(core.list_namespaced_config_map, ns)
     assert _denied(coord.create_namespaced_lease, ns, {"metadata": {"name": "x"}, "spec": {}})
     assert _denied(coord.list_namespaced_lease, ns)
     # status only on Gateway API objects, and only by patch
@@ -65,7 +69,7 @@ def test_seeded_release_with_builtin_chart_rbac(server: FakeApiServer) -> None:
     assert f"--config-map={rel.config_map}" in rel.controller_args()
     _check_chart_permissions(server, rel)
     server.allow_all()
-    client.CoreV1Api(server.api_client()).read_namespaced_config_map(rel.config_map, rel.namespace)
+    client.CoreV1Api(server.api_client()).list_namespaced_config_map(rel.namespace)
 
 
 def test_list_with_resource_names_needs_a_name_field_selector(server: FakeApiServer) -> None:

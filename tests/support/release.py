@@ -85,7 +85,9 @@ class Release:
 
 
 def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
-    """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml)."""
+    """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml with
+    ``controller.secretsClusterWide: true``: the controllers of the tests read Secrets in every
+    namespace, the default of ``--secret-namespaces``)."""
     sa_ns, sa_name = rel.service_account.split(":")
     subject = [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_ns}]
     name = f"{rel.name}-controller"

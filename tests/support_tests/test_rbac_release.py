@@ -100,7 +100,10 @@ def test_rendered_chart_rbac_matches_the_builtin_mirror(tmp_path: Path, helm_pat
                           "--namespace", rel.namespace, "--show-only", "templates/rbac.yaml",
                           # the mirror's part count (the tests' releases pre-create fewer parts than
                           # the chart default, to keep them quick)
-                          "--set", f"dataPlane.configParts={rel.parts}"],
+                          "--set", f"dataPlane.configParts={rel.parts}",
+                          # the controller of these tests reads Secrets in every namespace (the
+                          # flag's default): the chart's opt-in for it
+                          "--set", "controller.secretsClusterWide=true"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]

@@ -614,7 +614,7 @@ class Translator:
         same messages as ``ctx.bind_certificate``, but binding nothing."""
         conversion = self.ctx.convert(namespace, name)
         if conversion is None:
-            return f"Secret {namespace}/{name} not found"
+            return self.ctx.missing_secret(namespace, name)
         return "" if conversion.ok else f"Secret {namespace}/{name}: {conversion.error}"
 
     # -- backends -------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from titanium_gateway.render.httproute.attach import Attachments, Parent, effect
 from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
+from titanium_gateway.render.httproute.parents import missing_parent_events
 from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
 from titanium_gateway.render.httproute.status import API_VERSION, Statuses, not_served_reason
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
@@ -281,4 +282,5 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
     if memo is not None:
         memo.clear()
         memo.update(kept)
+    missing_parent_events(ctx)  # (not memoized: it depends on every Gateway, ours or not)
 

@@ -57,3 +57,17 @@ def test_the_event_follows_the_gateway_with_a_warm_cache() -> None:
     assert len(parent_events(render(Snapshot.from_objects(objects), RenderOptions(), cache))) == 1
     assert parent_events(render(Snapshot.from_objects([*objects, later]), RenderOptions(), cache)) == []
     assert len(parent_events(render(Snapshot.from_objects(objects), RenderOptions(), cache))) == 1
+
+
+def test_no_event_while_the_route_or_its_namespace_is_being_deleted() -> None:
+    """Deleting a namespace deletes its Gateways and routes in any order: a route whose Gateway
+    went first is not reported (the Event could not even be created there)."""
+    lost = route("lost", parents=[{"name": "gone"}])
+    terminating = {"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "apps", "deletionTimestamp": "2024-01-03T00:00:00Z"},
+                   "status": {"phase": "Terminating"}}
+    assert parent_events(run([*base_objects(), terminating, lost])) == []
+    deleting = route("lost", parents=[{"name": "gone"}])
+    deleting["metadata"]["deletionTimestamp"] = "2024-01-03T00:00:00Z"
+    assert parent_events(run([*base_objects(), deleting])) == []
+    assert len(parent_events(run([*base_objects(), lost]))) == 1

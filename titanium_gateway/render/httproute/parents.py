@@ -5,6 +5,7 @@ names the parent and the controller that owns it), and the route would leave no 
 It gets a Warning Event instead, with the Gateway API's reason for a parent that does not exist,
 ``NoMatchingParent``; the controller logs the Event when it posts it. Every route is looked at,
 whoever's Gateway it meant: the Event states a fact about the cluster, not a claim on the route.
+A route being deleted, or in a namespace being deleted (whose Gateways may go first), gets none.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ NO_MATCHING_PARENT = "NoMatchingParent"
 def missing_parent_events(ctx: RenderContext) -> None:
     """One ``NoMatchingParent`` Event per HTTPRoute naming every Gateway parentRef whose Gateway is
     not in the snapshot (in any order: the render sorts its Events)."""
-    gateways = ctx.snapshot.gateways
+    gateways, namespaces = ctx.snapshot.gateways, ctx.snapshot.namespaces
     for route in ctx.snapshot.httproutes.values():
         meta = f.metadata(route)
         name, ns = f.name_of(meta), f.namespace_of(meta)
-        if not name or ns is None:
+        if not name or ns is None or meta.get("deletionTimestamp") or _going(namespaces.get(ns)):
             continue
         missing = []
         for index, ref in enumerate(f.items(f.mapping(route.get("spec")).get("parentRefs"))):
@@ -41,3 +42,11 @@ def missing_parent_events(ctx: RenderContext) -> None:
                 message="; ".join(missing) + ", so nothing serves the route through "
                 + ("it" if len(missing) == 1 else "them"),
                 uid=f.string(meta.get("uid")), api_version=API_VERSION))
+
+
+def _going(namespace: object) -> bool:
+    """The Namespace is being deleted."""
+    if not f.is_mapping(namespace):
+        return False
+    return bool(f.metadata(namespace).get("deletionTimestamp")) or (
+        f.mapping(f.mapping(namespace).get("status")).get("phase") == "Terminating")

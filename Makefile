@@ -68,7 +68,8 @@ conformance-local:  ## upstream Gateway API v1.6.3 suite on the local control pl
 
 # The local control plane (docs/development.md): kube-apiserver + etcd, kube-controller-manager,
 # kube-scheduler built from the k8s.io/kubernetes Go modules, run in a network namespace.
-KUBE_DIR ?= .cache/kube/cluster
+# The cluster directory: KUBE_DIR=..., else $TITANIUM_KUBE_DIR (as hack/kube/*.sh), else the default.
+KUBE_DIR ?= $(or $(TITANIUM_KUBE_DIR),.cache/kube/cluster)
 
 kube-build:  ## build the local control plane into .cache/kube/bin (needs Go; seconds when built)
 	hack/kube/build.sh
@@ -82,8 +83,8 @@ cluster-down:  ## stop the local cluster in $(KUBE_DIR)
 cluster-test:  ## the cluster tier (tests/cluster) on a cluster of its own; fails where it cannot run
 	TITANIUM_CLUSTER_TESTS=require $(PYTHON) -m pytest -q -m cluster tests/cluster
 
-dev:  ## cluster up, chart installed, this tree's controller running as the chart's ServiceAccount, quick start applied
-	hack/kube/dev.sh $(KUBE_DIR)
+dev:  ## cluster up, chart installed, this tree's controller, the reference data plane and echo backends as pods, quick start applied
+	PYTHON="$(PYTHON)" hack/kube/dev.sh $(KUBE_DIR)
 
 clean:
 	rm -rf out artifacts .pytest_cache build dist *.egg-info

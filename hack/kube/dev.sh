@@ -1,24 +1,69 @@
 #!/usr/bin/env bash
-# make dev: the local cluster up, the chart installed with Helm, the controller of this working
-# tree running as the chart's ServiceAccount, examples/quickstart applied, the statuses shown.
-# Run it again after a code change: the controller is restarted. docs/development.md.
-#   hack/kube/dev.sh            (cluster: $TITANIUM_KUBE_DIR, default .cache/kube/cluster)
+# make dev: the local cluster up; the pod runner (tools/podrunner: the kubelet and load-balancer
+# stand-in) running its pods as local programs; the chart installed with Helm
+# (hack/kube/dev-values.yaml: the controller of this working tree and the reference data plane
+# as the chart's own pods); the quick start and echo backends for it applied; a request sent
+# through the Gateway's address. Run it again after a code change: the controller restarts with
+# it, and the quick start is left as you edited it. docs/development.md.
+#   hack/kube/dev.sh [DIR]      (DIR: $TITANIUM_KUBE_DIR, else .cache/kube/cluster)
+# Environment: PYTHON (default python3), the interpreter with `pip install -e '.[test]'`: it runs
+# the pod runner, and through it the controller, the data plane and the backends.
 set -euo pipefail
 # shellcheck source=hack/kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_root hack/kube/dev.sh
+command -v nsenter >/dev/null 2>&1 || { echo "hack/kube/dev.sh: needs nsenter (util-linux)" >&2; exit 2; }
+PYTHON="${PYTHON:-python3}"
 DIR="$(cluster_dir "${1:-}")"
+"$PYTHON" -c "import kubernetes, yaml, cryptography, aiohttp, prometheus_client" 2>/dev/null || {
+  echo "hack/kube/dev.sh: $PYTHON lacks the packages of pip install -e '.[test]' (make install; or PYTHON=.venv/bin/python)" >&2
+  exit 2
+}
 "$KUBE_ROOT/hack/kube/build.sh"
 "$KUBE_ROOT/hack/kube/up.sh" "$DIR"
+# shellcheck disable=SC1091
+source "$DIR/cluster.env"
 # Helm is fetched (once) outside the cluster's network, which has no way out.
 HELM="$("$KUBE_ROOT/hack/helm.sh" --print-path)"
 cd "$KUBE_ROOT"
+
+# The pod runner, once per cluster: started with nsenter --net (ip netns exec would give it a
+# mount namespace of its own, hiding the pod namespaces it creates from hack/kube/down.sh), in a
+# session of its own; down.sh stops it with everything else in the cluster's network.
+RUNNER_PID="$DIR/run/dev-podrunner.pid"
+if [[ -f "$RUNNER_PID" ]] && kill -0 "$(cat "$RUNNER_PID")" 2>/dev/null; then
+  echo "hack/kube/dev.sh: the pod runner is running (pid $(cat "$RUNNER_PID"), log ${DIR#"$KUBE_ROOT"/}/logs/dev-podrunner.log)" >&2
+else
+  rm -rf "$DIR/dev/pods"
+  mkdir -p "$DIR/dev"
+  nsenter --net="/run/netns/$TITANIUM_KUBE_NETNS" -- setsid env KUBECONFIG="$DIR/admin.kubeconfig" \
+    PYTHONPATH="$KUBE_ROOT" "$PYTHON" -m tools.podrunner --images hack/kube/dev-images.yaml \
+    --state-dir "$DIR/dev/pods" --netns-prefix "tgp-$TITANIUM_KUBE_ID-" --node-name "$TITANIUM_KUBE_NODE" \
+    --sync-period 10 --backoff 1 </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
+  echo $! >"$RUNNER_PID"
+  echo "hack/kube/dev.sh: started the pod runner (pid $!, log ${DIR#"$KUBE_ROOT"/}/logs/dev-podrunner.log)" >&2
+fi
+
 TITANIUM_KUBE_DIR="$DIR" PYTHONPATH="$KUBE_ROOT${PYTHONPATH:+:$PYTHONPATH}" \
-  "$KUBE_ROOT/hack/kube/exec.sh" "${PYTHON:-python3}" "$KUBE_ROOT/hack/kube/dev.py" --helm "$HELM"
+  "$KUBE_ROOT/hack/kube/exec.sh" "$PYTHON" "$KUBE_ROOT/hack/kube/dev.py" --helm "$HELM"
+
+# How to reach this cluster from here on (its directory is named unless it is the default one).
+ex="hack/kube/exec.sh" again="make dev" down="make cluster-down"
+if [[ "$DIR" != "$(TITANIUM_KUBE_DIR='' cluster_dir "")" ]]; then
+  rel="${DIR#"$KUBE_ROOT"/}"
+  ex="TITANIUM_KUBE_DIR=$rel hack/kube/exec.sh" again="make dev KUBE_DIR=$rel" down="make cluster-down KUBE_DIR=$rel"
+fi
+address="$(cat "$DIR/dev/gateway-address" 2>/dev/null || echo ADDRESS)"
 cat >&2 <<MSG
-make dev: the controller keeps running in the background:
-  hack/kube/exec.sh kubectl get gateway,httproute -A     the statuses
-  tail -f ${DIR#"$KUBE_ROOT"/}/logs/dev-controller.log    its log
-  make dev                                               restart it with your changes
-  make cluster-down                                      stop everything
+make dev: everything keeps running in the background. The Gateway's address is inside the
+cluster's network: run commands there with hack/kube/exec.sh (kubectl is set up there too).
+  $ex curl -H 'Host: shop.example.com' http://$address/api/items
+  $ex bash
+      a shell there: the README's kubectl and curl commands work as they are
+  $ex kubectl -n gateway-system logs -f deploy/titanium-gateway-controller
+      the controller's log (--previous: before its last restart)
+  $again
+      after a code change: the controller restarts with it (your edits to the quick start stay)
+  $down
+      stop everything
 MSG

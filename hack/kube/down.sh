@@ -2,7 +2,7 @@
 # Stop the local cluster of DIR and leave nothing running:
 #   hack/kube/down.sh [DIR]        (DIR: $TITANIUM_KUBE_DIR, else .cache/kube/cluster)
 # Every process in its network namespace (control plane, controllers, pods) gets SIGTERM, then
-# SIGKILL; the pod namespaces tgp-<id>-* and the cluster namespace tgk-<id> are deleted.
+# SIGKILL (after 20 s; the API server once it has stopped listening); the pod namespaces tgp-<id>-* and the cluster namespace tgk-<id> are deleted.
 # DIR keeps the logs (DIR/logs/) until the next hack/kube/up.sh.
 set -euo pipefail
 # shellcheck source=hack/kube/lib.sh
@@ -22,7 +22,7 @@ for pod_ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^tgp-$ID-" 
   ip netns delete "$pod_ns"
 done
 if netns_exists "$NS"; then
-  kill_netns_processes "$NS" 20
+  kill_netns_processes "$NS" 20 "$(cat "$DIR/run/kube-apiserver.pid" 2>/dev/null || true)"
   ip netns delete "$NS"
   stopped=1
 fi

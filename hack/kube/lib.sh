@@ -36,10 +36,23 @@ need_root() {
   command -v ip >/dev/null 2>&1 || { echo "$1: needs iproute2 (ip)" >&2; exit 2; }
 }
 
-# kill_netns_processes NS GRACE: SIGTERM every process in network namespace NS, SIGKILL what is
-# left after GRACE seconds.
+# api_listening NS: the API server of the cluster in network namespace NS accepts connections.
+api_listening() {
+  ip netns exec "$1" bash -c "exec 3<>/dev/tcp/$KUBE_NODE_IP/$KUBE_API_PORT" 2>/dev/null
+}
+
+# After SIGTERM, kube-apiserver closes its port at once and finishes the requests in flight, then
+# waits up to its request timeout (60 s) for the watches still open to end before it exits:
+# nothing is left to do by then. So an API server that has not been listening for
+# KUBE_API_IDLE_KILL tenths of a second gets SIGKILL (its embedded etcd runs without fsync and
+# its data is in the page cache: a restart finds it as it was).
+KUBE_API_IDLE_KILL=10
+
+# kill_netns_processes NS GRACE [APISERVER_PID]: SIGTERM every process in network namespace NS,
+# SIGKILL what is left after GRACE seconds; APISERVER_PID (if given) is killed as soon as it has
+# stopped listening (above).
 kill_netns_processes() {
-  local ns="$1" grace="$2" pids i
+  local ns="$1" grace="$2" api_pid="${3:-}" pids i idle=0
   pids="$(ip netns pids "$ns" 2>/dev/null || true)"
   [[ -n "$pids" ]] || return 0
   # shellcheck disable=SC2086
@@ -47,6 +60,9 @@ kill_netns_processes() {
   for ((i = 0; i < grace * 10; i++)); do
     pids="$(ip netns pids "$ns" 2>/dev/null || true)"
     [[ -n "$pids" ]] || return 0
+    if [[ -n "$api_pid" ]] && kill -0 "$api_pid" 2>/dev/null; then
+      if api_listening "$ns"; then idle=0; elif ((++idle >= KUBE_API_IDLE_KILL)); then kill -KILL "$api_pid" 2>/dev/null || true; fi
+    fi
     sleep 0.1
   done
   # shellcheck disable=SC2086
@@ -57,6 +73,24 @@ kill_netns_processes() {
   done
   echo "hack/kube: processes left in $ns: $(ip netns pids "$ns" | tr '\n' ' ')" >&2
   return 1
+}
+
+# stop_component DIR NS NAME GRACE: SIGTERM the component of DIR/run/NAME.pid, SIGKILL after
+# GRACE seconds (the API server: once it has stopped listening, see above); returns when it is gone.
+stop_component() {
+  local dir="$1" ns="$2" name="$3" grace="$4" pid i idle=0
+  pid="$(cat "$dir/run/$name.pid" 2>/dev/null || true)"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid"
+  for ((i = 0; i < grace * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    if [[ $name == kube-apiserver ]]; then
+      if api_listening "$ns"; then idle=0; elif ((++idle >= KUBE_API_IDLE_KILL)); then break; fi
+    fi
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
 
 # start_component DIR NS NAME: start `kube` with the arguments in DIR/run/NAME.args inside NS,

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Restart one component of a running local cluster (same command line, same state):
 #   hack/kube/restart.sh kube-apiserver|kube-controller-manager|kube-scheduler [DIR]
-# The old process gets SIGTERM (SIGKILL after 30 s); for the API server the script waits until
-# /readyz answers again. Every client's connections break; the API server's watch cache starts
-# afresh (with etcd compacted first, watches from older resourceVersions then get 410 Gone).
+# The old process gets SIGTERM (SIGKILL after 30 s; the API server as soon as it has stopped
+# listening, see lib.sh: about 1 s instead of its 60 s wait for open watches); for the API
+# server the script waits until /readyz answers again. Every client's connections break; the
+# API server's watch cache starts afresh (with etcd compacted first, watches from older
+# resourceVersions then get 410 Gone).
 set -euo pipefail
 # shellcheck source=hack/kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -12,13 +14,7 @@ NAME="${1:?usage: hack/kube/restart.sh kube-apiserver|kube-controller-manager|ku
 DIR="$(cluster_dir "${2:-}")"
 NS="$(cluster_netns "$DIR")"
 [[ -f "$DIR/run/$NAME.args" ]] || { echo "hack/kube/restart.sh: no $NAME in $DIR" >&2; exit 2; }
-pid="$(cat "$DIR/run/$NAME.pid" 2>/dev/null || true)"
-if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-  kill -TERM "$pid"
-  for ((i = 0; i < 300; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-fi
+stop_component "$DIR" "$NS" "$NAME" 30
 start_component "$DIR" "$NS" "$NAME"
 if [[ $NAME == kube-apiserver ]]; then
   wait_api_ready "$DIR" "$NS" "${TITANIUM_KUBE_READY_TIMEOUT:-300}"

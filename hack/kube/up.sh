@@ -28,7 +28,7 @@ if netns_exists "$NS" && [[ -f "$ADMIN" ]] && api_ready "$DIR" "$NS"; then
 fi
 # Whatever is left of an earlier cluster in DIR (crashed, or half stopped) goes first.
 "$KUBE_ROOT/hack/kube/down.sh" "$DIR" >/dev/null
-rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/run" "$DIR"/*.kubeconfig "$DIR/cluster.env"
+rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/run" "$DIR"/*.kubeconfig "$DIR/cluster.env" "$DIR/kubectl-cache"
 mkdir -p "$DIR/logs" "$DIR/run"
 "$KUBE" init --server "$KUBE_NODE_IP:$KUBE_API_PORT" "$DIR"
 

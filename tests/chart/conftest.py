@@ -22,6 +22,7 @@ NAMESPACE = "gateway-system"
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "secret-namespaces": {"controller": {"secretNamespaces": ["apps", "shop"]}},
+    "secrets-cluster-wide": {"controller": {"secretsClusterWide": True}},
     "cluster-ip": {"dataPlane": {"service": {"type": "ClusterIP"}}},
     "legacy-annotation": {"controller": {"watchLegacyAnnotation": True}},
     "kind": yaml.safe_load((CHART / "ci" / "kind-values.yaml").read_text()),

@@ -60,8 +60,10 @@ def test_controller_parses_the_charts_args_and_environment(helm, variant: str) -
     service = one(docs, "Service", opts.data_plane_service)
     target_ports = sorted(int(p["targetPort"]) for p in service["spec"]["ports"] if str(p["targetPort"]).isdigit())
     assert set(opts.data_plane_ports) <= set(target_ports) or not target_ports
-    secret_namespaces = VARIANTS[variant].get("controller", {}).get("secretNamespaces")
-    if secret_namespaces:
-        assert sorted(opts.secret_namespaces or ()) == sorted(secret_namespaces)
+    controller_values = VARIANTS[variant].get("controller", {})
+    if controller_values.get("secretsClusterWide"):
+        assert opts.secret_namespaces == ()  # the flag's default: every namespace
+    else:  # the release namespace and the listed ones, as the RBAC grants
+        assert opts.secret_namespaces == tuple(sorted({NAMESPACE, *controller_values.get("secretNamespaces", [])}))
     legacy = VARIANTS[variant].get("controller", {}).get("watchLegacyAnnotation", False)
     assert opts.watch_legacy_annotation is bool(legacy)

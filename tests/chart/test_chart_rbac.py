@@ -1,4 +1,4 @@
-"""RBAC, rule by rule, against docs/install.md "Security" (no verb or resource beyond it)."""
+"""RBAC, rule by rule, against docs/install.md "RBAC" (no verb or resource beyond it)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ CLUSTER_RULES = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): READ,
     ("", "namespaces"): READ,
     ("", "services"): READ,
-    ("", "secrets"): READ,
-    ("", "configmaps"): READ,
     ("discovery.k8s.io", "endpointslices"): READ,
     ("networking.k8s.io", "ingressclasses"): READ,
     ("networking.k8s.io", "ingresses"): READ,
@@ -31,15 +29,19 @@ CLUSTER_RULES = {
 
 PARTS = [f"titanium-gateway-data-plane-part-{n}" for n in range(1, 65)]
 # (apiGroup, resource, resourceNames or None) -> verbs, in the release namespace.
+# The objects the controller writes by name are read by name too: once per leadership term,
+# so that content already there is not written again.
 NAMESPACED_RULES = {
-    ("", "configmaps", ("titanium-gateway-data-plane", *PARTS)): {"update", "patch"},
-    ("", "secrets", ("titanium-gateway-data-plane-tls",)): {"update", "patch"},
-    ("apps", "deployments", ("titanium-gateway-data-plane",)): {"update", "patch"},
+    ("", "configmaps", ("titanium-gateway-data-plane", *PARTS)): {"get", "update", "patch"},
+    ("", "secrets", ("titanium-gateway-data-plane-tls",)): {"get", "update", "patch"},
+    ("apps", "deployments", ("titanium-gateway-data-plane",)): {"get", "update", "patch"},
     # leader election must read the Lease it updates; by name like the writes
     ("coordination.k8s.io", "leases", ("titanium-gateway",)): {"get", "update", "patch"},
     # pods: read in the release namespace, and patch for the config-poke (names unknown ahead)
     ("", "pods", None): {"get", "list", "watch", "patch"},
 }
+# Secret and ConfigMap reads: a Role of its own in each namespace whose Secrets the controller reads
+SECRET_READ_RULES = {("", "secrets", None): READ, ("", "configmaps", None): READ}
 
 
 def flatten(rules: list[dict], with_names: bool) -> dict:
@@ -66,9 +68,16 @@ def test_cluster_role_rules_exactly(helm):
     assert flatten(role["rules"], with_names=False) == CLUSTER_RULES
 
 
+def main_role(docs: list[dict]) -> dict:
+    """The release namespace's Role of the writes (not its Secret-read Role)."""
+    (role,) = [r for r in by_kind(docs, "Role")
+               if r["metadata"]["namespace"] == NAMESPACE and r["metadata"]["name"] == "titanium-gateway-controller"]
+    return role
+
+
 def test_namespaced_role_rules_exactly_and_by_name(helm):
     docs = helm.template()
-    (role,) = [r for r in by_kind(docs, "Role") if r["metadata"]["namespace"] == NAMESPACE]
+    role = main_role(docs)
     assert flatten(role["rules"], with_names=True) == NAMESPACED_RULES
     # the names granted are the objects the chart pre-creates and the controller is told to use
     kinds = {"configmaps": "ConfigMap", "secrets": "Secret", "deployments": "Deployment", "leases": "Lease"}
@@ -80,29 +89,56 @@ def test_namespaced_role_rules_exactly_and_by_name(helm):
 
 def test_config_parts_value_drives_the_granted_names(helm):
     docs = helm.template({"dataPlane": {"configParts": 2}})
-    (role,) = by_kind(docs, "Role")
+    role = main_role(docs)
     (cm_rule,) = [r for r in role["rules"] if r["resources"] == ["configmaps"]]
     assert cm_rule["resourceNames"] == ["titanium-gateway-data-plane", "titanium-gateway-data-plane-part-1",
                                         "titanium-gateway-data-plane-part-2"]
 
 
+def secret_readers(docs: list[dict]) -> dict[str, dict]:
+    """namespace -> the Role that lets the controller read the Secrets there (checked: its rules
+    are exactly the read, its binding names only the controller)."""
+    roles = {r["metadata"]["namespace"]: r for r in by_kind(docs, "Role")
+             if r["metadata"]["name"] == "titanium-gateway-controller-secrets"}
+    for ns, role in roles.items():
+        assert flatten(role["rules"], with_names=True) == SECRET_READ_RULES
+        (binding,) = [b for b in by_kind(docs, "RoleBinding")
+                      if b["metadata"]["namespace"] == ns and b["metadata"]["name"] == role["metadata"]["name"]]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": role["metadata"]["name"]}
+        assert binding["subjects"] == [SA]
+    return roles
+
+
+def test_default_reads_the_secrets_of_the_release_namespace_only(helm):
+    docs = helm.template()
+    cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
+    assert ("", "secrets") not in cluster, "no cluster-wide Secret read by default"
+    assert sorted(secret_readers(docs)) == [NAMESPACE]
+    assert flatten(main_role(docs)["rules"], with_names=True) == NAMESPACED_RULES
+
+
 def test_secret_namespaces_variant(helm):
     docs = helm.template(VARIANTS["secret-namespaces"])
     cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
-    expected = dict(CLUSTER_RULES)
-    del expected[("", "secrets")]
-    del expected[("", "configmaps")]
-    assert cluster == expected, "no cluster-wide Secret or ConfigMap read with controller.secretNamespaces"
-    roles = {r["metadata"]["namespace"]: r for r in by_kind(docs, "Role")}
-    assert sorted(roles) == sorted(["apps", "shop", NAMESPACE])
-    for ns in ("apps", "shop"):
-        assert flatten(roles[ns]["rules"], with_names=True) == {("", "secrets", None): READ,
-                                                                ("", "configmaps", None): READ}
-        (binding,) = [b for b in by_kind(docs, "RoleBinding") if b["metadata"]["namespace"] == ns]
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                                      "name": roles[ns]["metadata"]["name"]}
-        assert binding["subjects"] == [SA]
-    assert flatten(roles[NAMESPACE]["rules"], with_names=True) == NAMESPACED_RULES
+    assert cluster == CLUSTER_RULES, "no cluster-wide Secret or ConfigMap read with controller.secretNamespaces"
+    assert sorted(secret_readers(docs)) == sorted(["apps", "shop", NAMESPACE])
+    assert flatten(main_role(docs)["rules"], with_names=True) == NAMESPACED_RULES
+    # the release namespace listed again: still one Role there
+    docs = helm.template({"controller": {"secretNamespaces": [NAMESPACE, "apps"]}})
+    assert sorted(secret_readers(docs)) == sorted(["apps", NAMESPACE])
+
+
+def test_cluster_wide_secret_read_is_an_explicit_opt_in(helm):
+    docs = helm.template(VARIANTS["secrets-cluster-wide"])
+    cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
+    assert cluster == {**CLUSTER_RULES, ("", "secrets"): READ, ("", "configmaps"): READ}
+    assert secret_readers(docs) == {}
+    # both would leave one of them without effect: refused, with the reason
+    proc = helm.run(*helm.template_args({"controller": {"secretsClusterWide": True, "secretNamespaces": ["apps"]}}),
+                    check=False)
+    assert proc.returncode != 0
+    assert "leave controller.secretNamespaces empty" in proc.stderr
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -127,7 +163,7 @@ def test_bindings_grant_only_the_controller(helm, variant):
 def test_no_verb_or_resource_beyond_the_security_section(helm, variant):
     docs = helm.template(VARIANTS[variant])
     allowed = {(g, r): v for (g, r), v in CLUSTER_RULES.items()}
-    for (g, r, _), v in NAMESPACED_RULES.items():
+    for (g, r, _), v in [*NAMESPACED_RULES.items(), *SECRET_READ_RULES.items()]:
         allowed[(g, r)] = allowed.get((g, r), set()) | v
     for role in by_kind(docs, "Role") + by_kind(docs, "ClusterRole"):
         for rule in role["rules"]:

@@ -107,7 +107,9 @@ def test_default_install_objects(helm):
         ("PodDisruptionBudget", ns, "titanium-gateway-controller"),
         ("PodDisruptionBudget", ns, "titanium-gateway-data-plane"),
         ("Role", ns, "titanium-gateway-controller"),
+        ("Role", ns, "titanium-gateway-controller-secrets"),
         ("RoleBinding", ns, "titanium-gateway-controller"),
+        ("RoleBinding", ns, "titanium-gateway-controller-secrets"),
         ("Secret", ns, "titanium-gateway-admin-token"),
         ("Secret", ns, "titanium-gateway-data-plane-tls"),
         ("Service", ns, "titanium-gateway-data-plane"),
@@ -175,6 +177,7 @@ def test_controller_deployment(helm):
         "TITANIUM_GATEWAY_CONFIG_PARTS": "64",
         "TITANIUM_GATEWAY_PORT_MAP": "80=8080,443=8443",
         "TITANIUM_GATEWAY_DATA_PLANE_PORTS": "8080,8443",
+        "TITANIUM_GATEWAY_SECRET_NAMESPACES": "gateway-system",
         "TITANIUM_GATEWAY_INGRESS_CONTROLLER_NAME": "titanium.io/ingress-controller",
         "TITANIUM_GATEWAY_WATCH_LEGACY_ANNOTATION": "false",
         "TITANIUM_GATEWAY_ADMIN_PORT": "9901",
@@ -213,7 +216,11 @@ def test_every_controller_env_var_is_a_documented_flag(helm, variant):
 
 def test_controller_env_follows_values(helm):
     _, c = controller_container(helm.template(VARIANTS["secret-namespaces"]))
-    assert env_of(c)["TITANIUM_GATEWAY_SECRET_NAMESPACES"] == "apps,shop"
+    assert env_of(c)["TITANIUM_GATEWAY_SECRET_NAMESPACES"] == "gateway-system,apps,shop"
+    _, c = controller_container(helm.template())
+    assert env_of(c)["TITANIUM_GATEWAY_SECRET_NAMESPACES"] == "gateway-system"
+    _, c = controller_container(helm.template(VARIANTS["secrets-cluster-wide"]))
+    assert "TITANIUM_GATEWAY_SECRET_NAMESPACES" not in env_of(c)
     _, c = controller_container(helm.template(VARIANTS["legacy-annotation"]))
     assert env_of(c)["TITANIUM_GATEWAY_WATCH_LEGACY_ANNOTATION"] == "true"
     _, c = controller_container(helm.template({

@@ -72,11 +72,11 @@ def test_the_scanner_flags_an_ungranted_call(helm, tmp_path):
         "def write(api, ns):\n"
         "    api.patch(GATEWAYS, ns, 'web', {}, patch_type='merge', subresource='status')\n"
         "    api.patch(CONFIG_MAPS, ns, 'titanium-gateway-data-plane', {})\n"
-        "    api.get(k.DEPLOYMENTS, ns, 'titanium-gateway-data-plane')\n"
+        "    api.delete(k.SERVICES, ns, 's')\n"
         "    api.delete(k.PODS, ns, 'p')\n"
     )
     assert ungranted(granted(helm.template()), package) == [
-        "pkg/writer.py:6: get apps/deployments", "pkg/writer.py:7: delete core/pods"]
+        "pkg/writer.py:6: delete core/services", "pkg/writer.py:7: delete core/pods"]
 
 
 def test_every_controller_api_call_is_granted(helm):

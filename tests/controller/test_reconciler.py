@@ -553,6 +553,8 @@ def test_a_new_term_or_a_failed_pass_renders_again() -> None:
     ctrl.on_started_leading()
     ctrl.reconcile()
     assert len(render.snapshots) == 2
+    # another replica wrote meanwhile: the new term must write the root again, and that fails
+    api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS}, "data": {"twp.yaml": "older"}})
     api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
     ctrl.on_started_leading()
     try:

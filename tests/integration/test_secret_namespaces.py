@@ -17,8 +17,11 @@ def test_secret_namespaces_scope_the_watch(env: Env) -> None:
     inst = env.start_controller("--secret-namespaces=apps,tenants")
     env.wait_programmed()
     secret_reads = [r for r in env.server.requests(method="GET") if r.resource == "secrets"]
-    assert secret_reads and {r.namespace for r in secret_reads} <= {"apps", "tenants"}
-    assert all(r.query.get("fieldSelector") == "type=kubernetes.io/tls" for r in secret_reads)
+    # by name: only the Secret the controller writes, read once before its first write
+    assert {(r.namespace, r.name) for r in secret_reads if r.name} <= {(env.rel.namespace, env.rel.tls_secret)}
+    watches = [r for r in secret_reads if not r.name]
+    assert watches and {r.namespace for r in watches} <= {"apps", "tenants"}
+    assert all(r.query.get("fieldSelector") == "type=kubernetes.io/tls" for r in watches)
     cache = inst.ctrl.informers["Secret"].store
     assert cache.keys() == ["apps/shop-tls"]
     wait_for(lambda: "apps.shop-tls.pfx" in ((env.get("Secret", env.rel.namespace, env.rel.tls_secret) or {})

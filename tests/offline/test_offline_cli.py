@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -497,6 +498,10 @@ def test_config_parts_and_secret_namespaces_reach_the_render(tmp_path: Path) -> 
     listener = gw["status"]["listeners"][0]
     resolved = next(c for c in listener["conditions"] if c["type"] == "ResolvedRefs")
     assert resolved["status"] == "False" and resolved["reason"] == "InvalidCertificateRef"
+    # not "not found": the Secret may well be there, the controller may not read it
+    assert resolved["message"].startswith("Secret apps/shop-tls cannot be read: the controller reads Secrets in "
+                                          "more, other only (--secret-namespaces; chart values "
+                                          "controller.secretNamespaces, controller.secretsClusterWide)")
     assert yaml.safe_load((out / "certificates.yaml").read_text()) == []
     assert main(["-f", str(HTTPS), "--out", str(out), "--secret-namespaces", "apps"]) == 0
     assert len(yaml.safe_load((out / "certificates.yaml").read_text())) == 1
@@ -525,8 +530,10 @@ def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
 
     controller = parse_options([], _chart_controller_environ()).to_render_options()
     render = options_from_args(_parser().parse_args(["-f", "x"]))
-    assert render == controller
-    assert parse_options([], _chart_controller_environ()).secret_namespaces == ()
+    # except the Secrets: the chart reads those of its own namespace only (and the ones listed in
+    # controller.secretNamespaces); the offline render reads every Secret it is given unless told
+    assert controller.secret_namespaces == ("gateway-system",)
+    assert render == dataclasses.replace(controller, secret_namespaces=())
 
 
 @settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "40")), deadline=None, derandomize=True)

@@ -117,3 +117,16 @@ def test_a_secret_is_converted_once_per_render(monkeypatch: Any) -> None:
     assert c.convert(ns, "missing") is None
     again = ctx(secret).convert(ns, name)
     assert again is not None and again.pfx == first.pfx and len(calls) == 3  # a new render converts again
+
+
+def test_a_secret_outside_the_read_namespaces_is_unreadable_not_missing() -> None:
+    """--secret-namespaces (the chart's least-privilege default): a certificate Secret elsewhere is
+    never in the snapshot, and the message says why, naming the chart values that change it."""
+    c = RenderContext(Snapshot.from_objects([]), RenderOptions(secret_namespaces=("edge", "gw")))
+    other = c.bind_certificate("apps", "a", ["q"])
+    assert not other.ok and other.error == (
+        "Secret apps/a cannot be read: the controller reads Secrets in edge, gw only (--secret-namespaces; "
+        "chart values controller.secretNamespaces, controller.secretsClusterWide)")
+    assert c.bind_certificate("gw", "zzz", ["q"]).error == "Secret gw/zzz not found"  # read there: missing
+    assert c.missing_secret("apps", "a") == other.error
+    assert ctx().missing_secret("apps", "a") == "Secret apps/a not found"  # every namespace read

@@ -1177,3 +1177,10 @@ def test_implementation_specific_without_a_path_is_the_prefix_slash() -> None:
         assert r["match"] == {"host": "shop.example.com", "path": "/", "pathKind": "Prefix"}
         assert "clusterId" in r
         assert reasons(ctx) == []
+
+
+def test_tls_secret_in_a_namespace_the_controller_does_not_read() -> None:
+    ctx = base(ing("a", tls=[{"secretName": "t"}]), options=RenderOptions(secret_namespaces=("gateway-system",)))
+    (invalid,) = [m for _, r, m in events(ctx) if r == "InvalidTLS"]
+    assert invalid == ("tls 0: Secret apps/t cannot be read: the controller reads Secrets in gateway-system only "
+                       "(--secret-namespaces; chart values controller.secretNamespaces, controller.secretsClusterWide)")

@@ -14,10 +14,12 @@ so a ``StubDataPlane`` follows the real API's ConfigMaps unchanged::
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +96,11 @@ def kind_of(obj: dict[str, Any]) -> Kind:
     return KINDS[kind]
 
 
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 class KubeApi:
     """Requests to one API server with a bearer token, verifying its certificate."""
 
@@ -118,14 +125,24 @@ class KubeApi:
         cluster = next(c["cluster"] for c in cfg["clusters"] if c["name"] == ctx["cluster"])
         user = next(u["user"] for u in cfg["users"] if u["name"] == ctx["user"])
         ca = cluster.get("certificate-authority")
+        temp_ca = None
         if ca is None and cluster.get("certificate-authority-data"):
             fd, ca = tempfile.mkstemp(prefix="kube-ca-", suffix=".crt")
             with os.fdopen(fd, "wb") as out:
                 out.write(base64.b64decode(cluster["certificate-authority-data"]))
-        return cls(cluster["server"], user["token"], ca, **kw)
+            temp_ca = ca
+        api = cls(cluster["server"], user["token"], ca, **kw)
+        if temp_ca is not None:
+            # removed on close(), or when the client is collected or the interpreter exits
+            api._remove_ca = weakref.finalize(api, _unlink, temp_ca)
+        return api
+
+    _remove_ca: weakref.finalize | None = None
 
     def close(self) -> None:
         self.session.close()
+        if self._remove_ca is not None:
+            self._remove_ca()
 
     # ------------------------------------------------------------------ raw
 

@@ -259,11 +259,13 @@ class LocalCluster:
         return KubeApi.from_kubeconfig(self.admin_kubeconfig)
 
     def env(self) -> dict[str, str]:
-        """The environment of hack/kube/exec.sh: KUBECONFIG and the cluster's kubectl first on PATH."""
+        """The environment of hack/kube/exec.sh: KUBECONFIG, the cluster's kubectl first on PATH,
+        and a discovery cache of its own."""
         env = dict(os.environ)
         env["KUBECONFIG"] = str(self.admin_kubeconfig)
         env["TITANIUM_KUBE_DIR"] = str(self.dir)
         env["PATH"] = f"{KUBE_BIN}{os.pathsep}{env.get('PATH', '')}"
+        env["KUBECACHEDIR"] = str(self.dir / "kubectl-cache")  # every cluster serves at one address
         return env
 
     def run(self, *cmd: str, input: str | None = None, check: bool = True, timeout: float = 120,

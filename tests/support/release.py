@@ -85,7 +85,9 @@ class Release:
 
 
 def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
-    """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml)."""
+    """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml with
+    ``controller.secretsClusterWide: true``: the controllers of the tests read Secrets in every
+    namespace, the default of ``--secret-namespaces``)."""
     sa_ns, sa_name = rel.service_account.split(":")
     subject = [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_ns}]
     name = f"{rel.name}-controller"
@@ -107,10 +109,11 @@ def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
     ]
     role_rules = [
         {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [rel.config_map, *rel.part_names],
-         "verbs": ["update", "patch"]},
-        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [rel.tls_secret], "verbs": ["update", "patch"]},
+         "verbs": ["get", "update", "patch"]},
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [rel.tls_secret],
+         "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [rel.data_plane],
-         "verbs": ["update", "patch"]},
+         "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [rel.lease],
          "verbs": ["get", "update", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},

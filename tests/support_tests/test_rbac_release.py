@@ -36,8 +36,11 @@ def _check_chart_permissions(server: FakeApiServer, rel: Release) -> None:
     core.patch_namespaced_config_map(rel.part_names[-1], ns, {"data": {}})
     core.patch_namespaced_secret(rel.tls_secret, ns, {"data": {}})
     assert coord.read_namespaced_lease(rel.lease, ns).metadata.name == rel.lease
-    # never create them, never write others, never delete any (ConfigMaps are read: the CA
-    # certificates BackendTLSPolicies name)
+    # ... and reads of them by name (once per term: what is there already is not written again)
+    assert core.read_namespaced_config_map(rel.config_map, ns).metadata.name == rel.config_map
+    assert core.read_namespaced_secret(rel.tls_secret, ns).metadata.name == rel.tls_secret
+    # never create them, never write others, never delete any (ConfigMaps of the release namespace
+    # are read: the CA certificates BackendTLSPolicies name)
     assert _denied(core.create_namespaced_config_map, ns, {"metadata": {"name": f"{rel.config_map}-part-99"}})
     assert _denied(core.patch_namespaced_config_map, "other", ns, {"data": {}})
     assert _denied(core.delete_namespaced_config_map, rel.config_map, ns)
@@ -70,7 +73,7 @@ def test_seeded_release_with_builtin_chart_rbac(server: FakeApiServer) -> None:
     assert f"--config-map={rel.config_map}" in rel.controller_args()
     _check_chart_permissions(server, rel)
     server.allow_all()
-    client.CoreV1Api(server.api_client()).read_namespaced_config_map(rel.config_map, rel.namespace)
+    client.CoreV1Api(server.api_client()).list_namespaced_config_map(rel.namespace)
 
 
 def test_list_with_resource_names_needs_a_name_field_selector(server: FakeApiServer) -> None:
@@ -101,7 +104,10 @@ def test_rendered_chart_rbac_matches_the_builtin_mirror(tmp_path: Path, helm_pat
                           "--namespace", rel.namespace, "--show-only", "templates/rbac.yaml",
                           # the mirror's part count (the tests' releases pre-create fewer parts than
                           # the chart default, to keep them quick)
-                          "--set", f"dataPlane.configParts={rel.parts}"],
+                          "--set", f"dataPlane.configParts={rel.parts}",
+                          # the controller of these tests reads Secrets in every namespace (the
+                          # flag's default): the chart's opt-in for it
+                          "--set", "controller.secretsClusterWide=true"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]

@@ -95,6 +95,7 @@ class ControllerOptions:
             data_plane_ports=self.data_plane_ports,
             data_plane_service=(self.service_namespace, self.service_name),
             max_parts=self.config_parts,
+            secret_namespaces=self.secret_namespaces,
         )
 
 

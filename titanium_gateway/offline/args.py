@@ -144,5 +144,6 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         data_plane_service=(ns or args.data_plane_namespace, name),
         assume_programmed=args.assume_programmed,
         max_parts=args.config_parts,
+        secret_namespaces=tuple(args.secret_namespaces),
     )
 

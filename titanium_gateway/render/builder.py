@@ -179,6 +179,16 @@ class RenderContext:
         conv = self._conversions[key] = None if secret is None else convert_tls_secret(secret)
         return conv
 
+    def missing_secret(self, namespace: str, name: str) -> str:
+        """Why the Secret ``namespace/name`` is not in the snapshot: absent, or in a namespace
+        whose Secrets the controller does not read (``--secret-namespaces``, set by the chart)."""
+        readable = self.options.secret_namespaces
+        if readable and namespace not in readable:
+            return (f"Secret {namespace}/{name} cannot be read: the controller reads Secrets in "
+                    f"{', '.join(readable)} only (--secret-namespaces; chart values "
+                    "controller.secretNamespaces, controller.secretsClusterWide)")
+        return f"Secret {namespace}/{name} not found"
+
     # -- shared values ----------------------------------------------------------------------
     def host_part(self, host: str | None) -> str:
         """:func:`~titanium_gateway.render.precedence.host_part` once per render for each match
@@ -246,7 +256,7 @@ class RenderContext:
     ) -> CertificateConversion:
         conv = self.convert(namespace, name)
         if conv is None:
-            return CertificateConversion(None, f"Secret {namespace}/{name} not found")
+            return CertificateConversion(None, self.missing_secret(namespace, name))
         if not conv.ok:
             return CertificateConversion(None, f"Secret {namespace}/{name}: {conv.error}")
         if self.recording is not None:

@@ -50,6 +50,9 @@ class RenderOptions:
     assume_programmed: bool = False
     part_limit_bytes: int = PART_LIMIT_BYTES
     max_parts: int = DEFAULT_MAX_PARTS
+    #: The namespaces whose Secrets the controller reads (``--secret-namespaces``; empty: all).
+    #: A certificate Secret elsewhere is reported as unreadable, not as missing.
+    secret_namespaces: tuple[str, ...] = ()
 
     def data_plane_port(self, gateway_port: int) -> int:
         """A Gateway port missing from the port map maps to the same data-plane port."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from titanium_gateway.kube.api import ApiError
 from titanium_gateway.metrics import REGISTRY, Counter, Registry
+
+log = logging.getLogger(__name__)
 
 
 class NotLeader(Exception):
@@ -49,6 +53,14 @@ class LeaderGuard:
     def check(self, what: str) -> None:
         if not self._is_leader():
             raise NotLeader(f"not the leader: skipped {what}")
+
+
+def unreadable(e: ApiError, what: str) -> None:
+    """A writer reads its object once by name before its first write of a term (after a start
+    or a failover), so that content already there is not written again. When that read fails
+    for another reason than a missing object (which the writer reports as its own error), the
+    write goes ahead as it would without the read."""
+    log.debug("cannot read before writing: writing", extra={"object_name": what, "error": str(e)})
 
 
 def config_writes(registry: Registry | None = None) -> Counter:

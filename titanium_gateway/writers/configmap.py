@@ -8,6 +8,9 @@ pre-created by the chart, so the writer only patches (a missing object is a clea
 
 What was written is remembered as one SHA-256 per ConfigMap (not its text: 26 MB at 10k
 routes), computed over the rendered bytes; only what is actually written is decoded to ``str``.
+A ConfigMap not yet written in this term (after a start or a failover) is read once by name
+first: one that already holds the bytes is not written again, so a restart with nothing changed
+writes nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from titanium_gateway.kube.api import CONFIG_MAPS, ApiError, KubeApi
 from titanium_gateway.metrics import Registry
 from titanium_gateway.render.result import RenderResult
-from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes
+from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes, unreadable
 
 log = logging.getLogger(__name__)
 ROOT_KEY = "twp.yaml"
@@ -78,8 +81,30 @@ class ConfigMapWriter:
         with self._lock:
             return self._complete == config_hash
 
+    def _missing(self, name: str) -> WriteError:
+        return WriteError(
+            f"ConfigMap {self.namespace}/{name} does not exist: the chart pre-creates it and the "
+            "controller never creates it (check --config-map / --config-parts and the release)")
+
+    def _learn(self, name: str) -> None:
+        """What the ConfigMap holds now, when this term has not written it yet (one GET)."""
+        try:
+            cur = self.api.get(CONFIG_MAPS, self.namespace, name)
+        except ApiError as e:
+            if e.is_not_found:
+                raise self._missing(name) from e
+            unreadable(e, f"ConfigMap {self.namespace}/{name}")
+            return
+        if cur.get("binaryData"):
+            return
+        held = cur.get("data") or {}
+        if isinstance(held, Mapping) and all(isinstance(v, str) for v in held.values()):
+            self._known[name] = data_digest({str(k): v.encode("utf-8") for k, v in held.items()})
+
     def _put(self, name: str, data: dict[str, bytes], what: str) -> bool:
         digest = data_digest(data)
+        if name not in self._known:
+            self._learn(name)
         if self._known.get(name) == digest:
             return False
         self.guard.check(f"write ConfigMap {self.namespace}/{name}")
@@ -90,9 +115,7 @@ class ConfigMapWriter:
         except ApiError as e:
             self._known.pop(name, None)
             if e.is_not_found:
-                raise WriteError(
-                    f"ConfigMap {self.namespace}/{name} does not exist: the chart pre-creates it and the "
-                    "controller never creates it (check --config-map / --config-parts and the release)") from e
+                raise self._missing(name) from e
             raise
         self._known[name] = digest
         self._writes.labels(object=what).inc()

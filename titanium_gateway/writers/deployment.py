@@ -6,7 +6,8 @@ only once it was created with the current set.
 The chart's template carries no annotation, which stands for the empty set (``""``): an empty
 set is not stamped while no data-plane pod carries a non-empty stamp, so a fresh install with no
 Gateway does not roll the data plane for nothing; the first non-empty set and every change after
-it are stamped."""
+it are stamped. Before its first stamp in a term (after a start or a failover) the stamper reads
+the Deployment once by name: a template that already carries the set is not patched again."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from titanium_gateway.kube.api import DEPLOYMENTS, ApiError, KubeApi
 from titanium_gateway.render.result import ListenerKey
-from titanium_gateway.writers.base import LeaderGuard, WriteError
+from titanium_gateway.writers.base import LeaderGuard, WriteError, unreadable
 
 log = logging.getLogger(__name__)
 LISTENERS_ANNOTATION = "gateway.titaniumproxy.com/listeners"
@@ -36,10 +37,33 @@ class DeploymentStamper:
         self.guard = guard
         self._lock = threading.Lock()
         self._stamped: str | None = None
+        #: the template was read in this term (``_stamped`` then holds its annotation, if any)
+        self._read = False
 
     def reset(self) -> None:
         with self._lock:
             self._stamped = None
+            self._read = False
+
+    def _missing(self) -> WriteError:
+        return WriteError(f"Deployment {self.namespace}/{self.name} does not exist (--data-plane-deployment)")
+
+    def _learn(self) -> None:
+        """The stamp the template carries now (one GET per term)."""
+        assert self.name
+        self._read = True  # (unreadable: stamped as without the read, and not read again this term)
+        try:
+            cur = self.api.get(DEPLOYMENTS, self.namespace, self.name)
+        except ApiError as e:
+            if e.is_not_found:
+                self._read = False
+                raise self._missing() from e
+            unreadable(e, f"Deployment {self.namespace}/{self.name}")
+            return
+        template = ((cur.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        value = (template.get("annotations") or {}).get(LISTENERS_ANNOTATION)
+        if isinstance(value, str):
+            self._stamped = value
 
     def stamp(self, listeners: Iterable[ListenerKey], pods: Iterable[Mapping[str, Any]] = ()) -> bool:
         """Returns True when the Deployment was patched. No-op without --data-plane-deployment.
@@ -49,6 +73,8 @@ class DeploymentStamper:
             return False
         value = canonical_listeners(listeners)
         with self._lock:
+            if not self._read:
+                self._learn()
             if value == self._stamped:
                 return False
             if not value and self._stamped is None and not any(
@@ -60,8 +86,7 @@ class DeploymentStamper:
                 self.api.patch(DEPLOYMENTS, self.namespace, self.name, body, patch_type="merge")
             except ApiError as e:
                 if e.is_not_found:
-                    raise WriteError(f"Deployment {self.namespace}/{self.name} does not exist "
-                                     "(--data-plane-deployment)") from e
+                    raise self._missing() from e
                 raise
             self._stamped = value
             log.info("stamped data-plane Deployment listeners",

@@ -233,7 +233,7 @@ class EventWriter:
         else:
             self.policy.record(d, name, ns)
             log.info("posted event", extra={"kind": rec.kind, "namespace": rec.namespace,
-                                             "object_name": rec.name, "reason": rec.reason})
+                                             "object_name": rec.name, "reason": rec.reason, "event_message": rec.message})
             return 1
         latest, ev = n, self._read(ns, name)
         for m in range(n + 1, n + MAX_OCCURRENCE_READS):
@@ -255,7 +255,7 @@ class EventWriter:
             return self._adopt(d, name, ns, ev) if ev is not None else 0
         self.policy.record(d, name, ns)
         log.info("posted event", extra={"kind": rec.kind, "namespace": rec.namespace, "object_name": rec.name,
-                                         "reason": rec.reason, "event": name})
+                                         "reason": rec.reason, "event_message": rec.message, "event": name})
         return 1
 
     def _adopt(self, d: Decision, name: str, ns: str, ev: dict[str, Any]) -> int:

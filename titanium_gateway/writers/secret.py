@@ -4,7 +4,9 @@ Written (a JSON patch replacing ``/data``) only when the bytes change; the chart
 the Secret, so a missing one is a clear error. Like dropped config parts, a file the new config
 no longer names is kept until that config is confirmed by every pod (``confirm``): pods still
 running the previous config may reference it until they reload. The private keys inside the PFX files live only
-in memory and in this Secret: nothing here logs file contents.
+in memory and in this Secret: nothing here logs file contents. Before its first write in a term
+(after a start or a failover) the writer reads the Secret once by name: what it already holds
+is not written again, and its files count as the ones written before.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from titanium_gateway.kube.api import SECRETS, ApiError, KubeApi
 from titanium_gateway.metrics import Registry
 from titanium_gateway.render.result import RenderResult
-from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes
+from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes, unreadable
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +56,31 @@ class SecretWriter:
                 del self._retired[f]
             return self._patch({k: v for k, v in self._known.items() if k not in gone})
 
+    def _missing(self) -> WriteError:
+        return WriteError(f"Secret {self.namespace}/{self.name} does not exist: the chart pre-creates it and "
+                          "the controller never creates it (check --tls-secret and the release)")
+
+    def _learn(self) -> None:
+        """What the Secret holds now, when this term has not written it yet (one GET)."""
+        try:
+            cur = self.api.get(SECRETS, self.namespace, self.name)
+        except ApiError as e:
+            if e.is_not_found:
+                raise self._missing() from e
+            unreadable(e, f"Secret {self.namespace}/{self.name}")
+            return
+        held = cur.get("data") or {}
+        if isinstance(held, dict) and all(isinstance(v, str) for v in held.values()):
+            self._known = dict(held)
+
     def write(self, result: RenderResult) -> bool:
         """Returns True when the Secret was written."""
         if result.delivery_error:
             return False
         data = encode_files(result.tls_files)
         with self._lock:
+            if self._known is None:
+                self._learn()
             for f in list(self._retired):
                 if f in data:
                     del self._retired[f]  # named again
@@ -82,9 +103,7 @@ class SecretWriter:
         except ApiError as e:
             self._known = None
             if e.is_not_found:
-                raise WriteError(
-                    f"Secret {self.namespace}/{self.name} does not exist: the chart pre-creates it and "
-                    "the controller never creates it (check --tls-secret and the release)") from e
+                raise self._missing() from e
             raise
         self._known = data
         self._writes.labels(object="tls-secret").inc()

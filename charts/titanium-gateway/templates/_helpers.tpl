@@ -34,6 +34,20 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The namespaces whose Secrets the controller reads, comma-separated (--secret-namespaces):
+the release namespace and controller.secretNamespaces; "" with controller.secretsClusterWide
+(every namespace). */}}
+{{- define "tg.secretNamespaces" -}}
+{{- $listed := .Values.controller.secretNamespaces | default list -}}
+{{- if .Values.controller.secretsClusterWide -}}
+{{- if $listed -}}
+{{- fail "controller.secretsClusterWide reads Secrets in every namespace: leave controller.secretNamespaces empty, or set secretsClusterWide to false" -}}
+{{- end -}}
+{{- else -}}
+{{- prepend $listed .Release.Namespace | uniq | join "," -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "tg.portMap" -}}
 {{- $pairs := list -}}
 {{- range .Values.dataPlane.ports -}}{{- $pairs = append $pairs (printf "%d=%d" (int .port) (int .containerPort)) -}}{{- end -}}

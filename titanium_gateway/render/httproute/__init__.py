@@ -33,6 +33,7 @@ from titanium_gateway.render.httproute.attach import (
 from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
+from titanium_gateway.render.httproute.parents import missing_parent_events
 from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
 from titanium_gateway.render.httproute.status import (
     API_VERSION,
@@ -278,4 +279,5 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
     if memo is not None:
         memo.clear()
         memo.update(kept)
+    missing_parent_events(ctx)  # (not memoized: it depends on every Gateway, ours or not)
 

@@ -56,5 +56,5 @@ def check_tls_secret(ctx: RenderContext, namespace: str, name: str) -> str:
     same messages as ``ctx.bind_certificate``, but binding nothing."""
     conversion = ctx.convert(namespace, name)
     if conversion is None:
-        return f"Secret {namespace}/{name} not found"
+        return ctx.missing_secret(namespace, name)
     return "" if conversion.ok else f"Secret {namespace}/{name}: {conversion.error}"

@@ -29,7 +29,7 @@ def test_loader_defaults_and_lists(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text(
         "apiVersion: v1\nkind: List\nitems:\n"
         "- {apiVersion: v1, kind: Service, metadata: {name: s}}\n"
-        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: ignored}}\n"
+        "- {apiVersion: apps/v1, kind: Deployment, metadata: {name: ignored}}\n"
         "---\n"
         "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: HTTPRoute\n"
         "metadata: {name: r, namespace: team, creationTimestamp: 2020-01-01T00:00:00Z}\n"
@@ -48,7 +48,7 @@ def test_loader_defaults_and_lists(tmp_path: Path) -> None:
     assert route["metadata"]["creationTimestamp"] == "2020-01-01T00:00:00Z"  # kept as a string
     assert gc["metadata"]["creationTimestamp"] < svc["metadata"]["creationTimestamp"]  # file order
     assert len({o["metadata"]["uid"] for o in objs}) == 3
-    assert len(report.ignored) == 1 and "ConfigMap" in report.ignored[0]
+    assert len(report.ignored) == 1 and "Deployment" in report.ignored[0]
     snap = build_snapshot(objs)
     assert set(snap.namespaces) == {"default", "team", "infra"}
     assert snap.namespaces["infra"]["metadata"]["labels"] == {"kubernetes.io/metadata.name": "infra"}

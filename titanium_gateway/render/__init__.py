@@ -16,6 +16,7 @@ import gc
 import operator
 from collections.abc import Sequence
 
+from titanium_gateway.render import backendtls as _backendtls
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
@@ -74,7 +75,8 @@ def _route_deps(ctx: RenderContext, gateways: dict) -> tuple | None:
     the Gateways not ours too (why, for ``not_ours``)."""
     snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
-             _memo.versions(snapshot.services))
+             _memo.versions(snapshot.services), _memo.versions(snapshot.backend_tls_policies),
+             _memo.versions(snapshot.config_maps) if snapshot.backend_tls_policies else ())
     if any(p is None for p in parts):
         return None
     return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
@@ -137,6 +139,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
                         tuple(ctx.sorted_clusters()))
     # rules no request can reach (the routes are in their final order): events and status notes
     unreachable = _report_unreachable(ctx, _find_unreachable(document.routes, cache))
+    _backendtls.finish(ctx, ctx.backend_tls, document, {})  # (the policies' CA files and statuses)
     out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                      cache=cache.text if cache is not None else None)
     if cache is not None:

@@ -13,6 +13,8 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   ``backends.resolve_backend(ctx.backends, ns, svc, port, settings)`` then
   ``ctx.add_cluster(resolution.cluster)``.
 * ``ctx.grants`` — :class:`~titanium_gateway.render.referencegrant.ReferenceGrantIndex`.
+* ``ctx.backend_tls`` — :class:`~titanium_gateway.render.backendtls.BackendTlsPolicies`: the
+  cluster settings a Service port's BackendTLSPolicy asks for (``settings(ns, svc, port name, s)``).
 * ``ctx.namespace_labels(ns)`` — labels of a Namespace (absent Namespace: only
   ``kubernetes.io/metadata.name``).
 * ``ctx.gateway_ports`` — ``{data-plane port: "HTTP" | "HTTPS"}`` used by programmed Gateway
@@ -59,6 +61,7 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
+from titanium_gateway.render.backendtls import BackendTlsPolicies
 from titanium_gateway.render.certificates import (
     CertificateConversion,
     TLSFiles,
@@ -122,6 +125,7 @@ class RenderContext:
         self.now = snapshot.now
         self.backends = BackendIndex(snapshot)
         self.grants = ReferenceGrantIndex(snapshot)
+        self.backend_tls = BackendTlsPolicies(snapshot, options.secret_namespaces)
         self._ns_labels: dict[str, dict[str, str]] = {}
         for key, ns in snapshot.namespaces.items():
             meta = f.metadata(ns)

@@ -95,7 +95,7 @@ RECONCILE_MIN_IDLE = 0.1
 FREEZE_AFTER_CHANGES = 2000
 #: The kinds whose ownership the controller remembers from one render to the next: the render
 #: cannot tell from such an object that it was ours (an HTTPRoute's parent entries name us).
-REMEMBERED_KINDS = frozenset({"GatewayClass", "Gateway", "Ingress"})
+REMEMBERED_KINDS = frozenset({"GatewayClass", "Gateway", "ListenerSet", "Ingress"})
 
 
 def _meta_rv(obj: Mapping[str, Any] | None) -> str:

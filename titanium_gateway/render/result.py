@@ -81,8 +81,8 @@ def _waiting(ctype: str) -> dict[str, str]:
 
 
 #: What a released object's status becomes once merged (see :class:`Released`): a route (of any
-#: kind) keeps only the parent entries of other controllers, a BackendTLSPolicy their ancestors; a GatewayClass or Gateway the Gateway
-#: API CRDs' default status, which claims nothing (other fields of ours, listeners and
+#: kind) keeps only the parent entries of other controllers, a BackendTLSPolicy their ancestors;
+#: a GatewayClass, Gateway or ListenerSet the Gateway API CRDs' default status, which claims nothing (other fields of ours, listeners and
 #: addresses, go too); an Ingress loses the load-balancer address we published.
 #: (Plain data, as the writer sends it: never modified.)
 RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
@@ -94,6 +94,7 @@ RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "BackendTLSPolicy": {"ancestors": []},
     "GatewayClass": {"conditions": [_waiting("Accepted")]},
     "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
+    "ListenerSet": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
     "Ingress": {"loadBalancer": None},
 })
 

@@ -39,8 +39,9 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
     for li in listeners[:_NAMED_LISTENERS]:
         resolved, _, message = li.resolved
         why = "" if resolved else message
-        parts.append(f'listener "{li.name}" of Gateway'
-                     f" {li.gateway_ns}/{li.gateway_name} is not programmed"
+        owner = f"ListenerSet {li.listener_set[0]}/{li.listener_set[1]}" if li.listener_set is not None else (
+            f"Gateway {li.gateway_ns}/{li.gateway_name}")
+        parts.append(f'listener "{li.name}" of {owner} is not programmed'
                      + (f" ({why})" if why else ""))
     if len(listeners) > _NAMED_LISTENERS:
         parts.append(f"{len(listeners) - _NAMED_LISTENERS} more listeners are not programmed")

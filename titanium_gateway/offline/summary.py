@@ -115,6 +115,8 @@ def reach_lines(result: RenderResult) -> list[str]:
 #: problem are still listed).
 SUMMARY_EVERY_OBJECT_UP_TO = 200
 _CONDENSED_KINDS = frozenset({"HTTPRoute", "Ingress"})
+#: the kinds whose status is a list of parent entries
+_ROUTE_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
 
 
 def _good(conditions: Any) -> bool:
@@ -155,17 +157,21 @@ def summary(
                 and _healthy(st.kind, status):
             quiet[st.kind] = quiet.get(st.kind, 0) + 1
             continue
-        if st.kind == "HTTPRoute":
-            parents = _seq(status.get("parents"))
-            lines.append(f"{st.kind} {name}: {len(parents)} parent(s)")
-            for p in parents:
-                ref = _map(p.get("parentRef"))
+        if st.kind in _ROUTE_KINDS or st.kind == "BackendTLSPolicy":
+            entries = _seq(status.get("parents" if st.kind in _ROUTE_KINDS else "ancestors"))
+            lines.append(f"{st.kind} {name}: {len(entries)} " + ("parent(s)" if st.kind in _ROUTE_KINDS
+                                                                else "ancestor(s): the Gateways it is used through"))
+            for p in entries:
+                ref = _map(p.get("parentRef") or p.get("ancestorRef"))
                 target = f"{ref.get('namespace', st.namespace)}/{ref.get('name')}"
                 if ref.get("sectionName"):
                     target += f"/{ref['sectionName']}"
                 if ref.get("port"):
                     target += f":{ref['port']}"
-                lines.append(f"  parent {target}: {_conditions_text(p.get('conditions'))}")
+                if ref.get("kind") not in (None, "Gateway"):
+                    target = f"{ref['kind']} {target}"
+                lines.append(f"  {'parent' if st.kind in _ROUTE_KINDS else 'ancestor'} {target}: "
+                             f"{_conditions_text(p.get('conditions'))}")
                 lines.extend(f"    {m}" for m in _messages(p.get("conditions")))
         elif st.kind == "Ingress":
             ingress = _seq(_map(status.get("loadBalancer")).get("ingress"))
@@ -199,7 +205,7 @@ def summary(
     if result.delivery_error:
         lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
     if not result.statuses:
-        lines.insert(0, "no GatewayClass, Gateway, HTTPRoute or Ingress of this controller in the input")
+        lines.insert(0, "no GatewayClass, Gateway, route or Ingress of this controller in the input")
     lines.extend(input_notices(report if report is not None else LoadReport(), prepared, options, result))
     return "\n".join(lines) + "\n"
 

@@ -23,6 +23,7 @@ from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
+from titanium_gateway.render import otherroutes as _otherroutes
 from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
@@ -136,6 +137,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         _httproute.translate(ctx, gateways)
     else:
         _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways))
+    _otherroutes.translate(ctx, gateways)  # (GRPCRoute, TLSRoute, TCPRoute, UDPRoute: not accepted, and why)
     _translate_ingresses(ctx, cache)
     ctx.end_translation()
 

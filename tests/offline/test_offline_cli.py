@@ -737,7 +737,7 @@ def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_s
     assert "spec.rules[0].name" not in err  # standard since v1.4: known to the schemas, and it changes no traffic
     assert "unknown field" not in err
     assert "parent apps/web: Accepted=False (UnsupportedValue)" in err
-    assert "Accepted: spec.rules[0].retry is not supported" in err
+    assert "Accepted: rule 'main': spec.rules[0].retry is not supported" in err  # (the rule's name said)
     twp = yaml.safe_load((out / "twp.yaml").read_text())
     (retried,) = [r for r in twp["routes"] if r["id"].startswith("httproute/apps/retried/")]
     assert retried["directResponse"]["status"] == 500

@@ -12,8 +12,11 @@ from titanium_gateway.offline.load import LoadReport
 from titanium_gateway.offline.outputs import sorted_statuses
 from titanium_gateway.offline.ownership import not_taking_part
 from titanium_gateway.offline.snapshot import Prepared
+from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Source
 
 __all__ = ["config_counts", "counts_from_bytes", "input_notices", "reach_lines", "summary"]
 
@@ -91,13 +94,19 @@ def _seq(value: Any) -> list[Any]:
 
 
 #: The IngressClass annotation that makes it the default class, and the legacy class annotation
-def reach_lines(result: RenderResult) -> list[str]:
+def reach_lines(result: RenderResult, snapshot: Snapshot | None = None) -> list[str]:
     """The summary's sections of the rules no request reaches (``ShadowedRule``) and of the
-    accepted objects the config does not serve (``NotServed``)."""
+    accepted objects the config does not serve (``NotServed``); with the input ``snapshot``, the
+    rules' names beside their index."""
     lines: list[str] = []
     if result.unreachable:
+        routes = snapshot.httproutes if snapshot is not None else {}
+
+        def names(source: Source, index: int) -> str:
+            return rule_name(routes.get(f"{source.namespace}/{source.name}"), index) if source.kind == "HTTPRoute" else ""
+
         lines.append(f"Unreachable rules ({len(result.unreachable)}):")
-        lines.extend(f"  {u.source.kind} {u.source.namespace}/{u.source.name} {u.message(limit=8)}"
+        lines.extend(f"  {u.source.kind} {u.source.namespace}/{u.source.name} {u.message(limit=8, names=names)}"
                      for u in result.unreachable)
     unserved = [e for e in result.events if e.reason == "NotServed"]
     if unserved:
@@ -195,7 +204,7 @@ def summary(
         lines.append(f"{kind}: {n} not listed: {what} (status.yaml with --out has them all)")
     for e in result.events:
         lines.append(f"Event {e.type} {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")
-    lines.extend(reach_lines(result))
+    lines.extend(reach_lines(result, prepared.snapshot if prepared is not None else None))
     counts = config_counts(result)
     lines.append(
         f"twp.yaml: {counts['listeners']} listener(s), {counts['routes']} route(s), "

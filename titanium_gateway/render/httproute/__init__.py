@@ -34,7 +34,7 @@ from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.parents import missing_parent_events
-from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
+from titanium_gateway.render.httproute.rules import RuleOut, named, translate_rule
 from titanium_gateway.render.httproute.status import (
     API_VERSION,
     Problems,
@@ -192,7 +192,7 @@ class Translator:
                 rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
             out = translate_rule(self, rule, ns, one_port, ri)
             problems.refs += out.refs
-            rule_unsupported = out.unsupported
+            rule_unsupported = named(rule, out.unsupported) if out.unsupported and "name" in rule else out.unsupported
             if rule_unsupported:
                 problems.firsts.append(rule_unsupported[0])
             elif out.first_ref and type(out.behavior.action) is DirectResponse:

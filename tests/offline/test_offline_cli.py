@@ -766,3 +766,24 @@ def test_foreign_annotation_events_show_in_the_summary_and_events_yaml(
     events = yaml.safe_load((out / "events.yaml").read_text())
     assert [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in events] == [
         ("shop", "ForeignAnnotation", message)]
+
+
+def test_the_gateway_api_v1_6_kinds_are_read_as_the_controller_reads_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ListenerSet, BackendTLSPolicy, the other route kinds and the ConfigMaps of CA certificates
+    are read (v1); ConfigMaps outside --secret-namespaces are not, as the controller's watch does
+    not see them, and the policy's status says so."""
+    require_render()
+    case = ROOT / "tests" / "render" / "testdata" / "backendtlspolicy-honoured" / "in.yaml"
+    out = tmp_path / "out"
+    assert main(["-f", str(case), "--secret-namespaces", "gateway-system", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "ConfigMaps not read (outside --secret-namespaces): apps/shop-ca, apps/pay-ca" in err
+    assert "ignored" not in err
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all((out / "status.yaml").read_text())}
+    conditions = docs[("BackendTLSPolicy", "shop-https")]["status"]["ancestors"][0]["conditions"]
+    assert any("cannot be read: the controller reads ConfigMaps in gateway-system only" in c["message"]
+               for c in conditions)
+    assert main(["-f", str(ROOT / "tests" / "render" / "testdata" / "other-route-kinds" / "in.yaml"),
+                 "--out", str(tmp_path / "other")]) == 0
+    assert "GRPCRoute apps/greeter: 3 parent(s)" in capsys.readouterr().err

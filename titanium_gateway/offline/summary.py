@@ -232,6 +232,8 @@ def input_notices(report: LoadReport, prepared: Prepared | None, options: Render
             lines.extend(f"  {line}" for line in absent)
         if prepared.unread_secrets:
             lines.append(f"Secrets not read (outside --secret-namespaces): {', '.join(prepared.unread_secrets)}")
+        if prepared.unread_config_maps:
+            lines.append(f"ConfigMaps not read (outside --secret-namespaces): {', '.join(prepared.unread_config_maps)}")
         if prepared.assumed:
             lines.append(f"Namespaces assumed (not in the input): {', '.join(prepared.assumed)}")
     if report.warnings:

@@ -197,6 +197,25 @@ def _twp(result: RenderResult) -> dict[str, Any]:
     return doc
 
 
+def _listener_checks(st: Mapping[str, Any], want: Mapping[str, Any], what: str) -> list[str]:
+    """A Gateway's or ListenerSet's ``listeners`` and ``listener_count`` expectations."""
+    errors: list[str] = []
+    listeners = {ls.get("name"): ls for ls in st.get("listeners") or []}
+    for lname, lwant in (want.get("listeners") or {}).items():
+        got = listeners.get(lname)
+        where = f"{what} listener {lname}"
+        if got is None:
+            errors.append(f"{where}: missing")
+            continue
+        errors.extend(_conditions(got.get("conditions"), lwant.get("conditions") or {}, where))
+        for fld in ("attachedRoutes", "supportedKinds"):
+            if fld in lwant:
+                errors.extend(subset_match(lwant[fld], got.get(fld), f"{where} {fld}"))
+    if "listener_count" in want and len(listeners) != want["listener_count"]:
+        errors.append(f"{what}: {len(listeners)} listener statuses, expected {want['listener_count']}")
+    return errors
+
+
 #: (expect.yaml key, kind) of the route kinds whose parent statuses a case may expect
 _ROUTE_KINDS = (("httproutes", "HTTPRoute"), ("grpcroutes", "GRPCRoute"), ("tlsroutes", "TLSRoute"),
                 ("tcproutes", "TCPRoute"), ("udproutes", "UDPRoute"))
@@ -225,19 +244,7 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
         errors.extend(_conditions(st.get("conditions"), want.get("conditions") or {}, f"Gateway {key}"))
         if "addresses" in want:
             errors.extend(subset_match(want["addresses"], st.get("addresses", []), f"Gateway {key} addresses"))
-        listeners = {ls.get("name"): ls for ls in st.get("listeners") or []}
-        for lname, lwant in (want.get("listeners") or {}).items():
-            got = listeners.get(lname)
-            where = f"Gateway {key} listener {lname}"
-            if got is None:
-                errors.append(f"{where}: missing")
-                continue
-            errors.extend(_conditions(got.get("conditions"), lwant.get("conditions") or {}, where))
-            for fld in ("attachedRoutes", "supportedKinds"):
-                if fld in lwant:
-                    errors.extend(subset_match(lwant[fld], got.get(fld), f"{where} {fld}"))
-        if "listener_count" in want and len(listeners) != want["listener_count"]:
-            errors.append(f"Gateway {key}: {len(listeners)} listener statuses, expected {want['listener_count']}")
+        errors.extend(_listener_checks(st, want, f"Gateway {key}"))
         if "attachedListenerSets" in want:
             errors.extend(subset_match({"attachedListenerSets": want["attachedListenerSets"]}, st,
                                        f"Gateway {key}"))
@@ -246,19 +253,7 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
         if st is None:
             continue
         errors.extend(_conditions(st.get("conditions"), want.get("conditions") or {}, f"ListenerSet {key}"))
-        listeners = {ls.get("name"): ls for ls in st.get("listeners") or []}
-        for lname, lwant in (want.get("listeners") or {}).items():
-            got = listeners.get(lname)
-            where = f"ListenerSet {key} listener {lname}"
-            if got is None:
-                errors.append(f"{where}: missing")
-                continue
-            errors.extend(_conditions(got.get("conditions"), lwant.get("conditions") or {}, where))
-            for fld in ("attachedRoutes", "supportedKinds"):
-                if fld in lwant:
-                    errors.extend(subset_match(lwant[fld], got.get(fld), f"{where} {fld}"))
-        if "listener_count" in want and len(listeners) != want["listener_count"]:
-            errors.append(f"ListenerSet {key}: {len(listeners)} listener statuses, expected {want['listener_count']}")
+        errors.extend(_listener_checks(st, want, f"ListenerSet {key}"))
     for field, kind in _ROUTE_KINDS:
         for key, want in (expect.get(field) or {}).items():
             st = status_of(kind, key)
@@ -384,6 +379,11 @@ def test_expectations_detect_mismatches() -> None:
         {"listeners": [{"port": 8443}]},
         {"certificates": [{"file": "x.pfx"}]},
         {"events": [{"reason": "Nope"}]},
+        {"listenersets": {"apps/nope": {}}},
+        {"grpcroutes": {"apps/nope": {}}},
+        {"policies": {"apps/nope": {}}},
+        {"tls_files": ["nope.ca.crt"]},
+        {"gateways": {"apps/web": {"attachedListenerSets": 1}}},
     ]
     for expect in wrong:
         assert check_expectations(result, expect), f"not detected: {expect}"

@@ -546,20 +546,27 @@ def _conflict(li: ListenerInfo, ports: _Ports) -> str:
     return conflict
 
 
-def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
-    """The status of one Gateway (every condition in one place, once Programmed is known)."""
-    listeners = []
-    for li in info.listeners:
-        if li.listener_set is not None:  # (in its ListenerSet's status)
-            continue
-        lc = li.conditions
-        assert lc is not None
+def listener_status(li: ListenerInfo, delivery: Delivery) -> dict[str, Any]:
+    """A listener's status entry. A ListenerSet's listener that is conflicted is also not
+    accepted nor programmed, with the conflict's reason (the Gateway API's ListenerEntryStatus)."""
+    lc = li.conditions
+    assert lc is not None
+    if li.conflicted[0] and li.listener_set is not None:
+        lc.set("Accepted", False, li.conflicted[1], li.conflicted[2])
+        lc.set("Programmed", False, li.conflicted[1], li.conflicted[2])
+    else:
         lc.set("Accepted", *li.accepted)
         lc.set("Programmed", *programmed.condition("listener", li.usable, delivery))
-        lc.set("ResolvedRefs", *li.resolved)
-        lc.set("Conflicted", *li.conflicted)
-        listeners.append({"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
-                          "conditions": lc.as_list()})
+    lc.set("ResolvedRefs", *li.resolved)
+    lc.set("Conflicted", *li.conflicted)
+    return {"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
+            "conditions": lc.as_list()}
+
+
+def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
+    """The status of one Gateway (every condition in one place, once Programmed is known)."""
+    # (a ListenerSet's listeners are in its own status)
+    listeners = [listener_status(li, delivery) for li in info.listeners if li.listener_set is None]
     info.conditions.set("Accepted", *info.acceptance)
     info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery))
     body: dict[str, Any] = {"addresses": info.addresses, "conditions": info.conditions.as_list(),

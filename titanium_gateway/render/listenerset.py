@@ -38,6 +38,7 @@ from titanium_gateway.render.gateway import (
     GatewayInfo,
     ListenerInfo,
     listener_set_ports,
+    listener_status,
     selector_matches,
     set_listener,
 )
@@ -185,21 +186,7 @@ def status(ctx: RenderContext, info: ListenerSetInfo, delivery: Delivery) -> Non
         conds.set("Programmed", False, info.acceptance[1], info.acceptance[2])
     body: dict[str, Any] = {"conditions": conds.as_list()}
     if info.acceptance[1] not in ("NotAllowed", "ParentNotAccepted"):
-        listeners = []
-        for li in info.listeners:
-            lc = li.conditions
-            assert lc is not None
-            if li.conflicted[0]:  # (the Gateway API: a conflicted entry is not accepted nor programmed)
-                reason, message = li.conflicted[1], li.conflicted[2]
-                lc.set("Accepted", False, reason, message)
-                lc.set("Programmed", False, reason, message)
-            else:
-                lc.set("Accepted", *li.accepted)
-                lc.set("Programmed", *programmed.condition("listener", li.usable, delivery))
-            lc.set("ResolvedRefs", *li.resolved)
-            lc.set("Conflicted", *li.conflicted)
-            listeners.append({"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
-                              "conditions": lc.as_list()})
+        listeners = [listener_status(li, delivery) for li in info.listeners]
         body["listeners"] = listeners
     ctx.add_status(ObjectStatus(API_VERSION, KIND, info.namespace, info.name, body))
 

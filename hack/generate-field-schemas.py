@@ -7,7 +7,7 @@ Sources:
 
 * the Gateway API CRDs the chart ships (``charts/titanium-gateway/crds``): the
   ``openAPIV3Schema`` of every served version;
-* the built-in kinds (Namespace, Service, EndpointSlice, Secret, IngressClass, Ingress) and
+* the built-in kinds (Namespace, Service, EndpointSlice, Secret, IngressClass, Ingress, ConfigMap) and
   ``metadata`` (ObjectMeta, also used for the CRDs, whose schemas leave it open): the models of
   the kubernetes Python client (``openapi_types`` / ``attribute_map``), generated from the
   Kubernetes OpenAPI document of the version the client is made for.
@@ -45,6 +45,7 @@ BUILTINS = {
     "Secret": ("v1", "V1Secret"),
     "IngressClass": ("networking.k8s.io/v1", "V1IngressClass"),
     "Ingress": ("networking.k8s.io/v1", "V1Ingress"),
+    "ConfigMap": ("v1", "V1ConfigMap"),
 }
 #: Top-level fields never checked: written by controllers, not by the author of a manifest.
 UNCHECKED_ROOT = ("status",)

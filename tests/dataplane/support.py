@@ -70,6 +70,7 @@ class _EchoHandler(BaseHTTPRequestHandler):
                   "headers": [[k, v] for k, v in self.headers.items()], "body": body.decode("utf-8", "replace"),
                   "peer": self.client_address[0]}
         if isinstance(self.connection, ssl.SSLSocket):
+            record["sni"] = self.backend.sni.get(id(self.connection))
             peer_cert = self.connection.getpeercert()
             record["client_cert"] = dict(x[0] for x in peer_cert["subject"])["commonName"] if peer_cert else None
         self.backend.record(record)
@@ -125,7 +126,15 @@ class EchoBackend:
         self._cond = threading.Condition()
         handler = type("_Bound", (_EchoHandler,), {"backend": self})
         self.httpd = TrackingHTTPServer((host, port), handler)
+        #: id of an accepted TLS connection -> the server name its client sent (SNI)
+        self.sni: dict[int, str | None] = {}
         if tls is not None:
+            sni = self.sni
+
+            def remember(sslsock: ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext) -> None:
+                sni[id(sslsock)] = name
+
+            tls.sni_callback = remember
             self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.host = host
         self.port = int(self.httpd.server_address[1])
@@ -228,12 +237,14 @@ class Issuer:
         return self.cert.public_bytes(serialization.Encoding.PEM)
 
     def issue(self, cn: str, dns: list[str] | tuple[str, ...] = (), ips: list[str] | tuple[str, ...] = (),
-              client: bool = False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+              client: bool = False, uris: list[str] | tuple[str, ...] = ()
+              ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
         import ipaddress
 
         key = ec.generate_private_key(ec.SECP256R1())
         sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
         sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+        sans += [x509.UniformResourceIdentifier(u) for u in uris]
         builder = (x509.CertificateBuilder()
                    .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
                    .issuer_name(self.cert.subject).public_key(key.public_key())

@@ -78,6 +78,15 @@ INVALID_ROWS = [
         "'Cookie'"),
     Row("c.tls", "cert without key", _with("clusters", [cluster(httpClient={"tls": {"certFile": "c.pem"}})]),
         "certFile and keyFile"),
+    Row("c.tls.subjectAltNames", "an unknown type", _with("clusters", [cluster(httpClient={"tls": {
+        "serverName": "a.test", "subjectAltNames": [{"type": "IPAddress", "value": "10.0.0.1"}]}})]),
+        "is not Hostname or URI"),
+    Row("c.tls.subjectAltNames", "an empty list", _with("clusters", [cluster(httpClient={"tls": {
+        "serverName": "a.test", "subjectAltNames": []}})]), "an empty list"),
+    Row("c.tls.systemRoots", "with a caFile", _with("clusters", [cluster(httpClient={"tls": {
+        "caFile": "ca.crt", "systemRoots": True}})]), "exclude each other"),
+    Row("c.tls.serverName", "not a string", _with("clusters", [cluster(httpClient={"tls": {"serverName": 7}})]),
+        "expected a string"),
     Row("match.host", "upper-case invalid characters", _with("routes", [route(match={"host": "shop_example"})]),
         "host name"),
     Row("match.path-exact", "path without pathKind", _with("routes", [route(match={"path": "/x"})]),

@@ -220,3 +220,98 @@ def test_generated_answers_and_relayed_heads_add_no_server_or_type(harness) -> N
     assert "Server" not in r.headers and "Content-Type" not in r.headers
     t.join(5)
     srv.close()
+
+
+# -- the validation fields of a Gateway API BackendTLSPolicy ---------------------------------
+def _proxy_to(harness, be, tls: dict, files: dict[str, bytes]) -> int:
+    port = free_port()
+    harness.write(document([route("r", 1)], [cluster("be", [be.destination(https=True)], httpClient={"tls": tls})],
+                           listeners=[listener(port)]), files)
+    harness.start()
+    wait_for(lambda: harness.dp.ready)
+    return port
+
+
+BACKEND_NAMES = dict(dns=["abc.example.com", "*.wild.example.com"], uris=["spiffe://abc.example.com/test-identity"])
+
+VALIDATION_ROWS = [
+    Row("c.tls.serverName", "the name is sent and matches", {"serverName": "abc.example.com"}, 200),
+    Row("c.tls.serverName", "a wildcard certificate name covers it", {"serverName": "x.wild.example.com"}, 200),
+    Row("c.tls.serverName", "a name the certificate lacks", {"serverName": "mismatch.example.com"}, 502),
+    Row("c.tls.subjectAltNames", "a Hostname entry matches (serverName only sent)",
+        {"serverName": "other.example.com", "subjectAltNames": [{"type": "Hostname", "value": "abc.example.com"}]},
+        200),
+    Row("c.tls.subjectAltNames", "a URI entry matches",
+        {"serverName": "abc.example.com",
+         "subjectAltNames": [{"type": "URI", "value": "spiffe://abc.example.com/test-identity"}]}, 200),
+    Row("c.tls.subjectAltNames", "one of several matches",
+        {"serverName": "abc.example.com", "subjectAltNames": [{"type": "Hostname", "value": "nope.example.com"},
+                                                               {"type": "URI", "value": "spiffe://abc.example.com/test-identity"}]},
+        200),
+    Row("c.tls.subjectAltNames", "the serverName is not checked when names are given",
+        {"serverName": "abc.example.com", "subjectAltNames": [{"type": "Hostname", "value": "nope.example.com"}]}, 502),
+    Row("c.tls.subjectAltNames", "a URI that differs",
+        {"serverName": "abc.example.com",
+         "subjectAltNames": [{"type": "URI", "value": "spiffe://abc.example.com/other"}]}, 502),
+]
+
+
+@rows(*VALIDATION_ROWS)
+def test_backend_tls_validation(row, harness, backends) -> None:
+    tls_fields, status = row.args
+    upstream_ca = Issuer("Upstream CA")
+    cert, key = upstream_ca.issue("backend", **BACKEND_NAMES)
+    be = backends("tls-be", tls=server_context(cert, key))
+    port = _proxy_to(harness, be, {"caFile": "ca.crt", **tls_fields}, {"ca.crt": upstream_ca.pem})
+    r = requests.get(f"http://127.0.0.1:{port}/secure", timeout=5)
+    assert r.status_code == status
+    if status == 200:
+        assert be.requests[-1]["sni"] == tls_fields["serverName"]  # the SNI is the serverName
+    else:
+        assert be.requests == []  # nothing was sent to the backend
+
+
+@covers("c.tls.no-plaintext", "c.tls")
+def test_validation_failures_never_fall_back_to_plaintext(harness, backends) -> None:
+    """caFile alone is trusted (not the system store beside it); a backend signed by another CA,
+    or one that answers in plaintext on the destination's port, gets no request: 502."""
+    trusted = Issuer("Trusted CA")
+    other = backends("other-ca", tls=server_context(*Issuer("Another CA").issue("backend", **BACKEND_NAMES)))
+    plain = backends("plaintext")  # an HTTP server where TLS is expected
+    port = free_port()
+    tls = {"caFile": "ca.crt", "serverName": "abc.example.com"}
+    harness.write(document([route("plain", 1, match={"path": "/plain", "pathKind": "Exact"}, clusterId="plain"),
+                            route("other", 2, clusterId="other")],
+                           [cluster("other", [other.destination(https=True)], httpClient={"tls": tls}),
+                            cluster("plain", [plain.destination(https=True)], httpClient={"tls": tls})],
+                           listeners=[listener(port)]), {"ca.crt": trusted.pem})
+    harness.start()
+    wait_for(lambda: harness.dp.ready)
+    assert requests.get(f"http://127.0.0.1:{port}/other", timeout=5).status_code == 502
+    assert requests.get(f"http://127.0.0.1:{port}/plain", timeout=5).status_code == 502
+    assert other.requests == [] and plain.requests == []
+
+
+@covers("c.tls.systemRoots")
+def test_system_roots_trust_the_system_store_only(harness, backends, monkeypatch, tmp_path) -> None:
+    """systemRoots: the data plane's system CA store (here pointed at a test CA by SSL_CERT_FILE,
+    as OpenSSL reads it) validates the backend; a CA outside it does not."""
+    system_ca, other_ca = Issuer("System CA"), Issuer("Private CA")
+    bundle = tmp_path / "system-ca.pem"
+    bundle.write_bytes(system_ca.pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    good = backends("good", tls=server_context(*system_ca.issue("good", **BACKEND_NAMES)))
+    bad = backends("bad", tls=server_context(*other_ca.issue("bad", **BACKEND_NAMES)))
+    port = free_port()
+    tls = {"serverName": "abc.example.com", "systemRoots": True}
+    harness.write(document([route("good", 1, match={"path": "/good", "pathKind": "Exact"}, clusterId="good"),
+                            route("bad", 2, clusterId="bad")],
+                           [cluster("good", [good.destination(https=True)], httpClient={"tls": tls}),
+                            cluster("bad", [bad.destination(https=True)], httpClient={"tls": tls})],
+                           listeners=[listener(port)]))
+    harness.start()
+    wait_for(lambda: harness.dp.ready)
+    assert requests.get(f"http://127.0.0.1:{port}/good", timeout=5).status_code == 200
+    assert requests.get(f"http://127.0.0.1:{port}/other", timeout=5).status_code == 502
+    assert bad.requests == []

@@ -479,3 +479,15 @@ def test_explain_answers_what_the_reference_data_plane_answers(source: str, tmp_
         harness.stop()
         for b in backends:
             b.stop()
+
+
+def test_a_named_rule_is_named_beside_its_index(capsys: pytest.CaptureFixture[str]) -> None:
+    """Rule names (Gateway API v1.4) are shown; the route ids keep the index."""
+    code, out, _ = explain(capsys, "-f", case("httproute-rule-names"), "--request", "GET http://shop.example.com/cart")
+    assert code == 0
+    assert out["route"] == "httproute/apps/catalog/r0m0"
+    assert out["source"] == {"kind": "HTTPRoute", "namespace": "apps", "name": "catalog", "rule": 0, "match": 0,
+                             "ruleName": "everything"}
+    assert out["losingRoutes"][0]["source"]["ruleName"] == "cart"
+    code, text, _ = explain_text(capsys, "-f", case("httproute-rule-names"), "--request", "GET http://shop.example.com/headers")
+    assert "from:        HTTPRoute apps/checkout, rule 3, match 0" in text  # (no name: the index only)

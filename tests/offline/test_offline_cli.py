@@ -29,7 +29,7 @@ def test_loader_defaults_and_lists(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text(
         "apiVersion: v1\nkind: List\nitems:\n"
         "- {apiVersion: v1, kind: Service, metadata: {name: s}}\n"
-        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: ignored}}\n"
+        "- {apiVersion: apps/v1, kind: Deployment, metadata: {name: ignored}}\n"
         "---\n"
         "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: HTTPRoute\n"
         "metadata: {name: r, namespace: team, creationTimestamp: 2020-01-01T00:00:00Z}\n"
@@ -48,7 +48,7 @@ def test_loader_defaults_and_lists(tmp_path: Path) -> None:
     assert route["metadata"]["creationTimestamp"] == "2020-01-01T00:00:00Z"  # kept as a string
     assert gc["metadata"]["creationTimestamp"] < svc["metadata"]["creationTimestamp"]  # file order
     assert len({o["metadata"]["uid"] for o in objs}) == 3
-    assert len(report.ignored) == 1 and "ConfigMap" in report.ignored[0]
+    assert len(report.ignored) == 1 and "Deployment" in report.ignored[0]
     snap = build_snapshot(objs)
     assert set(snap.namespaces) == {"default", "team", "infra"}
     assert snap.namespaces["infra"]["metadata"]["labels"] == {"kubernetes.io/metadata.name": "infra"}
@@ -737,7 +737,7 @@ def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_s
     assert "spec.rules[0].name" not in err  # standard since v1.4: known to the schemas, and it changes no traffic
     assert "unknown field" not in err
     assert "parent apps/web: Accepted=False (UnsupportedValue)" in err
-    assert "Accepted: spec.rules[0].retry is not supported" in err
+    assert "Accepted: rule 'main': spec.rules[0].retry is not supported" in err  # (the rule's name said)
     twp = yaml.safe_load((out / "twp.yaml").read_text())
     (retried,) = [r for r in twp["routes"] if r["id"].startswith("httproute/apps/retried/")]
     assert retried["directResponse"]["status"] == 500
@@ -766,3 +766,24 @@ def test_foreign_annotation_events_show_in_the_summary_and_events_yaml(
     events = yaml.safe_load((out / "events.yaml").read_text())
     assert [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in events] == [
         ("shop", "ForeignAnnotation", message)]
+
+
+def test_the_gateway_api_v1_6_kinds_are_read_as_the_controller_reads_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ListenerSet, BackendTLSPolicy, the other route kinds and the ConfigMaps of CA certificates
+    are read (v1); ConfigMaps outside --secret-namespaces are not, as the controller's watch does
+    not see them, and the policy's status says so."""
+    require_render()
+    case = ROOT / "tests" / "render" / "testdata" / "backendtlspolicy-honoured" / "in.yaml"
+    out = tmp_path / "out"
+    assert main(["-f", str(case), "--secret-namespaces", "gateway-system", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "ConfigMaps not read (outside --secret-namespaces): apps/shop-ca, apps/pay-ca" in err
+    assert "ignored" not in err
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all((out / "status.yaml").read_text())}
+    conditions = docs[("BackendTLSPolicy", "shop-https")]["status"]["ancestors"][0]["conditions"]
+    assert any("cannot be read: the controller reads ConfigMaps in gateway-system only" in c["message"]
+               for c in conditions)
+    assert main(["-f", str(ROOT / "tests" / "render" / "testdata" / "other-route-kinds" / "in.yaml"),
+                 "--out", str(tmp_path / "other")]) == 0
+    assert "GRPCRoute apps/greeter: 3 parent(s)" in capsys.readouterr().err

@@ -24,10 +24,16 @@ expect.yaml (every key optional; a condition is ``"True"``, ``"False"``, or ``"<
         conditions: {Accepted: "True/Accepted", Programmed: "False/Pending"}
         addresses: [{type: IPAddress, value: 192.0.2.10}]     # subset match
         listeners: {<listener>: {attachedRoutes: 1, conditions: {...}, supportedKinds: [...]}}
-    httproutes:
+        attachedListenerSets: 2                                # (or "<absent>")
+    listenersets:                         # like gateways: conditions, listeners, listener_count
+      <ns>/<name>: {conditions: {Accepted: ...}, listeners: {<listener>: {...}}}
+    httproutes:                           # (also grpcroutes, tlsroutes, tcproutes, udproutes)
       <ns>/<name>:
         parents: {<gwns>/<gw>[/<section>][:<port>]: {Accepted: ..., ResolvedRefs: ...}}
         no_parents: true                  # this controller writes no parent entry at all
+    policies:                             # BackendTLSPolicy status.ancestors of ours
+      <ns>/<name>: {ancestors: {<gwns>/<gw>: {Accepted: ..., ResolvedRefs: ...}}, no_ancestors: true}
+    tls_files: [<file>, ...]              # each in the TLS Secret
     not_owned: [<Kind> <ns>/<name>]       # no status document for these
     listeners: [{port: 8080, decryptSsl: false}]               # exact count, subset match
     routes: [{id: ..., match: {...}, clusterId: ...}]          # ordered subsequence, subset match
@@ -191,6 +197,30 @@ def _twp(result: RenderResult) -> dict[str, Any]:
     return doc
 
 
+def _listener_checks(st: Mapping[str, Any], want: Mapping[str, Any], what: str) -> list[str]:
+    """A Gateway's or ListenerSet's ``listeners`` and ``listener_count`` expectations."""
+    errors: list[str] = []
+    listeners = {ls.get("name"): ls for ls in st.get("listeners") or []}
+    for lname, lwant in (want.get("listeners") or {}).items():
+        got = listeners.get(lname)
+        where = f"{what} listener {lname}"
+        if got is None:
+            errors.append(f"{where}: missing")
+            continue
+        errors.extend(_conditions(got.get("conditions"), lwant.get("conditions") or {}, where))
+        for fld in ("attachedRoutes", "supportedKinds"):
+            if fld in lwant:
+                errors.extend(subset_match(lwant[fld], got.get(fld), f"{where} {fld}"))
+    if "listener_count" in want and len(listeners) != want["listener_count"]:
+        errors.append(f"{what}: {len(listeners)} listener statuses, expected {want['listener_count']}")
+    return errors
+
+
+#: (expect.yaml key, kind) of the route kinds whose parent statuses a case may expect
+_ROUTE_KINDS = (("httproutes", "HTTPRoute"), ("grpcroutes", "GRPCRoute"), ("tlsroutes", "TLSRoute"),
+                ("tcproutes", "TCPRoute"), ("udproutes", "UDPRoute"))
+
+
 def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[str]:
     errors: list[str] = []
     statuses = {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d["status"]
@@ -214,33 +244,48 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
         errors.extend(_conditions(st.get("conditions"), want.get("conditions") or {}, f"Gateway {key}"))
         if "addresses" in want:
             errors.extend(subset_match(want["addresses"], st.get("addresses", []), f"Gateway {key} addresses"))
-        listeners = {ls.get("name"): ls for ls in st.get("listeners") or []}
-        for lname, lwant in (want.get("listeners") or {}).items():
-            got = listeners.get(lname)
-            where = f"Gateway {key} listener {lname}"
-            if got is None:
-                errors.append(f"{where}: missing")
-                continue
-            errors.extend(_conditions(got.get("conditions"), lwant.get("conditions") or {}, where))
-            for fld in ("attachedRoutes", "supportedKinds"):
-                if fld in lwant:
-                    errors.extend(subset_match(lwant[fld], got.get(fld), f"{where} {fld}"))
-        if "listener_count" in want and len(listeners) != want["listener_count"]:
-            errors.append(f"Gateway {key}: {len(listeners)} listener statuses, expected {want['listener_count']}")
-    for key, want in (expect.get("httproutes") or {}).items():
-        st = status_of("HTTPRoute", key)
+        errors.extend(_listener_checks(st, want, f"Gateway {key}"))
+        if "attachedListenerSets" in want:
+            errors.extend(subset_match({"attachedListenerSets": want["attachedListenerSets"]}, st,
+                                       f"Gateway {key}"))
+    for key, want in (expect.get("listenersets") or {}).items():
+        st = status_of("ListenerSet", key)
         if st is None:
             continue
-        route_ns = key.rpartition("/")[0]
-        parents = {_parent_key(route_ns, p.get("parentRef") or {}): p for p in st.get("parents") or []}
-        if want.get("no_parents") and parents:
-            errors.append(f"HTTPRoute {key}: expected no parent entries, got {sorted(parents)}")
-        for pkey, conds in (want.get("parents") or {}).items():
-            got = parents.get(pkey)
-            if got is None:
-                errors.append(f"HTTPRoute {key}: no parent entry {pkey} (have {sorted(parents)})")
+        errors.extend(_conditions(st.get("conditions"), want.get("conditions") or {}, f"ListenerSet {key}"))
+        errors.extend(_listener_checks(st, want, f"ListenerSet {key}"))
+    for field, kind in _ROUTE_KINDS:
+        for key, want in (expect.get(field) or {}).items():
+            st = status_of(kind, key)
+            if st is None:
                 continue
-            errors.extend(_conditions(got.get("conditions"), conds, f"HTTPRoute {key} parent {pkey}"))
+            route_ns = key.rpartition("/")[0]
+            parents = {_parent_key(route_ns, p.get("parentRef") or {}): p for p in st.get("parents") or []}
+            if want.get("no_parents") and parents:
+                errors.append(f"{kind} {key}: expected no parent entries, got {sorted(parents)}")
+            for pkey, conds in (want.get("parents") or {}).items():
+                got = parents.get(pkey)
+                if got is None:
+                    errors.append(f"{kind} {key}: no parent entry {pkey} (have {sorted(parents)})")
+                    continue
+                errors.extend(_conditions(got.get("conditions"), conds, f"{kind} {key} parent {pkey}"))
+    for key, want in (expect.get("policies") or {}).items():
+        st = status_of("BackendTLSPolicy", key)
+        if st is None:
+            continue
+        ancestors = {f"{(a.get('ancestorRef') or {}).get('namespace')}/{(a.get('ancestorRef') or {}).get('name')}": a
+                     for a in st.get("ancestors") or []}
+        if want.get("no_ancestors") and ancestors:
+            errors.append(f"BackendTLSPolicy {key}: expected no ancestor entries of ours, got {sorted(ancestors)}")
+        for akey, conds in (want.get("ancestors") or {}).items():
+            got = ancestors.get(akey)
+            if got is None:
+                errors.append(f"BackendTLSPolicy {key}: no ancestor entry {akey} (have {sorted(ancestors)})")
+                continue
+            errors.extend(_conditions(got.get("conditions"), conds, f"BackendTLSPolicy {key} ancestor {akey}"))
+    for name in expect.get("tls_files") or []:
+        if name not in result.tls_files:
+            errors.append(f"no TLS Secret file {name} (have {sorted(result.tls_files)})")
     for item in expect.get("not_owned") or []:
         kind, _, key = item.partition(" ")
         ns, _, name = key.rpartition("/")
@@ -334,6 +379,11 @@ def test_expectations_detect_mismatches() -> None:
         {"listeners": [{"port": 8443}]},
         {"certificates": [{"file": "x.pfx"}]},
         {"events": [{"reason": "Nope"}]},
+        {"listenersets": {"apps/nope": {}}},
+        {"grpcroutes": {"apps/nope": {}}},
+        {"policies": {"apps/nope": {}}},
+        {"tls_files": ["nope.ca.crt"]},
+        {"gateways": {"apps/web": {"attachedListenerSets": 1}}},
     ]
     for expect in wrong:
         assert check_expectations(result, expect), f"not detected: {expect}"

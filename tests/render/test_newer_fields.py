@@ -108,7 +108,7 @@ def render_gateway(**spec: Any) -> Any:
 
 
 @pytest.mark.parametrize(("spec", "reason", "words"), [
-    ({"allowedListeners": {"namespaces": {"from": "Same"}}}, "UnsupportedValue", "spec.allowedListeners"),
+    ({"allowedListeners": {"namespaces": {"from": "Nearby"}}}, "UnsupportedValue", "spec.allowedListeners"),
     ({"tls": {"backend": {"clientCertificateRef": {"name": "c"}}}}, "UnsupportedValue", "spec.tls.backend"),
     ({"backendTLS": {"clientCertificateRef": {"name": "c"}}}, "UnsupportedValue", "spec.backendTLS"),
     ({"defaultScope": "All"}, "UnsupportedValue", "spec.defaultScope"),
@@ -129,6 +129,8 @@ def test_a_gateway_field_that_changes_behaviour_rejects_the_gateway(spec: dict[s
 @pytest.mark.parametrize("spec", [
     {"allowedListeners": {"namespaces": {"from": "None"}}},  # the defaults: no ListenerSet may attach
     {"allowedListeners": {}},
+    {"allowedListeners": {"namespaces": {"from": "Same"}}},  # ListenerSets (render/listenerset.py)
+    {"allowedListeners": {"namespaces": {"from": "Selector", "selector": {"matchLabels": {"a": "b"}}}}},
     {"defaultScope": "None"},
     {"infrastructure": {"labels": {"a": "b"}, "annotations": {"c": "d"}}},
     {"tls": {"frontend": {"default": {}}}},  # no validation asked for

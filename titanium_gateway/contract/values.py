@@ -49,5 +49,13 @@ def client_tls(cluster: m.Cluster) -> m.UpstreamTls | None:
     return None if client is None else client.tls
 
 
+def tls_server_name(cluster: m.Cluster) -> str | None:
+    """The name a ``useHttps`` destination of the cluster is connected as: the SNI sent and, unless
+    ``subjectAltNames`` is given, the name its certificate must match (None: the destination
+    address)."""
+    tls = client_tls(cluster)
+    return None if tls is None else tls.server_name
+
+
 def algorithm(cluster: m.Cluster) -> str:
     return cluster.algorithm or DEFAULT_ALGORITHM

@@ -52,7 +52,7 @@ from titanium_gateway.prober.prober import (
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.programmed import reprogram
 from titanium_gateway.render.result import ObjectStatus, Released, RenderResult
-from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.snapshot import KIND_FIELDS, Snapshot
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper, canonical_listeners
@@ -95,7 +95,7 @@ RECONCILE_MIN_IDLE = 0.1
 FREEZE_AFTER_CHANGES = 2000
 #: The kinds whose ownership the controller remembers from one render to the next: the render
 #: cannot tell from such an object that it was ours (an HTTPRoute's parent entries name us).
-REMEMBERED_KINDS = frozenset({"GatewayClass", "Gateway", "Ingress"})
+REMEMBERED_KINDS = frozenset({"GatewayClass", "Gateway", "ListenerSet", "Ingress"})
 
 
 def _meta_rv(obj: Mapping[str, Any] | None) -> str:
@@ -106,11 +106,10 @@ def _seen_versions(snap: Snapshot, statuses: Iterable[ObjectStatus]) -> dict[Sta
     """The resourceVersion of each object as the render saw it (absent ones left out): the status
     writer treats only a write onto exactly that version as one whose echo needs no reconcile
     (``StatusWriter.echoes``)."""
-    caches: dict[str, Mapping[str, Any]] = {"GatewayClass": snap.gateway_classes, "Gateway": snap.gateways,
-                                            "HTTPRoute": snap.httproutes, "Ingress": snap.ingresses}
     out: dict[StatusKey, str] = {}
     for st in statuses:
-        cache = caches.get(st.kind)
+        field = KIND_FIELDS.get(st.kind)
+        cache = getattr(snap, field) if field is not None else None
         obj = None if cache is None else cache.get(f"{st.namespace}/{st.name}" if st.namespace else st.name)
         if obj is not None:
             out[st.key] = _meta_rv(obj)

@@ -44,8 +44,10 @@ from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.snapshot import Prepared, prepare
 from titanium_gateway.offline.summary import input_notices
 from titanium_gateway.render import gc_paused
+from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp import model
 from titanium_gateway.twp.emit import kind_data
 from titanium_gateway.twp.load import Config
@@ -298,12 +300,19 @@ class Explanation:
         }
 
 
-def _source(route: model.Route | None) -> dict[str, Any] | None:
+def _source(route: model.Route | None, snapshot: Snapshot | None = None) -> dict[str, Any] | None:
+    """Where a route comes from: its object, rule (and the rule's ``name``, when it has one) and
+    match or path."""
     if route is None or not route.source.kind:
         return None
     s = route.source
-    return {"kind": s.kind, "namespace": s.namespace, "name": s.name, "rule": route.rule_index,
-            "match": route.match_index}
+    out: dict[str, Any] = {"kind": s.kind, "namespace": s.namespace, "name": s.name, "rule": route.rule_index,
+                           "match": route.match_index}
+    if s.kind == "HTTPRoute" and snapshot is not None:
+        name = rule_name(snapshot.httproutes.get(f"{s.namespace}/{s.name}"), route.rule_index)
+        if name:
+            out["ruleName"] = name
+    return out
 
 
 def _check(c: Check) -> dict[str, Any]:
@@ -429,15 +438,16 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
     decision = contract.decide(config, req)
     by_id = {r.id: r for r in doc.routes}
     for loser in decision.losers:
-        ex.losing.append({"route": loser.id, "order": config.order(loser), "source": _source(by_id.get(loser.id))})
+        ex.losing.append({"route": loser.id, "order": config.order(loser),
+                          "source": _source(by_id.get(loser.id), prepared.snapshot)})
     croute = decision.route
     if croute is None:
         ex.action, ex.status = "none", NotFound().status
         ex.note = "no route matches the request: the data plane answers 404"
-        ex.hints = _hints(config, req, by_id)
+        ex.hints = _hints(config, req, by_id, prepared.snapshot)
         return ex
     mroute = by_id.get(croute.id)
-    ex.route, ex.order, ex.source = croute.id, config.order(croute), _source(mroute)
+    ex.route, ex.order, ex.source = croute.id, config.order(croute), _source(mroute, prepared.snapshot)
     ex.match = [_check(c) for c in decision.why]
     outcome = decision.outcome
     behavior = mroute.behavior if mroute is not None else None
@@ -487,7 +497,8 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
     return ex
 
 
-def _hints(config: Config, req: contract.Request, by_id: Mapping[str, model.Route]) -> list[dict[str, Any]]:
+def _hints(config: Config, req: contract.Request, by_id: Mapping[str, model.Route],
+           snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
     """The routes that miss the request by the fewest conditions (at most :data:`HINTS`)."""
     scored: list[tuple[int, int, model.Route, tuple[Check, ...]]] = []
     for r, order in zip(config.routes, config.orders, strict=True):
@@ -496,7 +507,7 @@ def _hints(config: Config, req: contract.Request, by_id: Mapping[str, model.Rout
         if failed:
             scored.append((failed, order, r, cs))
     scored.sort(key=lambda x: (x[0], x[1]))
-    return [{"route": r.id, "source": _source(by_id.get(r.id)),
+    return [{"route": r.id, "source": _source(by_id.get(r.id), snapshot),
              "failed": [_check(c) for c in cs if not c.ok]} for _, _, r, cs in scored[:HINTS]]
 
 
@@ -509,7 +520,8 @@ def _source_text(source: Mapping[str, Any] | None) -> str:
         if source["rule"] < 0:
             return f"{where}, defaultBackend"
         return f"{where}, rule {source['rule']}, path {source['match']}"
-    return f"{where}, rule {source['rule']}, match {source['match']}"
+    rule = f"rule {source['rule']}" + (f" ({source['ruleName']!r})" if source.get("ruleName") else "")
+    return f"{where}, {rule}, match {source['match']}"
 
 
 def _backend_text(b: Mapping[str, Any]) -> str:

@@ -40,6 +40,14 @@ SERVED_VERSIONS: Mapping[str, Mapping[str, str]] = {
     "Secret": {"v1": "v1"},
     "IngressClass": {"networking.k8s.io/v1": "networking.k8s.io/v1"},
     "Ingress": {"networking.k8s.io/v1": "networking.k8s.io/v1"},
+    # (v1 of the kinds the v1.5+ standard channel serves at v1; the controller reads only v1)
+    "BackendTLSPolicy": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
+    "ListenerSet": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
+    "GRPCRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
+    "TLSRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
+    "TCPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
+    "UDPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
+    "ConfigMap": {"v1": "v1"},
 }
 assert set(SERVED_VERSIONS) == set(KIND_FIELDS)
 

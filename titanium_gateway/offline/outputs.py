@@ -11,7 +11,7 @@ from typing import Any
 from titanium_gateway.render.options import DEFAULT_CONTROLLER_NAME
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot
-from titanium_gateway.render.statusmerge import final_status
+from titanium_gateway.render.statusmerge import SHARED_LISTS, final_status
 from titanium_gateway.twp import blockyaml
 
 __all__ = [
@@ -20,7 +20,8 @@ __all__ = [
 ]
 
 #: Order of kinds in status.yaml and in the summary.
-_KIND_RANK = {"GatewayClass": 0, "Gateway": 1, "HTTPRoute": 2, "IngressClass": 3, "Ingress": 4}
+_KIND_RANK = {"GatewayClass": 0, "Gateway": 1, "ListenerSet": 2, "HTTPRoute": 3, "GRPCRoute": 4, "TLSRoute": 5,
+              "TCPRoute": 6, "UDPRoute": 7, "BackendTLSPolicy": 8, "IngressClass": 9, "Ingress": 10}
 
 
 def to_yaml(value: Any) -> str:
@@ -53,7 +54,8 @@ def _status_field(current: Mapping[str, Any] | None) -> Any:
 def _unmerged(kind: str, wanted: Mapping[str, Any], controller_name: str) -> bool:
     """Whether ``wanted`` is already the final status of an object without an input status:
     no ``None`` value in a mapping position (the merge patch would drop it) and, for an
-    HTTPRoute, every parent entry ours (the merge keeps only ours when there are no others)."""
+    HTTPRoute (any route, a BackendTLSPolicy), every parent (ancestor) entry ours (the merge keeps
+    only ours when there are no others)."""
     todo: list[Any] = [wanted]
     while todo:
         m = todo.pop()
@@ -63,11 +65,12 @@ def _unmerged(kind: str, wanted: Mapping[str, Any], controller_name: str) -> boo
             t = type(v)
             if t is dict or (t is not list and t is not str and isinstance(v, Mapping)):
                 todo.append(v)
-    if kind == "HTTPRoute":
-        parents = wanted.get("parents")
-        if not isinstance(parents, list):
+    shared = SHARED_LISTS.get(kind)
+    if shared is not None:
+        entries = wanted.get(shared)
+        if not isinstance(entries, list):
             return False
-        return all(isinstance(p, Mapping) and p.get("controllerName") == controller_name for p in parents)
+        return all(isinstance(p, Mapping) and p.get("controllerName") == controller_name for p in entries)
     return True
 
 

@@ -2,7 +2,7 @@
 
 :func:`prepare` adds the Namespaces the objects name but the input lacks (assumed, and
 reported), leaves out the Secrets the controller would not read (outside
-``--secret-namespaces``) and fixes ``now`` (:data:`OFFLINE_NOW`), so the same input always
+``--secret-namespaces``; so are the ConfigMaps) and fixes ``now`` (:data:`OFFLINE_NOW`), so the same input always
 renders the same bytes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from titanium_gateway.offline.load import NAMESPACE_NAME_LABEL, apply_defaults, standin_time
@@ -39,9 +39,18 @@ def _filter_refs(filters: Any) -> Iterator[str]:
                 yield from _ns_of([mirror.get("backendRef")])
 
 
+#: The route kinds this controller answers but does not serve: their parentRefs name namespaces.
+_OTHER_ROUTES = frozenset({"GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
+#: The kinds whose references can name other namespaces.
+_REFERRING = frozenset({"Gateway", "HTTPRoute", "ReferenceGrant", "ListenerSet", *_OTHER_ROUTES})
+#: The kinds the controller reads in the Secret namespaces only (``--secret-namespaces``).
+_SECRET_NAMESPACED = frozenset({"Secret", "ConfigMap"})
+
+
 def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
-    """The namespaces an object's references name: a Gateway's certificateRefs, an HTTPRoute's
-    parentRefs, backendRefs and mirror backendRefs, a ReferenceGrant's ``from``."""
+    """The namespaces an object's references name: a Gateway's (a ListenerSet's)
+    certificateRefs, a ListenerSet's parentRef, a route's parentRefs, an HTTPRoute's backendRefs
+    and mirror backendRefs, a ReferenceGrant's ``from``."""
     if not isinstance(spec, Mapping):
         return
     if kind == "HTTPRoute":
@@ -55,10 +64,14 @@ def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
             for b in backends if isinstance(backends, list) else ():
                 if isinstance(b, Mapping) and b.get("filters"):
                     yield from _filter_refs(b.get("filters"))
-    elif kind == "Gateway":
+    elif kind in ("Gateway", "ListenerSet"):
         for listener in f.items(spec.get("listeners")):
             if isinstance(listener, Mapping) and isinstance(listener.get("tls"), Mapping):
                 yield from _ns_of(listener["tls"].get("certificateRefs"))
+        if kind == "ListenerSet":
+            yield from _ns_of([spec.get("parentRef")])
+    elif kind in _OTHER_ROUTES:
+        yield from _ns_of(spec.get("parentRefs"))
     elif kind == "ReferenceGrant":
         yield from _ns_of(spec.get("from"))
 
@@ -78,7 +91,7 @@ def _namespace_names(objects: Iterable[Mapping[str, Any]]) -> tuple[set[str], se
             continue
         ns = meta.get("namespace")
         named.add(ns if isinstance(ns, str) and ns else "default")
-        if kind in ("Gateway", "HTTPRoute", "ReferenceGrant"):
+        if kind in _REFERRING:
             named.update(_referenced_namespaces(kind, obj.get("spec")))
     return present, named
 
@@ -119,6 +132,8 @@ class Prepared:
     assumed: list[str]
     #: Secrets the controller would not read (outside ``--secret-namespaces``), as "ns/name".
     unread_secrets: list[str]
+    #: ConfigMaps (BackendTLSPolicy CA certificates) the controller would not read, as "ns/name".
+    unread_config_maps: list[str] = field(default_factory=list)
 
 
 def prepare(
@@ -131,23 +146,23 @@ def prepare(
 ) -> Prepared:
     """The render snapshot of ``objects`` (defaults applied where missing, unless
     ``defaulted``: they come from :func:`load_manifests`; absent Namespaces assumed). With
-    ``secret_namespaces`` (the controller's ``--secret-namespaces``), Secrets of other
-    namespaces are left out, as the controller's Secret watch never sees them."""
+    ``secret_namespaces`` (the controller's ``--secret-namespaces``), Secrets and ConfigMaps of
+    other namespaces are left out, as the controller's watches never see them."""
     objs = list(objects) if defaulted else apply_defaults(objects)
-    unread: list[str] = []
+    unread: dict[str, list[str]] = {"Secret": [], "ConfigMap": []}
     if secret_namespaces:
         allowed = set(secret_namespaces)
         kept = []
         for o in objs:
-            if o.get("kind") == "Secret" and o["metadata"].get("namespace") not in allowed:
-                unread.append(object_key(o))
+            if o.get("kind") in _SECRET_NAMESPACED and o["metadata"].get("namespace") not in allowed:
+                unread[o["kind"]].append(object_key(o))
             else:
                 kept.append(o)
         objs = kept
     present, named = _namespace_names(objs)
     assumed = sorted(named - present)
     snapshot = Snapshot.from_objects([*objs, *(_namespace_object(n) for n in assumed)], now=now, **kwargs)
-    return Prepared(snapshot, assumed, unread)
+    return Prepared(snapshot, assumed, unread["Secret"], unread["ConfigMap"])
 
 
 def build_snapshot(objects: Iterable[Mapping[str, Any]], now: str = OFFLINE_NOW, **kwargs: Any) -> Snapshot:

@@ -12,8 +12,11 @@ from titanium_gateway.offline.load import LoadReport
 from titanium_gateway.offline.outputs import sorted_statuses
 from titanium_gateway.offline.ownership import not_taking_part
 from titanium_gateway.offline.snapshot import Prepared
+from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.twp.model import Source
 
 __all__ = ["config_counts", "counts_from_bytes", "input_notices", "reach_lines", "summary"]
 
@@ -91,13 +94,19 @@ def _seq(value: Any) -> list[Any]:
 
 
 #: The IngressClass annotation that makes it the default class, and the legacy class annotation
-def reach_lines(result: RenderResult) -> list[str]:
+def reach_lines(result: RenderResult, snapshot: Snapshot | None = None) -> list[str]:
     """The summary's sections of the rules no request reaches (``ShadowedRule``) and of the
-    accepted objects the config does not serve (``NotServed``)."""
+    accepted objects the config does not serve (``NotServed``); with the input ``snapshot``, the
+    rules' names beside their index."""
     lines: list[str] = []
     if result.unreachable:
+        routes = snapshot.httproutes if snapshot is not None else {}
+
+        def names(source: Source, index: int) -> str:
+            return rule_name(routes.get(f"{source.namespace}/{source.name}"), index) if source.kind == "HTTPRoute" else ""
+
         lines.append(f"Unreachable rules ({len(result.unreachable)}):")
-        lines.extend(f"  {u.source.kind} {u.source.namespace}/{u.source.name} {u.message(limit=8)}"
+        lines.extend(f"  {u.source.kind} {u.source.namespace}/{u.source.name} {u.message(limit=8, names=names)}"
                      for u in result.unreachable)
     unserved = [e for e in result.events if e.reason == "NotServed"]
     if unserved:
@@ -115,6 +124,8 @@ def reach_lines(result: RenderResult) -> list[str]:
 #: problem are still listed).
 SUMMARY_EVERY_OBJECT_UP_TO = 200
 _CONDENSED_KINDS = frozenset({"HTTPRoute", "Ingress"})
+#: the kinds whose status is a list of parent entries
+_ROUTE_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
 
 
 def _good(conditions: Any) -> bool:
@@ -155,17 +166,21 @@ def summary(
                 and _healthy(st.kind, status):
             quiet[st.kind] = quiet.get(st.kind, 0) + 1
             continue
-        if st.kind == "HTTPRoute":
-            parents = _seq(status.get("parents"))
-            lines.append(f"{st.kind} {name}: {len(parents)} parent(s)")
-            for p in parents:
-                ref = _map(p.get("parentRef"))
+        if st.kind in _ROUTE_KINDS or st.kind == "BackendTLSPolicy":
+            entries = _seq(status.get("parents" if st.kind in _ROUTE_KINDS else "ancestors"))
+            lines.append(f"{st.kind} {name}: {len(entries)} " + ("parent(s)" if st.kind in _ROUTE_KINDS
+                                                                else "ancestor(s): the Gateways it is used through"))
+            for p in entries:
+                ref = _map(p.get("parentRef") or p.get("ancestorRef"))
                 target = f"{ref.get('namespace', st.namespace)}/{ref.get('name')}"
                 if ref.get("sectionName"):
                     target += f"/{ref['sectionName']}"
                 if ref.get("port"):
                     target += f":{ref['port']}"
-                lines.append(f"  parent {target}: {_conditions_text(p.get('conditions'))}")
+                if ref.get("kind") not in (None, "Gateway"):
+                    target = f"{ref['kind']} {target}"
+                lines.append(f"  {'parent' if st.kind in _ROUTE_KINDS else 'ancestor'} {target}: "
+                             f"{_conditions_text(p.get('conditions'))}")
                 lines.extend(f"    {m}" for m in _messages(p.get("conditions")))
         elif st.kind == "Ingress":
             ingress = _seq(_map(status.get("loadBalancer")).get("ingress"))
@@ -189,7 +204,7 @@ def summary(
         lines.append(f"{kind}: {n} not listed: {what} (status.yaml with --out has them all)")
     for e in result.events:
         lines.append(f"Event {e.type} {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")
-    lines.extend(reach_lines(result))
+    lines.extend(reach_lines(result, prepared.snapshot if prepared is not None else None))
     counts = config_counts(result)
     lines.append(
         f"twp.yaml: {counts['listeners']} listener(s), {counts['routes']} route(s), "
@@ -199,7 +214,7 @@ def summary(
     if result.delivery_error:
         lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
     if not result.statuses:
-        lines.insert(0, "no GatewayClass, Gateway, HTTPRoute or Ingress of this controller in the input")
+        lines.insert(0, "no GatewayClass, Gateway, route or Ingress of this controller in the input")
     lines.extend(input_notices(report if report is not None else LoadReport(), prepared, options, result))
     return "\n".join(lines) + "\n"
 
@@ -217,6 +232,8 @@ def input_notices(report: LoadReport, prepared: Prepared | None, options: Render
             lines.extend(f"  {line}" for line in absent)
         if prepared.unread_secrets:
             lines.append(f"Secrets not read (outside --secret-namespaces): {', '.join(prepared.unread_secrets)}")
+        if prepared.unread_config_maps:
+            lines.append(f"ConfigMaps not read (outside --secret-namespaces): {', '.join(prepared.unread_config_maps)}")
         if prepared.assumed:
             lines.append(f"Namespaces assumed (not in the input): {', '.join(prepared.assumed)}")
     if report.warnings:

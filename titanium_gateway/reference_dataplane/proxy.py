@@ -40,7 +40,13 @@ from titanium_gateway.contract.policies import (
 )
 from titanium_gateway.contract.routing import ForwardTo, NotFound, RedirectTo, Request, Respond, decide
 from titanium_gateway.contract.transforms import apply_request_transforms, apply_response_transforms
-from titanium_gateway.contract.values import client_tls, route_timeout, seconds, upstream_timeout
+from titanium_gateway.contract.values import (
+    client_tls,
+    route_timeout,
+    seconds,
+    tls_server_name,
+    upstream_timeout,
+)
 from titanium_gateway.reference_dataplane.metrics import DataPlaneMetrics
 from titanium_gateway.reference_dataplane.source import LoadedState
 from titanium_gateway.twp import model as m
@@ -274,6 +280,7 @@ class Proxy:
             self._start_mirror(ex, mirror, path, headers, tee)
         url = _url(dest, path, ex.req.query)
         ssl_ctx = ex.state.client_contexts.get(client_tls(cluster)) if dest.use_https else None
+        server_name = tls_server_name(cluster) if dest.use_https else None
         metrics = self.dp.metrics
         self.dp.balancer.started(cluster, dest)
         sent = time.monotonic()
@@ -283,7 +290,8 @@ class Proxy:
             try:
                 pending = self.dp.session.request(request.method, url, headers=CIMultiDict(headers),
                                                   data=tee.chunks() if tee is not None else None,
-                                                  allow_redirects=False, ssl=ssl_ctx if ssl_ctx else True)
+                                                  allow_redirects=False, ssl=ssl_ctx if ssl_ctx else True,
+                                                  server_hostname=server_name)
                 limit = upstream_timeout(cluster)
                 resp = await (asyncio.wait_for(pending, limit) if limit is not None else pending)
             except asyncio.TimeoutError:
@@ -360,7 +368,8 @@ class Proxy:
         try:
             resp = await asyncio.wait_for(
                 self.dp.session.request(ex.request.method, _url(dest, path, ex.req.query), headers=mirror_headers,
-                                        data=body, allow_redirects=False, ssl=ssl_ctx if ssl_ctx else True),
+                                        data=body, allow_redirects=False, ssl=ssl_ctx if ssl_ctx else True,
+                                        server_hostname=tls_server_name(cluster) if dest.use_https else None),
                 upstream_timeout(cluster) or MIRROR_TIMEOUT)
             resp.close()
             metrics.mirrors.labels("sent").inc()

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from titanium_gateway.contract.certificates import select_certificate
+from titanium_gateway.contract.upstream import names_match
 from titanium_gateway.twp import model as m
 
 ALPN = ["http/1.1"]
@@ -93,17 +94,27 @@ def listener_context(current: Callable[[], tuple[tuple[m.Certificate, ...], dict
 
 
 def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None) -> ssl.SSLContext:
-    """The context for ``useHttps`` destinations: the certificate is validated, against
-    ``caFile`` when given (else the system's trust store), for the name connected to (the
-    destination address); ``certFile``/``keyFile`` are the client certificate. ``files`` holds
-    the bytes of the named files (read by the config source)."""
-    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-    ctx.set_alpn_protocols(ALPN)
+    """The context for ``useHttps`` destinations. The certificate chain is validated against
+    ``caFile`` alone when given, else the system's trust store (``systemRoots: true`` says so
+    explicitly). The name checked: ``serverName`` (also the SNI sent: the caller passes it as
+    the connection's server name), or, with ``subjectAltNames``, any one of those (a Hostname
+    entry against the certificate's DNS names, a URI entry against its URIs), checked once the
+    handshake is done and before any request byte is sent; without either, the name connected
+    to (the destination address). ``certFile``/``keyFile`` are the client certificate.
+    ``files`` holds the bytes of the named files (read by the config source)."""
     if tls is not None and tls.ca_file:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # (verifies the chain and the name; no default anchors)
         try:
             ctx.load_verify_locations(cadata=files[tls.ca_file].decode("ascii", "replace"))
         except (ssl.SSLError, ValueError) as exc:
             raise CertificateError(f"{tls.ca_file}: not PEM certificates ({exc})") from None
+    else:
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    ctx.set_alpn_protocols(ALPN)
+    if tls is not None and tls.subject_alt_names:
+        ctx.check_hostname = False  # (the names are checked after the handshake instead)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.sslobject_class = _names_checked(tls.subject_alt_names)
     if tls is not None and tls.cert_file and tls.key_file:
         pem = files[tls.key_file].rstrip(b"\n") + b"\n" + files[tls.cert_file]
         try:
@@ -114,3 +125,18 @@ def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None) -> ssl.SS
         finally:
             del pem
     return ctx
+
+
+def _names_checked(wanted: tuple[m.SubjectAltName, ...]) -> type[ssl.SSLObject]:
+    """An ``SSLObject`` class whose handshake fails unless the validated certificate carries one
+    of ``wanted`` (asyncio's TLS transport completes the handshake through ``do_handshake``)."""
+
+    class NamesChecked(ssl.SSLObject):
+        def do_handshake(self) -> None:
+            super().do_handshake()
+            if not names_match((self.getpeercert() or {}).get("subjectAltName", ()), wanted):
+                names = ", ".join(f"{n.type} {n.value}" for n in wanted)
+                raise ssl.SSLCertVerificationError(1, f"certificate verify failed: none of the subject "
+                                                      f"alternative names {names} matches")
+
+    return NamesChecked

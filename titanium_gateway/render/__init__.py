@@ -4,7 +4,7 @@
 no randomness; the same input in any order gives the same bytes. A :class:`RenderCache` (one
 per caller, reused across renders) only saves work: translations of unchanged objects are
 replayed (render/memo.py), the result is the same. Steps: GatewayClasses -> Gateways
-(listeners, certificates) -> HTTPRoutes -> Ingresses -> routes ordered by precedence -> the
+(listeners, certificates) -> ListenerSets -> HTTPRoutes -> Ingresses -> routes ordered by precedence -> the
 twp Document -> unreachable rules (render/reach.py, told through each kind's status) -> emit
 (twp/emit.py: YAML, parts, hash) -> Programmed (render/programmed.py) and the Gateways'
 statuses -> result (docs/render-design.md has the picture).
@@ -16,14 +16,18 @@ import gc
 import operator
 from collections.abc import Sequence
 
+from titanium_gateway.render import backendtls as _backendtls
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
+from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
+from titanium_gateway.render import otherroutes as _otherroutes
 from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.gatewayapi import listener_sets_served
 from titanium_gateway.render.httproute import status as _httproute_status
 from titanium_gateway.render.ingress import status as _ingress_status
 from titanium_gateway.render.memo import RenderCache
@@ -74,10 +78,12 @@ def _route_deps(ctx: RenderContext, gateways: dict) -> tuple | None:
     the Gateways not ours too (why, for ``not_ours``)."""
     snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
-             _memo.versions(snapshot.services))
+             _memo.versions(snapshot.services), _memo.versions(snapshot.backend_tls_policies),
+             _memo.versions(snapshot.config_maps) if snapshot.backend_tls_policies else ())
     if any(p is None for p in parts):
         return None
     return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
+            _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_gateways("ListenerSet"))),
             snapshot.unreadable.get("ReferenceGrant"), *parts)
 
 
@@ -125,10 +131,13 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         cache.order = ()  # released: the context holds it until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)
+    listener_sets = _listenerset.translate(ctx, gateways, listener_sets_served(snapshot.gateway_api,
+                                                                               snapshot.listener_sets))
     if cache is None:
         _httproute.translate(ctx, gateways)
     else:
         _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways))
+    _otherroutes.translate(ctx, gateways)  # (GRPCRoute, TLSRoute, TCPRoute, UDPRoute: not accepted, and why)
     _translate_ingresses(ctx, cache)
     ctx.end_translation()
 
@@ -137,6 +146,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
                         tuple(ctx.sorted_clusters()))
     # rules no request can reach (the routes are in their final order): events and status notes
     unreachable = _report_unreachable(ctx, _find_unreachable(document.routes, cache))
+    _backendtls.finish(ctx, ctx.backend_tls, document, _listenerset.parents(listener_sets))  # (CA files, statuses)
     out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                      cache=cache.text if cache is not None else None)
     if cache is not None:
@@ -145,6 +155,8 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
                                     confirmed_hash=snapshot.confirmed_config_hash, probe_message=snapshot.probe_message)
     for key in sorted(gateways):
         _gateway.status(ctx, gateways[key], delivery)
+    for key in sorted(listener_sets):
+        _listenerset.status(ctx, listener_sets[key], delivery)
     return RenderResult(
         config=out.config,
         config_hash=out.config_hash,

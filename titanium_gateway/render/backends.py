@@ -11,7 +11,8 @@ Public API (shared with the Ingress translation):
   ``svc-<namespace>.<service>.<port>`` (+ ``-<hash10>`` for non-default settings). Namespace,
   Service and port names cannot contain dots, so the id is unambiguous.
 * :func:`resolve_backend` ``(index, namespace, service, port, settings) -> BackendResolution``
-  — the :class:`~titanium_gateway.twp.model.Cluster` (with its
+  — the :class:`~titanium_gateway.twp.model.Cluster` (no destinations when ``settings.refused``:
+  a BackendTLSPolicy that cannot be honoured) (with its
   :class:`~titanium_gateway.twp.model.Backend`) or a reason and message:
   ``BackendNotFound`` (no such Service or port), ``UnsupportedValue`` (an ExternalName
   Service: it has no endpoints).
@@ -177,7 +178,11 @@ def _destinations(index: BackendIndex, namespace: str, name: str, svc_port: Mapp
 def build_cluster(cid: str, destinations: tuple[Destination, ...], settings: ClusterSettings,
                   backend: Backend | None = None) -> Cluster:
     """The cluster of ``destinations`` with ``settings``."""
-    tls = UpstreamTls(**{_TLS_FIELDS[k]: v for k, v in settings.tls}) if settings.tls else None
+    tls = None
+    if settings.tls or settings.server_name is not None or settings.subject_alt_names or settings.system_roots:
+        tls = UpstreamTls(**{_TLS_FIELDS[k]: v for k, v in settings.tls}, server_name=settings.server_name,
+                          subject_alt_names=settings.subject_alt_names or None,
+                          system_roots=True if settings.system_roots else None)
     return Cluster(
         id=cid,
         algorithm=settings.algorithm or None,
@@ -222,6 +227,9 @@ def resolve_backend(
             result = BackendResolution(
                 None, "BackendNotFound", f"Service {namespace}/{service} has no port {port}"
             )
+        elif settings.refused:  # (a BackendTLSPolicy that cannot be honoured: 503, never plaintext)
+            cid = cluster_id(namespace, service, port, settings)
+            result = BackendResolution(build_cluster(cid, (), settings, Backend(namespace, service, port, settings)))
         else:
             # shared: the clusters of this Service port with other settings have it too
             dkey = (namespace, service, found[0], settings.use_https)

@@ -13,6 +13,10 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   ``backends.resolve_backend(ctx.backends, ns, svc, port, settings)`` then
   ``ctx.add_cluster(resolution.cluster)``.
 * ``ctx.grants`` — :class:`~titanium_gateway.render.referencegrant.ReferenceGrantIndex`.
+* ``ctx.listener_sets`` — the ListenerSets of ours by (namespace, name), once translated
+  (``listenerset.ListenerSetInfo``: a route attaches to one like to a Gateway).
+* ``ctx.backend_tls`` — :class:`~titanium_gateway.render.backendtls.BackendTlsPolicies`: the
+  cluster settings a Service port's BackendTLSPolicy asks for (``settings(ns, svc, port name, s)``).
 * ``ctx.namespace_labels(ns)`` — labels of a Namespace (absent Namespace: only
   ``kubernetes.io/metadata.name``).
 * ``ctx.gateway_ports`` — ``{data-plane port: "HTTP" | "HTTPS"}`` used by programmed Gateway
@@ -59,6 +63,7 @@ from typing import Any
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
+from titanium_gateway.render.backendtls import BackendTlsPolicies
 from titanium_gateway.render.certificates import (
     CertificateConversion,
     TLSFiles,
@@ -82,7 +87,8 @@ from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-_KIND_ORDER = {"GatewayClass": 0, "Gateway": 1, "HTTPRoute": 2, "Ingress": 3}
+_KIND_ORDER = {"GatewayClass": 0, "Gateway": 1, "ListenerSet": 2, "HTTPRoute": 3, "GRPCRoute": 4, "TLSRoute": 5,
+               "TCPRoute": 6, "UDPRoute": 7, "Ingress": 8}
 
 
 def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
@@ -122,6 +128,9 @@ class RenderContext:
         self.now = snapshot.now
         self.backends = BackendIndex(snapshot)
         self.grants = ReferenceGrantIndex(snapshot)
+        self.backend_tls = BackendTlsPolicies(snapshot, options.secret_namespaces)
+        #: (namespace, name) -> the ListenerSets of ours (render/listenerset.py, after the Gateways)
+        self.listener_sets: dict[tuple[str, str], Any] = {}
         self._ns_labels: dict[str, dict[str, str]] = {}
         for key, ns in snapshot.namespaces.items():
             meta = f.metadata(ns)
@@ -279,9 +288,9 @@ class RenderContext:
             self.recording.statuses.append(status)
         self.statuses[status.key] = status
 
-    def foreign_gateways(self) -> dict[tuple[str, str], str]:
-        """(namespace, name) -> why a Gateway is not ours (after the Gateway translation)."""
-        return {(r.namespace, r.name): r.reason for r in self._not_ours.values() if r.kind == "Gateway"}
+    def foreign_gateways(self, kind: str = "Gateway") -> dict[tuple[str, str], str]:
+        """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""
+        return {(r.namespace, r.name): r.reason for r in self._not_ours.values() if r.kind == kind}
 
     def not_ours(self, record: NotOurs) -> None:
         if self.recording is not None:

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 #: sorted by name (the GatewayClass field MUST be sorted in ascending order)
 SUPPORTED_FEATURES: tuple[str, ...] = (
+    "BackendTLSPolicy",
+    "BackendTLSPolicySANValidation",
     "Gateway",
     "HTTPRoute",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
+    "HTTPRouteNamedRouteRule",
     "HTTPRoutePathRewrite",
     "HTTPRouteQueryParamMatching",
     "HTTPRouteRequestMirror",
+    "ListenerSet",
     "ReferenceGrant",
 )
 

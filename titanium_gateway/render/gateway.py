@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import programmed
@@ -145,13 +145,15 @@ class ListenerInfo:
     accepted: Outcome = (True, "Accepted", "listener is accepted")
     resolved: Outcome = (True, "ResolvedRefs", "all references are resolved")
     conflicted: Outcome = (False, "NoConflicts", "no conflicts")
+    #: (namespace, name) of the ListenerSet it comes from (render/listenerset.py); None: the Gateway's own
+    listener_set: tuple[str, str] | None = None
 
     def allows_namespace(self, ctx: RenderContext, namespace: str) -> bool:
         if self.allowed_from == "All":
             return True
         if self.allowed_from == "Selector":
             return selector_matches(self.allowed_selector, ctx.namespace_labels(namespace))
-        return namespace == self.gateway_ns
+        return namespace == (self.listener_set[0] if self.listener_set is not None else self.gateway_ns)
 
 
 @dataclass
@@ -165,6 +167,11 @@ class GatewayInfo:
     addresses: list[dict[str, str]]
     #: the Gateway's Accepted condition
     acceptance: Outcome = (True, "Accepted", "Gateway is accepted")
+    #: ``spec.allowedListeners.namespaces``: from (None, Same, All, Selector) and the selector
+    allowed_listeners: tuple[str, Any] = ("None", None)
+    #: ``status.attachedListenerSets`` (render/listenerset.py); None: not written (no ListenerSets served)
+    attached_listener_sets: int | None = None
+    kind: ClassVar[str] = "Gateway"
 
 
 def _addresses(ctx: RenderContext) -> list[dict[str, str]]:
@@ -198,7 +205,8 @@ def _gateway_sort_key(gw: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def _certificates(
-    ctx: RenderContext, gw_ns: str, gw_created: str, gw_name: str, li: ListenerInfo, tls: Mapping[str, Any]
+    ctx: RenderContext, gw_ns: str, gw_created: str, gw_name: str, li: ListenerInfo, tls: Mapping[str, Any],
+    owner_kind: str = "Gateway",
 ) -> tuple[bool, str, str]:
     """Bind the listener's certificates; returns (any valid, error reason, error message)."""
     refs = tls.get("certificateRefs")
@@ -220,7 +228,7 @@ def _certificates(
             message = message or f"certificateRef {f.shown(group)}/{f.shown(kind)} {name} is not a core Secret"
             continue
         if not ctx.grants.allows(
-            from_group=GATEWAY_GROUP, from_kind="Gateway", from_namespace=gw_ns,
+            from_group=GATEWAY_GROUP, from_kind=owner_kind, from_namespace=gw_ns,
             to_group="", to_kind="Secret", to_namespace=ns, to_name=name,
         ):
             reason = reason or "RefNotPermitted"
@@ -259,10 +267,9 @@ def _gateway_problem(spec: Mapping[str, Any]) -> tuple[str, str]:
         if key == "tls" and not f.mapping(value).get("backend"):
             continue  # (the frontend part is the HTTPS listeners')
         if key == "allowedListeners":
-            namespaces = f.mapping(f.mapping(value).get("namespaces"))
-            if (f.string(namespaces.get("from")) or "None") == "None":
-                continue  # (the default: no ListenerSet may attach, which is what happens)
-            problems.append("spec.allowedListeners is not supported (ListenerSets are not watched)")
+            from_ = allowed_listeners(spec)[0]
+            if from_ not in ("None", "Same", "All", "Selector"):
+                problems.append(f"spec.allowedListeners.namespaces.from {f.brief(from_)} is not supported")
             continue
         if key == "defaultScope" and (value is None or value == "None"):
             continue
@@ -281,6 +288,13 @@ def _gateway_problem(spec: Mapping[str, Any]) -> tuple[str, str]:
             elif key not in _INFRASTRUCTURE_FIELDS:
                 problems.append(f"spec.infrastructure.{f.plain(key)} is not supported")
     return (reason, bound_message("; ".join(problems))) if problems else ("", "")
+
+
+def allowed_listeners(spec: Mapping[str, Any]) -> tuple[str, Any]:
+    """``spec.allowedListeners.namespaces``: (from, selector); from is ``None`` when absent."""
+    namespaces = f.mapping(f.mapping(spec.get("allowedListeners")).get("namespaces"))
+    value = namespaces.get("from")
+    return (value if isinstance(value, str) and value else "None"), namespaces.get("selector")
 
 
 def _frontend_validation(spec: Mapping[str, Any]) -> tuple[frozenset[int], str]:
@@ -394,13 +408,15 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], addresses: list[dict[str
     else:
         acceptance = (False, "ListenersNotValid", "no listener is valid")
     return GatewayInfo(ns, name, gw, not rejected and valid > 0, infos, ctx.conditions(gw, existing_conditions(status)),
-                       addresses, acceptance)
+                       addresses, acceptance, allowed_listeners(spec) if "allowedListeners" in spec else ("None", None))
 
 
 def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str, gateway: tuple[str, str, str],
-              frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports) -> ListenerInfo:
+              frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports,
+              owner_kind: str = "Gateway") -> ListenerInfo:
     """One listener: accepted (protocol, fields, hostname, port), the routes it allows, its
-    conflicts, its certificates; a usable one opens its data-plane port."""
+    conflicts, its certificates; a usable one opens its data-plane port. ``gateway``: (created,
+    namespace, name) of the object that holds it (``owner_kind``: a Gateway or a ListenerSet)."""
     created, ns, name = gateway
     port = f.port(raw.get("port")) or 0
     protocol = f.string(raw.get("protocol"))
@@ -413,9 +429,11 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
     refs_reason = refs_msg = ""
     cert_ok = True
     if not accepted_reason and not conflict and protocol == "HTTPS" and li.serves_httproute:
-        cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls)
+        cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls, owner_kind)
     if not kinds_ok and not refs_reason:
-        refs_reason, refs_msg = "InvalidRouteKinds", "only HTTPRoute is supported in allowedRoutes.kinds"
+        refs_reason, refs_msg = "InvalidRouteKinds", (
+            f"no route kind is served on protocol {protocol!r}" if accepted_reason == "UnsupportedProtocol"
+            else "only HTTPRoute is supported in allowedRoutes.kinds")
     li.attachable = not accepted_reason and not conflict and li.serves_httproute and not rejected
     li.usable = li.attachable and cert_ok
     if accepted_reason:
@@ -429,6 +447,35 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
         ports.protocol.setdefault(li.dp_port, protocol)
         ctx.add_listener(li.dp_port, protocol == "HTTPS")
         ctx.gateway_ports.setdefault(li.dp_port, protocol)
+    return li
+
+
+def listener_set_ports(ctx: RenderContext, gw: GatewayInfo) -> _Ports:
+    """The port state the listeners of ``gw``'s ListenerSets are checked against: the data-plane
+    ports programmed so far (every Gateway's) and the Gateway's own accepted listeners (which
+    take precedence over a ListenerSet's)."""
+    ports = _Ports()
+    ports.protocol = ctx.gateway_ports
+    for li in gw.listeners:
+        if li.accepted[0]:
+            ports.local.setdefault(li.dp_port, []).append(li)
+    return ports
+
+
+def set_listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str, owner: tuple[str, str, str],
+                 gw: GatewayInfo, ports: _Ports) -> ListenerInfo:
+    """A listener of a ListenerSet (``owner``: its created, namespace, name) of ``gw``, translated
+    like the Gateway's own (its certificates referenced from the ListenerSet); it belongs to the
+    Gateway's listeners (``gateway_ns``/``gateway_name``, ``listener_set`` set)."""
+    spec = f.mapping(gw.obj.get("spec"))
+    frontend = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
+    li = _listener(ctx, raw, index, lname, owner, frontend, not gw.acceptance[0], ports, owner_kind="ListenerSet")
+    li.gateway_ns, li.gateway_name, li.listener_set = gw.namespace, gw.name, (owner[1], owner[2])
+    if li.accepted[1] == "UnsupportedProtocol" and li.port and any(
+            other.protocol != li.protocol for other in ports.local.get(li.dp_port, ())):
+        # (a port a listener before it uses with another protocol: the conflict is what the
+        # Gateway API reports for an entry, whatever its protocol)
+        li.conflicted = (True, "ProtocolConflict", "another listener uses this data-plane port with another protocol")
     return li
 
 
@@ -468,6 +515,7 @@ def _allowed_routes(raw: Mapping[str, Any], li: ListenerInfo, accepted_reason: s
     kinds = allowed.get("kinds")
     if accepted_reason == "UnsupportedProtocol":
         li.serves_httproute = False
+        kinds_ok = not (isinstance(kinds, list) and kinds)  # (no kind listed is served on it)
     elif isinstance(kinds, list) and kinds:
         li.serves_httproute = False
         for k in kinds:
@@ -498,19 +546,31 @@ def _conflict(li: ListenerInfo, ports: _Ports) -> str:
     return conflict
 
 
-def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
-    """The status of one Gateway (every condition in one place, once Programmed is known)."""
-    listeners = []
-    for li in info.listeners:
-        lc = li.conditions
-        assert lc is not None
+def listener_status(li: ListenerInfo, delivery: Delivery) -> dict[str, Any]:
+    """A listener's status entry. A ListenerSet's listener that is conflicted is also not
+    accepted nor programmed, with the conflict's reason (the Gateway API's ListenerEntryStatus)."""
+    lc = li.conditions
+    assert lc is not None
+    if li.conflicted[0] and li.listener_set is not None:
+        lc.set("Accepted", False, li.conflicted[1], li.conflicted[2])
+        lc.set("Programmed", False, li.conflicted[1], li.conflicted[2])
+    else:
         lc.set("Accepted", *li.accepted)
         lc.set("Programmed", *programmed.condition("listener", li.usable, delivery))
-        lc.set("ResolvedRefs", *li.resolved)
-        lc.set("Conflicted", *li.conflicted)
-        listeners.append({"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
-                          "conditions": lc.as_list()})
+    lc.set("ResolvedRefs", *li.resolved)
+    lc.set("Conflicted", *li.conflicted)
+    return {"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
+            "conditions": lc.as_list()}
+
+
+def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
+    """The status of one Gateway (every condition in one place, once Programmed is known)."""
+    # (a ListenerSet's listeners are in its own status)
+    listeners = [listener_status(li, delivery) for li in info.listeners if li.listener_set is None]
     info.conditions.set("Accepted", *info.acceptance)
     info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery))
-    body = {"addresses": info.addresses, "conditions": info.conditions.as_list(), "listeners": listeners}
+    body: dict[str, Any] = {"addresses": info.addresses, "conditions": info.conditions.as_list(),
+                            "listeners": listeners}
+    if info.attached_listener_sets is not None:
+        body["attachedListenerSets"] = info.attached_listener_sets
     ctx.add_status(ObjectStatus(API_VERSION, "Gateway", info.namespace, info.name, body))

@@ -45,6 +45,12 @@ def supported_features(info: GatewayApiInfo | None) -> list[Any] | None:
     return None
 
 
+def listener_sets_served(info: GatewayApiInfo | None, listener_sets: Mapping[str, Any]) -> bool:
+    """Whether the Gateway status has ``attachedListenerSets`` to write: ListenerSets are served
+    (the same bundles add the kind and the field), or offline (unknown) the input has some."""
+    return bool(listener_sets) if info is None else "ListenerSet" in info.watched
+
+
 def class_notes(info: GatewayApiInfo | None, unreadable: Mapping[str, str]) -> list[str]:
     """Sentences for the GatewayClass ``Accepted`` message: the bundle found, and each kind the
     render needs that is not installed or cannot be read, with what it costs."""
@@ -60,4 +66,5 @@ def class_notes(info: GatewayApiInfo | None, unreadable: Mapping[str, str]) -> l
     return notes
 
 
-__all__ = ["FEATURES_AS_OBJECTS", "FEATURES_AS_STRINGS", "GatewayApiInfo", "class_notes", "supported_features"]
+__all__ = ["FEATURES_AS_OBJECTS", "FEATURES_AS_STRINGS", "GatewayApiInfo", "class_notes", "listener_sets_served",
+           "supported_features"]

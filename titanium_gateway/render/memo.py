@@ -139,9 +139,15 @@ def gateway_fingerprint(gateways: Mapping[tuple[str, str], Any]) -> tuple[Any, .
         gw = gateways[key]
         out.append((key, gw.namespace, gw.name, gw.accepted, tuple(
             (li.index, li.name, li.port, li.dp_port, li.protocol, li.hostname, li.allowed_from,
-             repr(li.allowed_selector), li.serves_httproute, li.attachable, li.usable)
+             repr(li.allowed_selector), li.serves_httproute, li.attachable, li.usable, li.listener_set)
             for li in gw.listeners)))
     return tuple(out)
+
+
+def listener_set_fingerprint(listener_sets: Mapping[tuple[str, str], Any]) -> tuple[Any, ...]:
+    """What an HTTPRoute's translation reads of the ListenerSets of ours besides their listeners
+    (in :func:`gateway_fingerprint`): which are ours, to which Gateway, and their acceptance."""
+    return tuple((key, ls.gateway.namespace, ls.gateway.name, ls.acceptance) for key, ls in sorted(listener_sets.items()))
 
 
 class RenderCache:

@@ -7,7 +7,9 @@ wrote (DEVELOPERS.md, "Honest status"). It is decided here, from:
   config hash, or the offline render assumes it), not deliverable (NoResources), or Pending
   with the prober's message;
 * :func:`condition` - a Gateway's or listener's Programmed: ``Invalid`` when it is not valid
-  (a Gateway not accepted, a listener not usable), else the delivery.
+  (a Gateway not accepted, a listener not usable), else the delivery. (A ListenerSet's is the
+  same, render/listenerset.py, except that a ListenerSet not accepted and a conflicted entry
+  give the Gateway API's reason of why.)
 
 The render calls both once the config hash is known (``gateway.status``). When only the
 prober's answer changed (a new confirmed hash, a new probe message), the controller calls
@@ -65,30 +67,37 @@ def condition(what: str, valid: bool, state: Delivery) -> tuple[bool, str, str]:
 
 def reprogram(result: RenderResult, *, assume_programmed: bool, confirmed_hash: str | None, probe_message: str,
               now: str) -> RenderResult:
-    """``result`` with the Programmed conditions of its Gateways and listeners decided again for
+    """``result`` with the Programmed conditions of its Gateways, ListenerSets and their listeners
+    that depend on the data plane decided again for
     this confirmed hash and probe message (everything else is the same objects). A condition
     keeps its lastTransitionTime when its status and reason do not change, else takes ``now``."""
     state = delivery(result.config_hash, result.delivery_error, assume_programmed=assume_programmed,
                      confirmed_hash=confirmed_hash, probe_message=probe_message)
-    statuses = tuple(_gateway(st, state, now) if st.kind == "Gateway" else st for st in result.statuses)
+    statuses = tuple(_gateway(st, state, now) if st.kind in _WITH_LISTENERS else st for st in result.statuses)
     return dataclasses.replace(result, statuses=statuses)
 
 
+#: the kinds whose status has Programmed conditions for itself and its listeners
+_WITH_LISTENERS = frozenset({"Gateway", "ListenerSet"})
+#: the reasons :func:`delivery` gives: a Programmed condition with another reason (Invalid, or a
+#: ListenerSet's reason for not being accepted) does not depend on the data plane
+_DELIVERY_REASONS = frozenset({PROGRAMMED, "Pending", "NoResources"})
+
+
 def _gateway(st: ObjectStatus, state: Delivery, now: str) -> ObjectStatus:
-    body = st.status
-    listeners = [{**li, "conditions": _again(li.get("conditions"), "listener", state, now)}
-                 for li in body.get("listeners") or ()]
-    return ObjectStatus(st.api_version, st.kind, st.namespace, st.name,
-                        {**body, "conditions": _again(body.get("conditions"), "gateway", state, now),
-                         "listeners": listeners})
+    body = {**st.status, "conditions": _again(st.status.get("conditions"), "gateway", state, now)}
+    if "listeners" in body:
+        body["listeners"] = [{**li, "conditions": _again(li.get("conditions"), "listener", state, now)}
+                             for li in body.get("listeners") or ()]
+    return ObjectStatus(st.api_version, st.kind, st.namespace, st.name, body)
 
 
 def _again(conditions: Any, what: str, state: Delivery, now: str) -> list[Mapping[str, Any]]:
-    """The conditions with Programmed decided again (valid unless :func:`condition` made it Invalid)."""
+    """The conditions with Programmed decided again where the delivery decided it."""
     out = []
     for cond in conditions or ():
-        if cond.get("type") == PROGRAMMED:
-            status, reason, message = condition(what, cond.get("reason") != INVALID, state)
+        if cond.get("type") == PROGRAMMED and cond.get("reason") in _DELIVERY_REASONS:
+            status, reason, message = condition(what, True, state)
             cond = make_condition(PROGRAMMED, status, reason, message,
                                   observed_generation=cond.get("observedGeneration", 1), now=now, previous=[cond])
         out.append(cond)

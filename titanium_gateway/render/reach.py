@@ -23,7 +23,7 @@ it finds (events, status notes) through the status of each kind.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -53,10 +53,12 @@ class Taker:
     path: str | None
     path_kind: str | None
 
-    def describe(self, of: Source | None = None) -> str:
+    def describe(self, of: Source | None = None, names: RuleNames | None = None) -> str:
         """``HTTPRoute ns/name rule 0``, ``Ingress ns/name path /x of host h``; ``rule 0 of this
-        HTTPRoute`` when ``of`` is its own source."""
-        return describe_unit(self.source, self.rule_index, self.match_index, self.host, self.path, of)
+        HTTPRoute`` when ``of`` is its own source; ``rule 0 ("checkout")`` for a named rule
+        (``names``)."""
+        return describe_unit(self.source, self.rule_index, self.match_index, self.host, self.path, of,
+                             names(self.source, self.rule_index) if names is not None else "")
 
 
 @dataclass(frozen=True)
@@ -76,29 +78,42 @@ class Unreachable:
     def same_object_only(self) -> bool:
         return all(t.source == self.source for t in self.takers)
 
-    def what(self) -> str:
-        """``rule 1`` / ``path /x of host h (rule 0 path 1)`` / ``the default backend``."""
+    def what(self, names: RuleNames | None = None) -> str:
+        """``rule 1`` / ``rule 1 ("checkout")`` / ``path /x of host h (rule 0 path 1)`` / ``the
+        default backend``."""
         if self.source.kind == "Ingress":
             return _ingress_path(self.rule_index, self.match_index, self.host, self.path)
-        return f"rule {self.rule_index}"
+        return f"rule {self.rule_index}" + _named(names(self.source, self.rule_index) if names is not None else "")
 
-    def message(self, limit: int = 3) -> str:
-        """The sentence of its event (stable text, takers in route order, at most ``limit``)."""
-        names = [t.describe(self.source) for t in self.takers[:limit]]
+    def message(self, limit: int = 3, names: RuleNames | None = None) -> str:
+        """The sentence of its event (stable text, takers in route order, at most ``limit``);
+        ``names``: the names of HTTPRoute rules, shown beside their index."""
+        takers = [t.describe(self.source, names) for t in self.takers[:limit]]
+        return self._sentence(takers, limit, names)
+
+    def _sentence(self, names: list[str], limit: int, rule_names: RuleNames | None) -> str:
         more = len(self.takers) - limit
         if more > 0:
             names.append(f"{more} more")
-        return f"{self.what()} is unreachable: every request it matches is taken first by {_join(names)}"
+        return f"{self.what(rule_names)} is unreachable: every request it matches is taken first by {_join(names)}"
+
+
+#: (source, rule index) -> the rule's name ("" when it has none)
+RuleNames = Callable[[Source, int], str]
+
+
+def _named(name: str) -> str:
+    return f" ({name!r})" if name else ""
 
 
 def describe_unit(source: Source, rule: int, match: int, host: str | None, path: str | None,
-                  of: Source | None = None) -> str:
+                  of: Source | None = None, name: str = "") -> str:
     if source.kind == "Ingress":
         what = _ingress_path(rule, match, host, path)
         return what + " of this Ingress" if of == source else f"Ingress {source.namespace}/{source.name} {what}"
     if of == source:
-        return f"rule {rule} of this HTTPRoute"
-    return f"{source.kind} {source.namespace}/{source.name} rule {rule}"
+        return f"rule {rule}{_named(name)} of this HTTPRoute"
+    return f"{source.kind} {source.namespace}/{source.name} rule {rule}{_named(name)}"
 
 
 def _ingress_path(rule: int, match: int, host: str | None, path: str | None) -> str:

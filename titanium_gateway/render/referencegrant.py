@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from titanium_gateway.render.fields import string
+from titanium_gateway.render.fields import plain, string
 from titanium_gateway.render.snapshot import Snapshot
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -72,7 +72,7 @@ class ReferenceGrantIndex:
 
     def refusal(self, kind: str, namespace: str, name: str) -> str:
         """The message of a refused reference to ``kind namespace/name`` (RefNotPermitted)."""
+        what = f"{kind} {plain(namespace)}/{plain(name)}"  # (a name too long to be one is shortened)
         if self.unknown:
-            return (f"{kind} {namespace}/{name} is in another namespace and the ReferenceGrants could not be read "
-                    f"({self.unknown})")
-        return f"{kind} {namespace}/{name} is in another namespace and no ReferenceGrant allows it"
+            return f"{what} is in another namespace and the ReferenceGrants could not be read ({self.unknown})"
+        return f"{what} is in another namespace and no ReferenceGrant allows it"

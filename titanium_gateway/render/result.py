@@ -80,15 +80,21 @@ def _waiting(ctype: str) -> dict[str, str]:
             "lastTransitionTime": _EPOCH}
 
 
-#: What a released object's status becomes once merged (see :class:`Released`): an HTTPRoute
-#: keeps only the parent entries of other controllers; a GatewayClass or Gateway the Gateway
-#: API CRDs' default status, which claims nothing (other fields of ours, listeners and
+#: What a released object's status becomes once merged (see :class:`Released`): a route (of any
+#: kind) keeps only the parent entries of other controllers, a BackendTLSPolicy their ancestors;
+#: a GatewayClass, Gateway or ListenerSet the Gateway API CRDs' default status, which claims nothing (other fields of ours, listeners and
 #: addresses, go too); an Ingress loses the load-balancer address we published.
 #: (Plain data, as the writer sends it: never modified.)
 RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "HTTPRoute": {"parents": []},
+    "GRPCRoute": {"parents": []},
+    "TLSRoute": {"parents": []},
+    "TCPRoute": {"parents": []},
+    "UDPRoute": {"parents": []},
+    "BackendTLSPolicy": {"ancestors": []},
     "GatewayClass": {"conditions": [_waiting("Accepted")]},
     "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
+    "ListenerSet": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
     "Ingress": {"loadBalancer": None},
 })
 

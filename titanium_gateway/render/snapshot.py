@@ -30,6 +30,13 @@ KIND_FIELDS: Mapping[str, str] = MappingProxyType(
         "Secret": "secrets",
         "IngressClass": "ingress_classes",
         "Ingress": "ingresses",
+        "BackendTLSPolicy": "backend_tls_policies",
+        "ListenerSet": "listener_sets",
+        "GRPCRoute": "grpcroutes",
+        "TLSRoute": "tlsroutes",
+        "TCPRoute": "tcproutes",
+        "UDPRoute": "udproutes",
+        "ConfigMap": "config_maps",
     }
 )
 CLUSTER_SCOPED = frozenset({"GatewayClass", "IngressClass", "Namespace"})
@@ -57,8 +64,8 @@ class Snapshot:
     secrets: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     ingress_classes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     ingresses: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
-    # Gateway API kinds the controller watches where they are installed, not translated yet (the
-    # render reads nothing of them so far), and the ConfigMaps a BackendTLSPolicy may name
+    # Gateway API kinds the controller watches where they are installed (empty where they are
+    # not), and the ConfigMaps a BackendTLSPolicy may name
     backend_tls_policies: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     listener_sets: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)
     grpcroutes: Mapping[str, Obj] = field(default_factory=lambda: _EMPTY)

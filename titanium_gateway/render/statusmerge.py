@@ -7,9 +7,10 @@ cluster, so the offline render (``status.yaml``) shows what the controller would
 writer and the offline CLI can share one definition:
 
 * :func:`merged_status` - the merge-patch body the writer sends (same result as
-  ``writers/status.py:merged_status``): for an HTTPRoute, ``status.parents`` = the entries of
-  other controllers from the current status (kept, in their order) + ours from the render (ours
-  that the render no longer lists are dropped); for every other kind the whole status is ours
+  ``writers/status.py:merged_status``): for a route (HTTPRoute, GRPCRoute, TLSRoute, TCPRoute,
+  UDPRoute), ``status.parents`` = the entries of other controllers from the current status (kept,
+  in their order) + ours from the render (ours that the render no longer lists are dropped); for a
+  BackendTLSPolicy ``status.ancestors`` the same way; for every other kind the whole status is ours
   (a field the render no longer sets is ``None``: removed by the merge patch).
 * :func:`final_status` - that patch applied to the current status (RFC 7386), i.e. the status the
   object carries after the write.
@@ -30,27 +31,35 @@ def _status_of(current: Any) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
+#: kind -> the status list shared with other controllers (entries told apart by ``controllerName``)
+SHARED_LISTS: Mapping[str, str] = {
+    "HTTPRoute": "parents", "GRPCRoute": "parents", "TLSRoute": "parents", "TCPRoute": "parents",
+    "UDPRoute": "parents", "BackendTLSPolicy": "ancestors",
+}
+
+
 def merged_status(kind: str, current: Any, wanted: Mapping[str, Any], controller_name: str) -> dict[str, Any]:
     """The merge-patch body for ``wanted`` (this controller's status) given the object ``current``."""
     cur = _status_of(current)
-    if kind != "HTTPRoute":
+    shared = SHARED_LISTS.get(kind)
+    if shared is None:
         out: dict[str, Any] = {k: None for k in cur if k not in wanted}
         out.update(wanted)
         return out
-    parents = cur.get("parents")
+    entries = cur.get(shared)
     others = [
         p
-        for p in (parents if isinstance(parents, list) else [])
+        for p in (entries if isinstance(entries, list) else [])
         if isinstance(p, Mapping) and p.get("controllerName") != controller_name
     ]
-    wanted_parents = wanted.get("parents")
+    wanted_entries = wanted.get(shared)
     ours = [
         p
-        for p in (wanted_parents if isinstance(wanted_parents, (list, tuple)) else [])
+        for p in (wanted_entries if isinstance(wanted_entries, (list, tuple)) else [])
         if isinstance(p, Mapping) and p.get("controllerName") == controller_name
     ]
-    merged = {k: v for k, v in wanted.items() if k != "parents"}
-    merged["parents"] = others + ours
+    merged = {k: v for k, v in wanted.items() if k != shared}
+    merged[shared] = others + ours
     return merged
 
 
@@ -82,4 +91,4 @@ def final_status(kind: str, current: Any, wanted: Mapping[str, Any], controller_
     return result if isinstance(result, dict) else {}
 
 
-__all__ = ["merged_status", "apply_merge_patch", "final_status"]
+__all__ = ["SHARED_LISTS", "merged_status", "apply_merge_patch", "final_status"]

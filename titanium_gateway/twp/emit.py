@@ -276,6 +276,14 @@ def _optional_data(value: Any) -> dict[str, Any]:
     return {twp_key(f.name): getattr(value, f.name) for f in fields(value) if getattr(value, f.name) is not None}
 
 
+def _tls_data(tls: m.UpstreamTls) -> dict[str, Any]:
+    """``httpClient.tls``: its set fields, the subject alternative names as ``{type, value}``."""
+    out = _optional_data(tls)
+    if tls.subject_alt_names is not None:
+        out["subjectAltNames"] = [{"type": n.type, "value": n.value} for n in tls.subject_alt_names]
+    return out
+
+
 def match_data(host: str | None, match: Match) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if host is not None:
@@ -332,7 +340,7 @@ def cluster_data(cluster: Cluster) -> dict[str, Any]:
         if client.request_timeout is not None:
             data["requestTimeout"] = client.request_timeout
         if client.tls is not None:
-            data["tls"] = _optional_data(client.tls)
+            data["tls"] = _tls_data(client.tls)
         out["httpClient"] = data
     return out
 
@@ -494,7 +502,7 @@ def _cluster_text(c: Cluster, destinations: Texts) -> str:
         if client.request_timeout is not None:
             parts.append(f"requestTimeout: {_str(client.request_timeout)}")
         if client.tls is not None:
-            parts.append(f"tls: {_optional_text(client.tls)}")
+            parts.append(f"tls: {_flow(_tls_data(client.tls))}")
         out.append(f"  httpClient: {{{', '.join(parts)}}}\n")
     return "".join(out)
 

@@ -524,15 +524,31 @@ def _cluster(ctx: _Ctx, raw: Any, where: str) -> m.Cluster:
         timeout = ctx.timespan(h["requestTimeout"], f"{hw}.requestTimeout") if "requestTimeout" in h else None
         tls = None
         if "tls" in h:
-            t = ctx.mapping(h["tls"], f"{hw}.tls", ("caFile", "certFile", "keyFile"))
-            files = {k: _file_name(ctx, t[k], f"{hw}.tls.{k}") if k in t else None
-                     for k in ("caFile", "certFile", "keyFile")}
-            ctx.check((files["certFile"] is None) == (files["keyFile"] is None), f"{hw}.tls",
-                      "certFile and keyFile come together")
-            tls = m.UpstreamTls(files["caFile"], files["certFile"], files["keyFile"])
+            tls = _upstream_tls(ctx, h["tls"], f"{hw}.tls")
         client = m.HttpClient(timeout, tls)
     return m.Cluster(id=cid, algorithm=algorithm, destinations=tuple(dests), session_affinity=affinity,
                      http_client=client)
+
+
+def _upstream_tls(ctx: _Ctx, raw: Any, where: str) -> m.UpstreamTls:
+    t = ctx.mapping(raw, where, ("caFile", "certFile", "keyFile", "serverName", "subjectAltNames", "systemRoots"))
+    files = {k: _file_name(ctx, t[k], f"{where}.{k}") if k in t else None for k in ("caFile", "certFile", "keyFile")}
+    ctx.check((files["certFile"] is None) == (files["keyFile"] is None), where, "certFile and keyFile come together")
+    server_name = ctx.string(t["serverName"], f"{where}.serverName") if "serverName" in t else None
+    sans = None
+    if "subjectAltNames" in t:
+        names = []
+        for i, raw_name in enumerate(ctx.seq(t["subjectAltNames"], f"{where}.subjectAltNames")):
+            nw = f"{where}.subjectAltNames[{i}]"
+            n = ctx.mapping(raw_name, nw, ("type", "value"), ("type", "value"))
+            kind = ctx.string(n["type"], f"{nw}.type")
+            ctx.check(kind in ("Hostname", "URI"), f"{nw}.type", f"{kind!r} is not Hostname or URI")
+            names.append(m.SubjectAltName(kind, ctx.string(n["value"], f"{nw}.value")))
+        ctx.check(bool(names), f"{where}.subjectAltNames", "an empty list")
+        sans = tuple(names)
+    system_roots = ctx.boolean(t["systemRoots"], f"{where}.systemRoots") if "systemRoots" in t else None
+    ctx.check(not (system_roots and files["caFile"]), where, "caFile and systemRoots: true exclude each other")
+    return m.UpstreamTls(files["caFile"], files["certFile"], files["keyFile"], server_name, sans, system_roots)
 
 
 # -- the whole config -------------------------------------------------------------------------

@@ -89,6 +89,14 @@ _SOURCE = _setters(Source, "kind", "namespace", "name")
 UNKNOWN_SOURCE = Source("", "", "")
 
 
+@_value()
+class SubjectAltName:
+    """A name the destination's certificate must carry (``type`` Hostname: a DNS name; URI)."""
+
+    type: str  # Hostname | URI
+    value: str
+
+
 @_value(cached_hash=True)
 class ClusterSettings(_Hashed):
     """Settings of one cluster; the default instance means "plain Service cluster"."""
@@ -98,22 +106,36 @@ class ClusterSettings(_Hashed):
     affinity_cookie: str | None = None  # -> sessionAffinity {policy: Cookie, name: <this>}
     use_https: bool = False
     tls: tuple[tuple[str, str], ...] = ()  # (caFile|certFile|keyFile, file)
+    #: a BackendTLSPolicy's validation: the name sent and checked, the names accepted instead,
+    #: the system CA store instead of ``caFile``
+    server_name: str | None = None
+    subject_alt_names: tuple[SubjectAltName, ...] = ()
+    system_roots: bool = False
+    #: why the backend cannot be reached safely (a BackendTLSPolicy that cannot be honoured):
+    #: its cluster gets no destinations, so it answers 503 and never sends plaintext
+    refused: str = ""
 
     def is_default(self) -> bool:
         return self is DEFAULT_SETTINGS or self == DEFAULT_SETTINGS
 
     def canonical(self) -> str:
-        return json.dumps(
-            {
-                "requestTimeout": self.request_timeout,
-                "algorithm": self.algorithm,
-                "affinity": self.affinity_cookie,
-                "useHttps": self.use_https,
-                "tls": sorted(self.tls),
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        data: dict[str, Any] = {
+            "requestTimeout": self.request_timeout,
+            "algorithm": self.algorithm,
+            "affinity": self.affinity_cookie,
+            "useHttps": self.use_https,
+            "tls": sorted(self.tls),
+        }
+        # (the fields added later are written only when set: the ids of the other settings stay)
+        if self.server_name is not None:
+            data["serverName"] = self.server_name
+        if self.subject_alt_names:
+            data["subjectAltNames"] = [[n.type, n.value] for n in self.subject_alt_names]
+        if self.system_roots:
+            data["systemRoots"] = True
+        if self.refused:
+            data["refused"] = self.refused
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 #: The plain Service cluster; pass this (not a new instance) for speed.
@@ -430,11 +452,18 @@ class SessionAffinity:
 
 @_value()
 class UpstreamTls:
-    """Files in the TLS Secret (PEM), for ``useHttps`` destinations."""
+    """How ``useHttps`` destinations are validated: files in the TLS Secret (PEM), and the
+    optional fields of a Gateway API BackendTLSPolicy: ``server_name`` (the SNI sent and, unless
+    ``subject_alt_names`` is given, the name the certificate must match), ``subject_alt_names``
+    (any one must match), ``system_roots`` (trust the data plane's system CA store instead of
+    ``ca_file``)."""
 
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
+    server_name: str | None = None
+    subject_alt_names: tuple[SubjectAltName, ...] | None = None
+    system_roots: bool | None = None
 
 
 @_value()

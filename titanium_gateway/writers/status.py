@@ -1,11 +1,13 @@
-"""Status writes: GatewayClass, Gateway, HTTPRoute and Ingress, through the ``/status``
-subresource with a merge patch (never strategic: the Gateway API kinds are CRDs).
+"""Status writes: GatewayClass, Gateway, ListenerSet, the routes (HTTPRoute, GRPCRoute, TLSRoute,
+TCPRoute, UDPRoute), BackendTLSPolicy and Ingress, through the ``/status`` subresource with a
+merge patch (never strategic: the Gateway API kinds are CRDs).
 
 * Written only when the wanted status differs from the informer's current object.
 * The patch carries ``metadata.resourceVersion``: a 409 Conflict re-reads the object and
   retries with the status recomputed against it.
-* HTTPRoute ``status.parents``: entries of other controllers are kept, ours replaced by the
-  render's, ours that the render no longer lists dropped.
+* A route's ``status.parents`` (a BackendTLSPolicy's ``status.ancestors``): entries of other
+  controllers are kept, ours replaced by the render's, ours that the render no longer lists
+  dropped.
 * Many objects are written in parallel by a bounded thread pool; the API client's token bucket
   keeps the requests within the configured QPS/burst.
 * A 429 (or any answer with Retry-After) pauses every status write of this writer until the
@@ -40,10 +42,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from titanium_gateway.kube.api import (
+    BACKEND_TLS_POLICIES,
     GATEWAY_CLASSES,
     GATEWAYS,
+    GRPCROUTES,
     HTTPROUTES,
     INGRESSES,
+    LISTENER_SETS,
+    TCPROUTES,
+    TLSROUTES,
+    UDPROUTES,
     ApiError,
     KubeApi,
     Resource,
@@ -65,6 +73,8 @@ WriteGuard = Callable[[Obj], bool]
 
 RESOURCES: Mapping[str, Resource] = {
     "GatewayClass": GATEWAY_CLASSES, "Gateway": GATEWAYS, "HTTPRoute": HTTPROUTES, "Ingress": INGRESSES,
+    "ListenerSet": LISTENER_SETS, "GRPCRoute": GRPCROUTES, "TLSRoute": TLSROUTES, "TCPRoute": TCPROUTES,
+    "UDPRoute": UDPROUTES, "BackendTLSPolicy": BACKEND_TLS_POLICIES,
 }
 MAX_CONFLICT_RETRIES = 5
 StatusKey = tuple[str, str, str]

@@ -34,7 +34,7 @@ from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.parents import missing_parent_events
-from titanium_gateway.render.httproute.rules import RuleOut, translate_rule
+from titanium_gateway.render.httproute.rules import RuleOut, named, translate_rule
 from titanium_gateway.render.httproute.status import (
     API_VERSION,
     Problems,
@@ -42,6 +42,7 @@ from titanium_gateway.render.httproute.status import (
     Statuses,
     not_served_reason,
 )
+from titanium_gateway.render.listenerset import ListenerSetInfo
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
 from titanium_gateway.render.precedence import (
     TIER_DEGRADED,
@@ -79,6 +80,7 @@ class Translator:
         self.gateways = gateways
         #: (namespace, name) -> why a Gateway of the snapshot is not ours
         self.foreign = ctx.foreign_gateways()
+        self.foreign_sets = ctx.foreign_gateways("ListenerSet")
         self.matches = Matches()
         self.filters = Filters()
         self.backends = Backends(ctx)
@@ -110,7 +112,7 @@ class Translator:
         not_ours: list[str] = [] if refs else ["it has no parentRefs"]
         for ref in refs:
             ident = ref_identity(ref if f.is_mapping(ref) else {}, ns)
-            gw = self.gateways.get((ident[2], ident[3])) if ident[0] == GATEWAY_GROUP and ident[1] == "Gateway" else None
+            gw = self.parent(ident)
             if gw is None or not f.is_mapping(ref):  # not ours: never reported in its status
                 not_ours.append(self.not_ours(ident))
                 continue
@@ -152,15 +154,25 @@ class Translator:
         self.statuses.route(RouteOutcome(route, ns, name, parents, old_parents, problems, unserved))
         return counted
 
+    def parent(self, ident: Identity) -> GatewayInfo | ListenerSetInfo | None:
+        """The Gateway or ListenerSet of ours a parentRef names (None: not ours)."""
+        if ident[0] != GATEWAY_GROUP:
+            return None
+        if ident[1] == "Gateway":
+            return self.gateways.get((ident[2], ident[3]))
+        if ident[1] == "ListenerSet":
+            return self.ctx.listener_sets.get((ident[2], ident[3]))  # type: ignore[no-any-return]
+        return None
+
     def not_ours(self, ident: Identity) -> str:
-        """Why a parentRef does not name a Gateway of ours."""
+        """Why a parentRef does not name a Gateway (or a ListenerSet) of ours."""
         group, kind, ns, name = ident[:4]
-        if group != GATEWAY_GROUP or kind != "Gateway":
+        if group != GATEWAY_GROUP or kind not in ("Gateway", "ListenerSet"):
             return f"parent {kind} {name} is not a Gateway"
-        why = self.foreign.get((ns, name))
+        why = (self.foreign if kind == "Gateway" else self.foreign_sets).get((ns, name))
         if why is None:
-            return f"parent Gateway {ns}/{name} is not in the input"
-        return f"parent Gateway {ns}/{name} is not ours ({why})"
+            return f"parent {kind} {ns}/{name} is not in the input"
+        return f"parent {kind} {ns}/{name} is not ours ({why})"
 
     def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                    hosts: list[str | None], one_port: tuple[int, str] | None, problems: Problems, *,
@@ -180,7 +192,7 @@ class Translator:
                 rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
             out = translate_rule(self, rule, ns, one_port, ri)
             problems.refs += out.refs
-            rule_unsupported = out.unsupported
+            rule_unsupported = named(rule, out.unsupported) if out.unsupported and "name" in rule else out.unsupported
             if rule_unsupported:
                 problems.firsts.append(rule_unsupported[0])
             elif out.first_ref and type(out.behavior.action) is DirectResponse:

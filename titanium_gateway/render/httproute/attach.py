@@ -1,6 +1,7 @@
 """HTTPRoute ``parentRefs``: which Gateway listeners a route attaches to, and its hosts.
 
-Per parentRef to one of our Gateways (refs to other Gateways are never reported): listeners by
+Per parentRef to one of our Gateways or ListenerSets (refs to others are never reported; a
+Gateway's listeners are its own, not its ListenerSets'): listeners by
 ``sectionName`` and ``port`` (none -> NoMatchingParent); of those, the attachable listeners that
 allow the route's namespace and kind (none -> NotAllowedByListeners); of those, the listeners
 whose hostname intersects the route's hostnames (none -> NoMatchingListenerHostname). Routes
@@ -79,11 +80,12 @@ class Attachments:
 
     def _listeners(self, gw: GatewayInfo, section: str, port: int | None, route_ns: str
                    ) -> tuple[bool, list[ListenerInfo], bool]:
-        key = (gw.namespace, gw.name, section, port, route_ns)
+        key = (gw.kind, gw.namespace, gw.name, section, port, route_ns)
         hit = self._made.get(key)
         if hit is None:
-            selected = [li for li in gw.listeners
-                        if (not section or li.name == section) and (port is None or li.port == port)]
+            selected = [li for li in gw.listeners  # (a Gateway's: not its ListenerSets')
+                        if (not section or li.name == section) and (port is None or li.port == port)
+                        and (li.listener_set is None or gw.kind != "Gateway")]
             allowed = [li for li in selected
                        if li.serves_httproute and li.attachable and li.allows_namespace(self.ctx, route_ns)]
             hit = self._made[key] = (bool(selected), allowed, any(li.hostname is not None for li in allowed))
@@ -94,15 +96,17 @@ class Attachments:
         """``(accepted, reason, message, attached listeners)`` (the list is shared: read-only)."""
         section = f.text(ref.get("sectionName"))
         port = f.integer(ref.get("port"))
+        if not gw.listeners and not gw.accepted:  # (a ListenerSet not accepted has none)
+            return False, "NotAllowedByListeners", f"the {gw.kind} is not accepted", []
         any_selected, allowed, hostnames = self._listeners(gw, section, port, route_ns)
         if not any_selected:
             what = f"sectionName {brief(section)}" if section else ""
             what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
             return (False, "NoMatchingParent",
-                    f"Gateway {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [])
+                    f"{gw.kind} {gw.namespace}/{gw.name} has no listener with {what or 'that reference'}", [])
         if not allowed:
             if not gw.accepted:
-                return False, "NotAllowedByListeners", "the Gateway is not accepted", []
+                return False, "NotAllowedByListeners", f"the {gw.kind} is not accepted", []
             return False, "NotAllowedByListeners", "no valid listener allows routes from this namespace and kind", []
         # (a listener without a hostname accepts every route hostname: then the shared list)
         matched = allowed if not route_hosts or not hostnames else [

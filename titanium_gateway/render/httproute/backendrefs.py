@@ -68,6 +68,10 @@ def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, setti
     port = ref.get("port")
     if isinstance(port, bool) or not isinstance(port, int):
         return None, "BackendNotFound", f"backendRef to Service {ns}/{name} has no port"
+    if ctx.backend_tls:  # (a BackendTLSPolicy of the Service port: TLS to its backends)
+        svc_port = ctx.backends.service_port(ns, name, port)
+        if svc_port is not None:
+            settings = ctx.backend_tls.settings(ns, name, f.string(svc_port.get("name")), settings)
     res = be.resolve_backend(ctx.backends, ns, name, port, settings)
     if not res.ok:
         return None, res.reason, res.message

@@ -304,6 +304,13 @@ class Filters:
         return hit, key
 
 
+#: Why a filter type of the Gateway API is not supported, where more can be said than that.
+_WHY_NOT = {
+    "CORS": " (the data plane answers CORS preflight requests itself but cannot add the CORS headers a"
+            " response to the actual request needs)",
+}
+
+
 def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port: tuple[int, str] | None,
                  backends: tuple[Resolver, str] | None = None) -> RuleFilters:
     """What a rule's ``filters`` make. ``path_kinds``: the pathKind of each of the rule's
@@ -329,7 +336,8 @@ def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port:
         elif ftype == "RequestMirror":
             mirrors.append(f.mapping(flt.get("requestMirror")))
         else:
-            out.problems.append(f"filter type {plain(ftype) if ftype else 'missing'} is not supported")
+            out.problems.append(f"filter type {plain(ftype) if ftype else 'missing'} is not supported"
+                                + _WHY_NOT.get(ftype, ""))
     if redirect is not None:
         out.action = redirect
         if rewrite_seen:

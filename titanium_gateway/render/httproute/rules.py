@@ -88,6 +88,22 @@ def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> tuple[ClusterSettings, L
 RULE_FIELDS = frozenset({"matches", "filters", "backendRefs", "timeouts", "name"})
 
 
+def rule_name(route: Any, index: int) -> str:
+    """The ``name`` of rule ``index`` of an HTTPRoute object ("" when it has none). Rule names
+    (standard since Gateway API v1.4) are shown in messages and by ``explain``; the data-plane
+    route ids keep the rule's index (``r0m0``): an id must stay the same while the rule does, and
+    a name may be added, changed or removed without changing the rule's traffic."""
+    rules = f.items(f.mapping(f.mapping(route).get("spec")).get("rules"))
+    rule = rules[index] if 0 <= index < len(rules) else None
+    return f.text(f.mapping(rule).get("name"))
+
+
+def named(rule: Mapping[str, Any], problems: list[str]) -> list[str]:
+    """A named rule's problems, each saying which rule (``rule "checkout": ...``)."""
+    name = f.text(rule.get("name"))
+    return [f"rule {name!r}: {p}" for p in problems] if name else problems
+
+
 def newer_rule_fields(rule: Mapping[str, Any], index: int) -> list[str]:
     """The problems of a rule's fields the render does not know (``spec.rules[0].retry is not
     supported``), in the rule's order."""

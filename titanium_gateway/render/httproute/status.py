@@ -7,7 +7,7 @@ The parentRef is echoed with ``group``/``kind`` filled (as the conformance suite
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from titanium_gateway.render.conditions import ConditionList, bound_message, exi
 from titanium_gateway.render.fields import listed, summarize
 from titanium_gateway.render.gateway import ListenerInfo
 from titanium_gateway.render.httproute.attach import Identity, Parent, parent_ref_echo, ref_identity
+from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 from titanium_gateway.twp.model import Source
@@ -39,8 +40,9 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
     for li in listeners[:_NAMED_LISTENERS]:
         resolved, _, message = li.resolved
         why = "" if resolved else message
-        parts.append(f'listener "{li.name}" of Gateway'
-                     f" {li.gateway_ns}/{li.gateway_name} is not programmed"
+        owner = f"ListenerSet {li.listener_set[0]}/{li.listener_set[1]}" if li.listener_set is not None else (
+            f"Gateway {li.gateway_ns}/{li.gateway_name}")
+        parts.append(f'listener "{li.name}" of {owner} is not programmed'
                      + (f" ({why})" if why else ""))
     if len(listeners) > _NAMED_LISTENERS:
         parts.append(f"{len(listeners) - _NAMED_LISTENERS} more listeners are not programmed")
@@ -52,17 +54,31 @@ def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable])
     sentence in the message of each parent's ``Accepted: True`` condition (the route stays
     Accepted: it is valid)."""
     uid = f.string(f.metadata(ctx.snapshot.httproutes.get(f"{source.namespace}/{source.name}")).get("uid"))
+    names = rule_names(ctx)
     for u in rules:
         ctx.add_event(EventRecord(kind="HTTPRoute", namespace=source.namespace, name=source.name, type="Warning",
-                                  reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=API_VERSION))
+                                  reason=SHADOWED_RULE, message=u.message(names=names), uid=uid,
+                                  api_version=API_VERSION))
     status = ctx.statuses.get(("HTTPRoute", source.namespace, source.name))
     if status is None or type(status) is not ObjectStatus:
         return
     rules = sorted(rules, key=_rule_index)
-    sentences = [u.message() for u in rules[:_NOTE_RULES]]
+    sentences = [u.message(names=names) for u in rules[:_NOTE_RULES]]
     if len(rules) > _NOTE_RULES:
         sentences.append(f"{len(rules) - _NOTE_RULES} more rules are unreachable ({SHADOWED_RULE} events)")
     ctx.add_status(with_accepted_note(status, "; ".join(sentences)))
+
+
+def rule_names(ctx: RenderContext) -> Callable[[Source, int], str]:
+    """The names of the HTTPRoute rules of this render's snapshot (``rules.rule_name``)."""
+    routes = ctx.snapshot.httproutes
+
+    def name(source: Source, index: int) -> str:
+        if source.kind != "HTTPRoute":
+            return ""
+        return rule_name(routes.get(f"{source.namespace}/{source.name}"), index)
+
+    return name
 
 
 def _rule_index(u: Unreachable) -> int:

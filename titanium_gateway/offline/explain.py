@@ -425,7 +425,8 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
                           "default": item.default, "selectedBy": by}
 
     client = client_address or ""
-    req = contract.Request.from_target(spec.method, spec.target, headers, client_address=client, scheme=spec.scheme)
+    req = contract.Request.from_target(spec.method, spec.target, headers, client_address=client, scheme=spec.scheme,
+                                       port=dp_port)
     decision = contract.decide(config, req)
     by_id = {r.id: r for r in doc.routes}
     for loser in decision.losers:

@@ -38,7 +38,7 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
     parts = []
     for li in listeners[:_NAMED_LISTENERS]:
         resolved, _, message = li.resolved
-        why = "" if resolved else message
+        why = message if not resolved else "its Gateway has no data plane" if li.valid and li.plane is None else ""
         parts.append(f'listener "{li.name}" of Gateway'
                      f" {li.gateway_ns}/{li.gateway_name} is not programmed"
                      + (f" ({why})" if why else ""))

@@ -19,6 +19,7 @@ from titanium_gateway.offline.load import LoadReport, load_objects
 from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.render_cmd import main
 from titanium_gateway.offline.snapshot import build_snapshot
+from titanium_gateway.render.result import RenderResult
 
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart"
@@ -563,6 +564,8 @@ def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
         "data-plane-namespace": st.sampled_from(["gateway-system", "edge"]),
         "config-parts": st.sampled_from(["0", "7", "64"]),
         "secret-namespaces": st.sampled_from(["a,b", "b, a"]),
+        "data-plane-mode": st.sampled_from(["shared", "per-gateway"]),
+        "gateway-namespaces": st.sampled_from(["a,b", "b, a"]),
     }),
     legacy=st.booleans(),
 )
@@ -577,6 +580,10 @@ def test_every_render_changing_controller_option_means_the_same_on_render(flags:
         controller_argv.append("--data-plane-service=titanium-gateway-data-plane")
     if "data-plane-namespace" not in flags:
         controller_argv.append("--data-plane-namespace=gateway-system")
+    if "data-plane-mode" not in flags:  # (the chart's default, the render's too)
+        controller_argv.append("--data-plane-mode=per-gateway")
+    if flags.get("data-plane-mode", "per-gateway") == "per-gateway":
+        controller_argv.append("--data-plane-template=/etc/titanium-gateway/data-plane.yaml")
     copts = parse_options(controller_argv, {})
     args = _parser().parse_args(["-f", "x", *argv])
     assert options_from_args(args) == copts.to_render_options()
@@ -806,7 +813,7 @@ def test_stdout_holds_a_document_per_data_plane_with_a_data_plane_per_gateway(
     assert (out.split("\n---\n")[1].split("\n", 1)[1] + "\n").encode() == result.plane("infra/internal").config
 
 
-def render_snapshot_of(path: Path) -> Any:
+def render_snapshot_of(path: Path) -> RenderResult:
     from titanium_gateway.offline.load import load_objects
     from titanium_gateway.offline.snapshot import build_snapshot
     from titanium_gateway.render import render

@@ -375,8 +375,19 @@ def _compacting(fn: Transform) -> Transform:
     return transform
 
 
+def metadata_transform(obj: Obj) -> Obj:
+    """Only the metadata (a Gateway's own data-plane Deployment: the provisioner compares the
+    hash of what it applied, an annotation, and reads its labels and owner)."""
+    obj = strip_metadata(obj)
+    return {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata")}
+
+
 def transform_for(kind: str, data_plane_service: tuple[str, str]) -> Transform:
     """The transform of the informer of ``kind``: drop what nothing reads, then compact."""
+    if kind == "PlaneDeployment":
+        return _compacting(metadata_transform)
+    if kind == "PlanePod":
+        return _compacting(pod_transform)
     if kind == "EndpointSlice":
         return _compacting(endpoint_slice_transform(data_plane_service))
     if kind == "Service":

@@ -747,7 +747,9 @@ class Controller:
             return
         services = [svc for svc in self.informers["Service"].list()
                     if _planes.is_managed((svc.get("metadata") or {}).get("labels"))]
-        self.provisioner.remove(keep, self.informers["PlaneDeployment"].list(), services)
+        present = {(str((gw.get("metadata") or {}).get("namespace") or ""), str((gw.get("metadata") or {}).get("name")))
+                   for gw in snap.gateways.values()}
+        self.provisioner.remove(keep, present, self.informers["PlaneDeployment"].list(), services)
 
     def _plane_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The cached Deployment or Service of a Gateway's own data plane."""

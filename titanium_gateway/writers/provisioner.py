@@ -8,7 +8,7 @@ what was last applied (an annotation the objects carry) differs, left alone othe
 restart with nothing changed writes nothing). The plane's ConfigMaps and TLS Secret are
 written, and created when missing, by their own writers. :meth:`Provisioner.remove` deletes the
 data planes of Gateways that have none any more (no longer ours, or rejected): a deleted Gateway's
-are deleted by the garbage collector (owner references).
+are deleted by the garbage collector (owner references), never by the controller.
 
 An object of that name that this controller did not create (another owner, no labels of ours)
 is never taken over: :meth:`ensure` returns why, which becomes the Gateway's Programmed message.
@@ -182,17 +182,19 @@ class Provisioner:
         self._secrets[key] = wanted
 
     # -- delete ---------------------------------------------------------------------------------
-    def remove(self, keep: Iterable[GatewayKey], deployments: Iterable[Mapping[str, Any]],
-               services: Iterable[Mapping[str, Any]]) -> list[GatewayKey]:
-        """Delete the data planes this controller made for Gateways not in ``keep``, found among
-        the cached ``deployments`` and ``services``; returns the Gateways whose data plane was
-        deleted."""
-        kept = set(keep)
+    def remove(self, keep: Iterable[GatewayKey], present: Iterable[GatewayKey],
+               deployments: Iterable[Mapping[str, Any]], services: Iterable[Mapping[str, Any]]) -> list[GatewayKey]:
+        """Delete the data planes this controller made for Gateways that still exist
+        (``present``) but are not in ``keep`` (no longer ours, or rejected), found among the
+        cached ``deployments`` and ``services``; returns the Gateways whose data plane was
+        deleted. A deleted Gateway's data plane is the garbage collector's to delete (owner
+        references)."""
+        kept, there = set(keep), set(present)
         gone: dict[GatewayKey, list[tuple[Any, str]]] = {}
         for res, objs in ((DEPLOYMENTS, deployments), (SERVICES, services)):
             for obj in objs:
                 owner = owned_by(obj, self.controller_name)
-                if owner is not None and owner not in kept:
+                if owner is not None and owner not in kept and owner in there:
                     gone.setdefault(owner, []).append((res, str(_meta(obj).get("name"))))
         for (ns, gateway), objs in sorted(gone.items()):
             self.guard.check(f"delete the data plane of Gateway {ns}/{gateway}")

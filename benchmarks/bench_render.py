@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -105,10 +106,20 @@ class ConversionCounter:
         self._mod._convert = self._orig
 
 
+#: The data-plane mode of the figures (run.py --data-plane-mode; children inherit it)
+MODE_ENV = "TITANIUM_BENCH_DATA_PLANE_MODE"
+
+
+def data_plane_mode() -> str:
+    """``shared`` (one data plane) or ``per-gateway`` (a data plane for each of the 20 Gateways)."""
+    return os.environ.get(MODE_ENV, "") or "shared"
+
+
 def render_options() -> Any:
     from titanium_gateway.render.options import RenderOptions
 
-    return RenderOptions(data_plane_service=(workload.DATA_PLANE_NAMESPACE, workload.DATA_PLANE_SERVICE))
+    return RenderOptions(data_plane_service=(workload.DATA_PLANE_NAMESPACE, workload.DATA_PLANE_SERVICE),
+                         data_plane_mode=data_plane_mode())
 
 
 def _nlogn(n: int) -> float:
@@ -258,6 +269,9 @@ def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_
                         "<= n log n", got <= allowed))
     rows.append(Row("render", "floor", f"{how}, of the parsed twp.yaml + parts", "", None))
     rows.append(Row("render", "input", workload.informer_objects([], options.data_plane_service)[1], "", None))
+    rows.append(Row("render", "data planes", f"{data_plane_mode()}: one render, one document per data plane "
+                    f"({'the shared one and one per Gateway' if data_plane_mode() == 'per-gateway' else 'one'})",
+                    "", None))
     return rows
 
 

@@ -61,8 +61,9 @@ def pyyaml_dump(doc: Any) -> str:
 
 
 def parse_config(result: Any) -> list[Any]:
-    """The parsed documents of the rendered config: the root and each part."""
-    return [yaml.load(result.config, Loader=_LOADER)] + [yaml.load(d, Loader=_LOADER) for _, d in result.parts]  # noqa: S506
+    """The parsed documents of the rendered config: the root and each part, of every data plane."""
+    return [doc for p in result.data_planes()
+            for doc in [yaml.load(p.config, Loader=_LOADER)] + [yaml.load(d, Loader=_LOADER) for _, d in p.parts]]  # noqa: S506
 
 
 def _cert_module() -> Any:
@@ -248,7 +249,8 @@ def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_
             goal, met = "", None
             if n == 10_000:
                 goal, met = "< 1.0 s and < 4x floor", t < 1.0 and ratio < 4
-            items = result.config.count(b"\n- id: ") + sum(d.count(b"\n- id: ") for _, d in result.parts)
+            items = sum(p.config.count(b"\n- id: ") + sum(d.count(b"\n- id: ") for _, d in p.parts)
+                        for p in result.data_planes())
             rows.append(Row(
                 "render", f"{label} ({len(wl.objects)} objs, {items} twp items)",
                 f"{seconds(t)} (cold {seconds(cold)}); floor {seconds(floor)} -> {ratio:.1f}x"

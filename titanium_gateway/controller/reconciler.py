@@ -712,11 +712,14 @@ class Controller:
             if st.config_writer.write(plane):  # type: ignore[arg-type]
                 log.info("config written", extra={"config_hash": plane.config_hash, "data_plane": plane.key,
                                                    "bytes": len(plane.config), "parts": len(plane.parts)})
-            if plane.parts and not st.parts_released and st.config_writer.is_complete(plane.config_hash):
-                # Written: the parts' bytes (24 MB at 10k routes + 10k Ingresses) are not needed
-                # again; a reuse of this result needs the writer to still hold it written, and
-                # anything else renders again.
-                released[plane.key] = dataclasses.replace(plane, parts=tuple((n, b"") for n, _ in plane.parts))
+            own = plane.gateway is not None
+            if (plane.parts or own) and not st.parts_released and st.config_writer.is_complete(plane.config_hash):
+                # Written: the parts' bytes (24 MB at 10k routes + 10k Ingresses), and a Gateway's
+                # own root (most are not split: 20 of them hold as much as the parts), are not
+                # needed again; a reuse of this result needs the writer to still hold it written,
+                # and anything else renders again.
+                released[plane.key] = dataclasses.replace(plane, config=b"" if own else plane.config,
+                                                          parts=tuple((n, b"") for n, _ in plane.parts))
                 st.parts_released = True
             dp = self._data_plane_of(st, plane)
             st.poker.poke(dp.pods, plane.config_hash, plane.tls_files)  # a certificate change pokes too

@@ -129,7 +129,7 @@ def plane_writers_factory(opts: ControllerOptions, api: KubeApi, template: DataP
     missing, owned by the Gateway), its pods' poker, its admin token."""
 
     def make(plane: Plane) -> PlaneWriters:
-        gw = plane.gateway
+        gw = plane.gateway  # (the writers keep the Gateway, never the plane: its document and bytes)
         assert gw is not None
         names = plane_names(gw.name, gw.class_name)
         name = opts.controller_name
@@ -138,9 +138,9 @@ def plane_writers_factory(opts: ControllerOptions, api: KubeApi, template: DataP
             register_secret(token)  # (never logged)
         return PlaneWriters(
             ConfigMapWriter(api, gw.namespace, names.config_map, max_parts=template.config_parts, guard=guard,
-                            registry=registry, create=lambda n: config_meta(plane, n, name, template)),
+                            registry=registry, create=lambda n: config_meta(gw, n, name, template)),
             SecretWriter(api, gw.namespace, names.tls_secret, guard=guard, registry=registry,
-                         create=lambda n: tls_meta(plane, n, name, template)),
+                         create=lambda n: tls_meta(gw, n, name, template)),
             PodPoker(api, gw.namespace, guard=guard, clock=clock, registry=registry),
             token)
 

@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from titanium_gateway.render import planes
-from titanium_gateway.render.result import Plane
+from titanium_gateway.render.result import GatewayRef, Plane
 from titanium_gateway.writers.deployment import LISTENERS_ANNOTATION, canonical_listeners
 
 #: The annotation holding the hash of what the controller last applied to a Deployment or
@@ -277,16 +277,14 @@ def admin_secret(plane: Plane, controller_name: str, admin_token: str) -> dict[s
             "data": {"token": base64.b64encode(token.encode()).decode()}}
 
 
-def config_meta(plane: Plane, name: str, controller_name: str, template: DataPlaneTemplate | None = None
+def config_meta(gateway: GatewayRef, name: str, controller_name: str, template: DataPlaneTemplate | None = None
                 ) -> dict[str, Any]:
     """The metadata of a new ConfigMap of a Gateway's data plane (its root or a part): labelled
     ``data-plane-config``, which the controller's ConfigMap watch leaves out."""
-    assert plane.gateway is not None
-    return object_meta(plane.gateway, name, controller_name, template, component="data-plane-config")
+    return object_meta(gateway, name, controller_name, template, component="data-plane-config")
 
 
-def tls_meta(plane: Plane, name: str, controller_name: str, template: DataPlaneTemplate | None = None
+def tls_meta(gateway: GatewayRef, name: str, controller_name: str, template: DataPlaneTemplate | None = None
              ) -> dict[str, Any]:
     """The metadata of a new TLS Secret of a Gateway's data plane."""
-    assert plane.gateway is not None
-    return object_meta(plane.gateway, name, controller_name, template, component="data-plane-certificates")
+    return object_meta(gateway, name, controller_name, template, component="data-plane-certificates")

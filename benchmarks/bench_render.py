@@ -299,6 +299,13 @@ def figure_size(sizes: list[int], state: dict[str, Any]) -> list[Row]:
             tls = sum(len(v) for v in result.tls_files.values())
             value = (f"{total / 1024:.0f} KiB total; root {len(result.config) / 1024:.0f} KiB + "
                      f"{len(part_sizes)} part(s) (largest {biggest / 1024:.0f} KiB); TLS Secret {tls / 1024:.0f} KiB")
+            own = result.gateway_planes()
+            if own:  # a data plane per Gateway: the shared one's above (the Ingresses), theirs here
+                sizes_of = [len(p.config) + sum(len(d) for _, d in p.parts) for p in own]
+                value += (f"; {len(own)} Gateways' own: {sum(sizes_of) / 1024:.0f} KiB in all, the largest "
+                          f"{max(sizes_of) / 1024:.0f} KiB in {max(len(p.parts) for p in own)} part(s)")
+                ok = ok and all(max([len(p.config), *(len(d) for _, d in p.parts)]) <= options.part_limit_bytes
+                                and len(p.parts) <= options.max_parts for p in own)
             if len(result.parts) > options.max_parts:
                 value += f"; NOT deliverable with --config-parts={options.max_parts} (default)"
             rows.append(Row("config size", f"N={n} routes + {n} ingresses", value,

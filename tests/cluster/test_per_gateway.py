@@ -30,7 +30,7 @@ import requests
 from tests.cluster.conftest import GW, KubeSession, condition, wait_for
 from tests.support.chartrelease import ChartRelease
 from tests.support.kubeapi import KubeApiError
-from tests.support.kubecluster import REPO, describe
+from tests.support.kubecluster import REPO, describe, describe_resource
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -95,6 +95,19 @@ class PlaneEnv:
     def config(self, gateway: str) -> str:
         cm = self.api.get_object("ConfigMap", self.apps, self.base(gateway)) or {}
         return str((cm.get("data") or {}).get("twp.yaml", ""))
+
+
+def _settled(cluster: Any, user: str, quiet: float = 3.0, timeout: float = 60.0) -> None:
+    """Until the controller has written nothing (but its Lease) for ``quiet`` seconds."""
+    import time
+
+    end = time.monotonic() + timeout
+    while True:
+        mark = cluster.audit.mark()
+        time.sleep(quiet)
+        if not [ev for ev in cluster.audit.writes(mark, user=user) if describe_resource(ev) != "leases"]:
+            return
+        assert time.monotonic() < end, "the controller kept writing"
 
 
 def _get(url: str, host: str) -> requests.Response:
@@ -201,6 +214,20 @@ def test_each_gateway_has_its_own_data_plane_address_and_routes(planes: PlaneEnv
     written = {(ev["objectRef"].get("namespace"), ev["objectRef"].get("name")) for ev in writes}
     assert written == {(env.apps, env.base("internal"))}, sorted(written)
     assert "/invoices" not in env.config("public")
+
+    # a new leader (a restart with nothing changed) writes nothing: it reads each Gateway's
+    # objects once by name and finds them as they should be
+    _settled(cluster, user)
+    assert ctrl.stop() == 0  # SIGTERM: the Lease is released
+    mark = cluster.audit.mark()
+    second = env.release.start_controller("ctrl-b", health_port=next(kube.ports))
+    wait_for(second.is_leader, 60, 0.5, "ctrl-b leads")
+    wait_for(lambda: second.metric("controller_runtime_reconcile_total", result="success") >= 2, 60, 0.5,
+             "ctrl-b reconciled")
+    _settled(cluster, user)
+    writes = [ev for ev in cluster.audit.writes(mark, user=user) if describe_resource(ev) not in ("leases",)]
+    assert not writes, "a restart with nothing changed wrote:\n" + "\n".join(describe(ev) for ev in writes)
+    mark = cluster.audit.mark()
 
     # deleting a Gateway deletes its data plane: the garbage collector follows the owner references
     env.api.delete("Gateway", env.apps, "internal")

@@ -185,20 +185,11 @@ def _parent_key(route_ns: str, ref: Mapping[str, Any]) -> str:
     return key
 
 
-def _twp(result: RenderResult) -> dict[str, Any]:
-    """The whole config as one document (parts merged in include order)."""
+def _twp(result: RenderResult | Plane) -> dict[str, Any]:
+    """The whole config of a data plane (the result's: the shared one's) as one document (parts
+    merged in include order)."""
     doc = dict(parse_twp(result.config) or {})
     for _, data in result.parts:
-        part = parse_twp(data) or {}
-        for key in ("routes", "clusters"):
-            doc[key] = list(doc.get(key) or []) + list(part.get(key) or [])
-    return doc
-
-
-def _plane_twp(plane: Plane) -> dict[str, Any]:
-    """One data plane's whole config as one document."""
-    doc = dict(parse_twp(plane.config) or {})
-    for _, data in plane.parts:
         part = parse_twp(data) or {}
         for key in ("routes", "clusters"):
             doc[key] = list(doc.get(key) or []) + list(part.get(key) or [])
@@ -267,7 +258,7 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
         if plane is None:
             errors.append(f"no data plane {key} (have {[p.key for p in result.planes]})")
             continue
-        errors.extend(_document_checks(_plane_twp(plane), certificate_list(plane), want, f"plane {key}: "))
+        errors.extend(_document_checks(_twp(plane), certificate_list(plane), want, f"plane {key}: "))
     if "plane_count" in expect and len(result.planes) != expect["plane_count"]:
         errors.append(f"{len(result.planes)} data planes, expected {expect['plane_count']}: "
                       f"{[p.key for p in result.planes]}")

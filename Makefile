@@ -17,9 +17,9 @@ demo: install  ## render examples/ offline and show the result
 	@echo
 	@echo "== titanium-gateway render -f examples/https --out out/https (HTTPS Gateway) =="
 	titanium-gateway render -f examples/https --assume-programmed --out out/https
-	@echo "-- out/https/twp.yaml"; cat out/https/twp.yaml
+	@echo "-- out/https/gateways/apps/web-tls/twp.yaml (the Gateway's own data plane)"; cat out/https/gateways/apps/web-tls/twp.yaml
 	@echo "-- out/https/status.yaml"; cat out/https/status.yaml
-	@echo "-- out/https/certificates.yaml"; cat out/https/certificates.yaml
+	@echo "-- out/https/gateways/apps/web-tls/certificates.yaml"; cat out/https/gateways/apps/web-tls/certificates.yaml
 
 test:  ## the whole suite (unit, golden, property, integration, chart, and the cluster tier where root + Go are present)
 	$(PYTHON) -m pytest -q

@@ -34,6 +34,7 @@ expect.yaml (every key optional; a condition is ``"True"``, ``"False"``, or ``"<
     policies:                             # BackendTLSPolicy status.ancestors of ours
       <ns>/<name>: {ancestors: {<gwns>/<gw>: {Accepted: ..., ResolvedRefs: ...}}, no_ancestors: true}
     tls_files: [<file>, ...]              # each in the TLS Secret
+    absent_tls_files: [<file>, ...]       # none of these in the TLS Secret
     not_owned: [<Kind> <ns>/<name>]       # no status document for these
     listeners: [{port: 8080, decryptSsl: false}]               # exact count, subset match
     routes: [{id: ..., match: {...}, clusterId: ...}]          # ordered subsequence, subset match
@@ -44,6 +45,12 @@ expect.yaml (every key optional; a condition is ``"True"``, ``"False"``, or ``"<
     cluster_count: 2
     certificates: [{file: ..., hosts: [...], source: ...}]     # exact list
     events: [{reason: ..., kind: ...}]                         # each present, subset match
+    plane_count: 3                        # data planes of the render (the shared one included)
+    planes:                               # a data plane by key (a Gateway's: <ns>/<name>), with
+      <ns>/<name>: {listeners: ..., routes: ..., certificates: ..., tls_files: ...}  # the keys above
+
+Outside ``planes``, ``tls_files``, ``absent_tls_files`` and the keys from ``listeners`` to
+``certificates`` are the shared data plane's.
 
 In subset matching a dict matches when each expected key matches (the value ``"<absent>"``
 requires the key to be missing), a list when it has the same length and each item matches.
@@ -288,22 +295,19 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
                 errors.append(f"BackendTLSPolicy {key}: no ancestor entry {akey} (have {sorted(ancestors)})")
                 continue
             errors.extend(_conditions(got.get("conditions"), conds, f"BackendTLSPolicy {key} ancestor {akey}"))
-    for name in expect.get("tls_files") or []:
-        if name not in result.tls_files:
-            errors.append(f"no TLS Secret file {name} (have {sorted(result.tls_files)})")
     for item in expect.get("not_owned") or []:
         kind, _, key = item.partition(" ")
         ns, _, name = key.rpartition("/")
         if (kind, ns, name) in statuses:
             errors.append(f"{item}: has a status document but is not ours")
 
-    errors.extend(_document_checks(_twp(result), certificate_list(result), expect, ""))
+    errors.extend(_document_checks(_twp(result), certificate_list(result), result.tls_files, expect, ""))
     for key, want in (expect.get("planes") or {}).items():
         plane = result.plane(key)
         if plane is None:
             errors.append(f"no data plane {key} (have {[p.key for p in result.planes]})")
             continue
-        errors.extend(_document_checks(_twp(plane), certificate_list(plane), want, f"plane {key}: "))
+        errors.extend(_document_checks(_twp(plane), certificate_list(plane), plane.tls_files, want, f"plane {key}: "))
     if "plane_count" in expect and len(result.planes) != expect["plane_count"]:
         errors.append(f"{len(result.planes)} data planes, expected {expect['plane_count']}: "
                       f"{[p.key for p in result.planes]}")
@@ -317,10 +321,17 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
     return errors
 
 
-def _document_checks(twp: Mapping[str, Any], certificates: list[dict[str, Any]], expect: Mapping[str, Any],
-                     where: str) -> list[str]:
-    """The expectations on one data plane's document (``where``: the prefix of its messages)."""
+def _document_checks(twp: Mapping[str, Any], certificates: list[dict[str, Any]], tls_files: Mapping[str, bytes],
+                     expect: Mapping[str, Any], where: str) -> list[str]:
+    """The expectations on one data plane's document and TLS Secret (``where``: the prefix of
+    its messages)."""
     errors: list[str] = []
+    for name in expect.get("tls_files") or []:
+        if name not in tls_files:
+            errors.append(f"no TLS Secret file {name} (have {sorted(tls_files)})")
+    for name in expect.get("absent_tls_files") or []:
+        if name in tls_files:
+            errors.append(f"TLS Secret file {name} should not be there")
     if "listeners" in expect:
         errors.extend(subset_match(expect["listeners"], twp.get("listeners") or [], "listeners"))
     routes = list(twp.get("routes") or [])
@@ -408,3 +419,11 @@ def test_expectations_detect_mismatches() -> None:
     ]
     for expect in wrong:
         assert check_expectations(result, expect), f"not detected: {expect}"
+    # a data plane's own: its TLS files (and those it must not have), its document
+    planes = render_case("pergateway-listenerset")
+    for expect in ({"planes": {"infra/other": {"tls_files": ["infra.secure-cert.pfx"]}}},
+                   {"planes": {"infra/edge": {"absent_tls_files": ["infra.secure-cert.pfx"]}}},
+                   {"planes": {"infra/edge": {"route_count": 1}}},
+                   {"planes": {"infra/nope": {}}},
+                   {"plane_count": 2}):
+        assert check_expectations(planes, expect), f"not detected: {expect}"

@@ -105,3 +105,47 @@ def test_a_route_on_two_gateways_is_not_shadowed_by_the_other_gateways_route() -
     assert result.unreachable == ()
     shared = render(build_snapshot(case_objects("pergateway-isolation")), RenderOptions())
     assert [u.source.name for u in shared.unreachable] == ["www"]  # one data plane: the older "/" takes it
+
+
+def _condition(result: Any, kind: str, namespace: str, name: str) -> tuple[str, str]:
+    st = next(s for s in result.statuses if (s.kind, s.namespace, s.name) == (kind, namespace, name))
+    cond = next(c for c in st.status["conditions"] if c["type"] == "Programmed")
+    return cond["status"], cond["reason"]
+
+
+def _listener_programmed(result: Any, kind: str, namespace: str, name: str) -> list[tuple[str, str, str]]:
+    st = next(s for s in result.statuses if (s.kind, s.namespace, s.name) == (kind, namespace, name))
+    return [(li["name"], *next((c["status"], c["reason"]) for c in li["conditions"] if c["type"] == "Programmed"))
+            for li in st.status.get("listeners", ())]
+
+
+def test_a_listener_sets_programmed_follows_its_gateways_data_plane() -> None:
+    """A ListenerSet's listeners are served by its Gateway's own data plane: the ListenerSet's
+    Programmed (and its listeners') follows that plane's pods, in the render and in reprogram;
+    a ListenerSet of a Gateway without a data plane is NoResources, and stays so."""
+    objs = case_objects("pergateway-listenerset")
+    snap = build_snapshot(objs)
+    options = RenderOptions(data_plane_mode=PER_GATEWAY, gateway_namespaces=("infra",))
+    result = render(snap, options)
+    edge, other = result.plane("infra/edge"), result.plane("infra/other")
+    assert edge is not None and other is not None
+    assert edge.listener_sets == (("infra", "edge-extra"),) and other.listener_sets == (("infra", "other-extra"),)
+    assert not any(("elsewhere", "far-extra") in p.listener_sets for p in result.planes)
+    assert _condition(result, "ListenerSet", "infra", "edge-extra") == ("False", "Pending")
+    assert _condition(result, "ListenerSet", "elsewhere", "far-extra") == ("False", "NoResources")
+    # edge's pods confirm its config; other's do not: only edge's ListenerSet is Programmed
+    probes = {"infra/edge": (edge.config_hash, ""), "infra/other": (None, "pod other-0 is not ready")}
+    again = reprogram(result, assume_programmed=False, confirmed_hash=None, probe_message="", now=snap.now,
+                      plane_probes=probes)
+    assert _condition(again, "ListenerSet", "infra", "edge-extra") == ("True", "Programmed")
+    assert _listener_programmed(again, "ListenerSet", "infra", "edge-extra") == [
+        ("extra-http", "True", "Programmed"), ("extra-https", "True", "Programmed")]
+    assert _condition(again, "ListenerSet", "infra", "other-extra") == ("False", "NotAllowed")  # (not the plane's)
+    assert _condition(again, "ListenerSet", "elsewhere", "far-extra") == ("False", "NoResources")
+    assert _condition(again, "Gateway", "infra", "other") == ("False", "Pending")
+    # the same as a render that knows what each data plane's pods confirmed
+    fresh = render(dataclasses.replace(snap, plane_probes=probes), options)
+    assert again.statuses == fresh.statuses
+    # a ListenerSet's certificate is in its Gateway's data plane's TLS Secret only
+    assert "infra.secure-cert.pfx" in edge.tls_files
+    assert all("infra.secure-cert.pfx" not in p.tls_files for p in result.planes if p is not edge)

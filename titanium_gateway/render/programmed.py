@@ -7,7 +7,7 @@ wrote (DEVELOPERS.md, "Honest status"). It is decided here, from:
   config hash, or the offline render assumes it), not deliverable (NoResources), or Pending
   with the prober's message;
 * :func:`condition` - a Gateway's or listener's Programmed: ``Invalid`` when it is not valid
-  (a Gateway not accepted, a listener not usable), ``AddressNotAssigned`` for a Gateway whose
+  (a Gateway not accepted, a listener not valid), ``AddressNotAssigned`` for a Gateway whose
   requested address its data plane's Service does not have, else the delivery. (A ListenerSet's
   is the same, render/listenerset.py, except that a ListenerSet not accepted and a conflicted
   entry give the Gateway API's reason of why.)

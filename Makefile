@@ -60,7 +60,7 @@ manifests-check:
 e2e:  ## kind + pytest-kind; skips with a message without Docker/kind
 	hack/e2e.sh
 
-conformance:  ## upstream Gateway API v1.2.1 suite on kind; skips with a message without Docker/kind
+conformance:  ## upstream Gateway API v1.6.3 suite on kind; skips with a message without Docker/kind
 	conformance/run.sh
 
 conformance-local:  ## upstream Gateway API v1.6.3 suite on the local control plane, no Docker (root; conformance/README.md)

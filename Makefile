@@ -17,9 +17,9 @@ demo: install  ## render examples/ offline and show the result
 	@echo
 	@echo "== titanium-gateway render -f examples/https --out out/https (HTTPS Gateway) =="
 	titanium-gateway render -f examples/https --assume-programmed --out out/https
-	@echo "-- out/https/twp.yaml"; cat out/https/twp.yaml
+	@echo "-- out/https/gateways/apps/web-tls/twp.yaml (the Gateway's own data plane)"; cat out/https/gateways/apps/web-tls/twp.yaml
 	@echo "-- out/https/status.yaml"; cat out/https/status.yaml
-	@echo "-- out/https/certificates.yaml"; cat out/https/certificates.yaml
+	@echo "-- out/https/gateways/apps/web-tls/certificates.yaml"; cat out/https/gateways/apps/web-tls/certificates.yaml
 
 test:  ## the whole suite (unit, golden, property, integration, chart, and the cluster tier where root + Go are present)
 	$(PYTHON) -m pytest -q
@@ -60,7 +60,7 @@ manifests-check:
 e2e:  ## kind + pytest-kind; skips with a message without Docker/kind
 	hack/e2e.sh
 
-conformance:  ## upstream Gateway API v1.2.1 suite on kind; skips with a message without Docker/kind
+conformance:  ## upstream Gateway API v1.6.3 suite on kind; skips with a message without Docker/kind
 	conformance/run.sh
 
 conformance-local:  ## upstream Gateway API v1.6.3 suite on the local control plane, no Docker (root; conformance/README.md)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI step: the upstream Gateway API v1.2.1 conformance suite, the whole of it, on the local
+# CI step: the upstream Gateway API v1.6.3 conformance suite, the whole of it, on the local
 # control plane (make conformance-local; conformance/README.md). It fails the build when the run
 # fails, or when a test fails that conformance/expected-failures.txt does not list, or a listed
 # one fails for another reason. The suite's report and every log are in artifacts/.

@@ -9,6 +9,11 @@ which does not change what is measured and keeps the benchmark process's CPU for
 
 Write times are taken inside the API server when it commits a write (a hook on its commit
 path), so the clocks of the updates and of the writes are the same ``time.monotonic``.
+
+With ``run.py --data-plane-mode per-gateway`` the controller creates a data plane for each of
+the workload's 20 Gateways (Deployment, Service, ConfigMaps, Secrets in their namespaces, with
+the chart's RBAC for it), and the start-up figure also tells when the last of their configs
+was written.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 import yaml
 
 from benchmarks import workload
+from benchmarks.bench_render import data_plane_mode
 from benchmarks.common import ROOT, Row, error_row, mib, not_measured, percentile, proc_status, seconds
 
 GW = "gateway.networking.k8s.io"
@@ -40,6 +46,20 @@ PARTS = 48
 #: Extra controller flags for every figure (run.py --controller-args).
 EXTRA_ARGS: list[str] = []
 _MARKER = re.compile(rb"172\.(?:1[6-9]|2[0-9]|3[01])\.[0-9]{1,3}\.[0-9]{1,3}")
+
+
+def _per_gateway() -> bool:
+    return data_plane_mode() == "per-gateway"
+
+
+#: The data-plane template of the per-gateway figures (what the chart renders, trimmed: no pod runs)
+TEMPLATE = {
+    "replicas": 2, "configParts": PARTS,
+    "ports": [{"name": "http", "port": 80, "containerPort": 8080}, {"name": "https", "port": 443, "containerPort": 8443}],
+    "service": {"type": "LoadBalancer"},
+    "labels": {"app.kubernetes.io/part-of": "titanium-gateway"},
+    "pod": {"metadata": {"labels": {}}, "spec": {"containers": [{"name": "titanium", "image": "titanium"}]}},
+}
 
 
 def _missing() -> str:
@@ -92,7 +112,7 @@ class Cluster:
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             c = cls(server, rel, Path(tmp))
             try:
-                seed_release(server, rel)
+                seed_release(server, rel, per_gateway=_per_gateway())
                 labels = dict(rel.data_plane_labels)
                 server.put_object({"apiVersion": "apps/v1", "kind": "Deployment",
                                    "metadata": {"name": rel.data_plane, "namespace": rel.namespace, "labels": labels},
@@ -137,7 +157,8 @@ class Cluster:
         snap = Snapshot.from_objects(objs, now=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         opts = RenderOptions(controller_name=self.rel.controller_name,
                              ingress_controller_name=self.rel.ingress_controller_name,
-                             data_plane_service=(self.rel.namespace, self.rel.data_plane))
+                             data_plane_service=(self.rel.namespace, self.rel.data_plane),
+                             data_plane_mode=data_plane_mode())
         result = render(snap, opts)
         for st in result.statuses:
             def mutate(o: dict[str, Any], status: Any = st.status) -> None:
@@ -175,8 +196,14 @@ class Cluster:
         from tests.support.ports import free_port
 
         self.health_port = free_port()
+        mode: list[str] = []
+        if _per_gateway():
+            template = self.workdir / "data-plane.yaml"
+            template.write_text(yaml.safe_dump(TEMPLATE))
+            mode = ["--data-plane-mode=per-gateway", f"--data-plane-template={template}"]
         args = [sys.executable, "-m", "titanium_gateway", "controller", *self.rel.controller_args(),
-                f"--kubeconfig={kubeconfig}", f"--health-port={self.health_port}", "--admin-port=1", *EXTRA_ARGS, *extra]
+                f"--kubeconfig={kubeconfig}", f"--health-port={self.health_port}", "--admin-port=1", *mode,
+                *EXTRA_ARGS, *extra]
         log = open(self.log_path, "wb")  # noqa: SIM115 - closed with the process
         t0 = time.monotonic()
         self.proc = subprocess.Popen(args, cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -248,6 +275,24 @@ class Cluster:
         with self.lock:
             return [w for w in self.writes if w.kind == "ConfigMap" and w.name in names and w.t >= since
                     and w.namespace == self.rel.namespace]
+
+    def wait_planes(self, since: float, timeout: float) -> float:
+        """When the last of the Gateways' own data planes' root ConfigMaps holds a config
+        (per-gateway), as a ``time.monotonic``."""
+        from titanium_gateway.render.planes import plane_names
+
+        wanted = {(gw["metadata"]["namespace"], plane_names(gw["metadata"]["name"], "titanium").config_map)
+                  for gw in self.server.list_objects("Gateway")}
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                done = {(w.namespace, w.name): w.t for w in self.writes if w.kind == "ConfigMap" and w.t >= since
+                        and (w.namespace, w.name) in wanted and ((w.obj.get("data") or {}).get("twp.yaml") or "")}
+            if len(done) == len(wanted):
+                return max(done.values())
+            self.check_alive()
+            time.sleep(0.05)
+        raise TimeoutError(f"{len(wanted)} Gateway configs not all written within {timeout:.0f} s: {self.log_tail()}")
 
     def wait_config(self, since: float, timeout: float) -> Write:
         """The first root ConfigMap write after ``since`` that holds a config."""
@@ -332,9 +377,13 @@ def figure_startup(n: int) -> list[Row]:
             w = c.wait_config(t0, timeout=120)
             took = w.t - t0
             parts = len(c.config_writes(t0, root_only=False)) - len(c.config_writes(t0))
-            rows.append(Row("startup", f"N={n} routes + {n} ingresses ({len(wl.objects)} objs)",
+            rows.append(Row("startup", f"N={n} routes + {n} ingresses ({len(wl.objects)} objs), {data_plane_mode()}",
                             f"first config written after {seconds(took)} ({parts} part writes before it)",
                             "< 10 s", took < 10.0))
+            if _per_gateway():
+                last = c.wait_planes(t0, timeout=180) - t0
+                rows.append(Row("startup", f"N={n}, every Gateway's own data plane (20)",
+                                f"the last Gateway's config written after {seconds(last)}", "< 10 s", last < 10.0))
             phases = _log_phases(c.log_path, t0_wall)
             if phases:
                 rows.append(Row("startup", "phases (controller log)", phases, "", None))

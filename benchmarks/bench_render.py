@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -60,8 +61,9 @@ def pyyaml_dump(doc: Any) -> str:
 
 
 def parse_config(result: Any) -> list[Any]:
-    """The parsed documents of the rendered config: the root and each part."""
-    return [yaml.load(result.config, Loader=_LOADER)] + [yaml.load(d, Loader=_LOADER) for _, d in result.parts]  # noqa: S506
+    """The parsed documents of the rendered config: the root and each part, of every data plane."""
+    return [doc for p in result.data_planes()
+            for doc in [yaml.load(p.config, Loader=_LOADER)] + [yaml.load(d, Loader=_LOADER) for _, d in p.parts]]  # noqa: S506
 
 
 def _cert_module() -> Any:
@@ -105,10 +107,20 @@ class ConversionCounter:
         self._mod._convert = self._orig
 
 
+#: The data-plane mode of the figures (run.py --data-plane-mode; children inherit it)
+MODE_ENV = "TITANIUM_BENCH_DATA_PLANE_MODE"
+
+
+def data_plane_mode() -> str:
+    """``shared`` (one data plane) or ``per-gateway`` (a data plane for each of the 20 Gateways)."""
+    return os.environ.get(MODE_ENV, "") or "shared"
+
+
 def render_options() -> Any:
     from titanium_gateway.render.options import RenderOptions
 
-    return RenderOptions(data_plane_service=(workload.DATA_PLANE_NAMESPACE, workload.DATA_PLANE_SERVICE))
+    return RenderOptions(data_plane_service=(workload.DATA_PLANE_NAMESPACE, workload.DATA_PLANE_SERVICE),
+                         data_plane_mode=data_plane_mode())
 
 
 def _nlogn(n: int) -> float:
@@ -237,7 +249,8 @@ def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_
             goal, met = "", None
             if n == 10_000:
                 goal, met = "< 1.0 s and < 4x floor", t < 1.0 and ratio < 4
-            items = result.config.count(b"\n- id: ") + sum(d.count(b"\n- id: ") for _, d in result.parts)
+            items = sum(p.config.count(b"\n- id: ") + sum(d.count(b"\n- id: ") for _, d in p.parts)
+                        for p in result.data_planes())
             rows.append(Row(
                 "render", f"{label} ({len(wl.objects)} objs, {items} twp items)",
                 f"{seconds(t)} (cold {seconds(cold)}); floor {seconds(floor)} -> {ratio:.1f}x"
@@ -258,6 +271,9 @@ def figure_render(sizes: list[int], repeats: int, state: dict[str, Any], routes_
                         "<= n log n", got <= allowed))
     rows.append(Row("render", "floor", f"{how}, of the parsed twp.yaml + parts", "", None))
     rows.append(Row("render", "input", workload.informer_objects([], options.data_plane_service)[1], "", None))
+    rows.append(Row("render", "data planes", f"{data_plane_mode()}: one render, one document per data plane "
+                    f"({'the shared one and one per Gateway' if data_plane_mode() == 'per-gateway' else 'one'})",
+                    "", None))
     return rows
 
 
@@ -283,6 +299,13 @@ def figure_size(sizes: list[int], state: dict[str, Any]) -> list[Row]:
             tls = sum(len(v) for v in result.tls_files.values())
             value = (f"{total / 1024:.0f} KiB total; root {len(result.config) / 1024:.0f} KiB + "
                      f"{len(part_sizes)} part(s) (largest {biggest / 1024:.0f} KiB); TLS Secret {tls / 1024:.0f} KiB")
+            own = result.gateway_planes()
+            if own:  # a data plane per Gateway: the shared one's above (the Ingresses), theirs here
+                sizes_of = [len(p.config) + sum(len(d) for _, d in p.parts) for p in own]
+                value += (f"; {len(own)} Gateways' own: {sum(sizes_of) / 1024:.0f} KiB in all, the largest "
+                          f"{max(sizes_of) / 1024:.0f} KiB in {max(len(p.parts) for p in own)} part(s)")
+                ok = ok and all(max([len(p.config), *(len(d) for _, d in p.parts)]) <= options.part_limit_bytes
+                                and len(p.parts) <= options.max_parts for p in own)
             if len(result.parts) > options.max_parts:
                 value += f"; NOT deliverable with --config-parts={options.max_parts} (default)"
             rows.append(Row("config size", f"N={n} routes + {n} ingresses", value,

@@ -47,6 +47,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="print a pyinstrument profile of one warm render of N routes and exit")
     p.add_argument("--machine", action="store_true", help="print the machine description too")
+    p.add_argument("--data-plane-mode", choices=("shared", "per-gateway"), default="shared",
+                   help="render and run the controller with one data plane (shared) or one per Gateway (the "
+                   "workload's 20)")
     return p.parse_args(argv)
 
 
@@ -68,6 +71,11 @@ def _loadavg() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    import os
+
+    from benchmarks.bench_render import MODE_ENV
+
+    os.environ[MODE_ENV] = args.data_plane_mode  # (the figures' child processes inherit it)
     if args.profile:
         from benchmarks.bench_render import profile_render
 

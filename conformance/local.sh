@@ -87,6 +87,12 @@ cleanup() {
     >"$ARTIFACTS/controller.log" 2>&1
   ex kubectl -n "$NAMESPACE" logs -l app.kubernetes.io/component=data-plane --all-containers --prefix --tail=-1 \
     >"$ARTIFACTS/data-plane.log" 2>&1
+  # the data planes of the Gateways still there (those of deleted Gateways went with them)
+  for ns in $(ex kubectl get pods -A -l app.kubernetes.io/managed-by=titanium-gateway \
+                -o jsonpath='{range .items[*]}{.metadata.namespace}{"\n"}{end}' 2>/dev/null | sort -u); do
+    ex kubectl -n "$ns" logs -l app.kubernetes.io/managed-by=titanium-gateway --all-containers --prefix --tail=-1 \
+      >>"$ARTIFACTS/data-plane.log" 2>&1
+  done
   ex kubectl get pods,services -A -o wide >"$ARTIFACTS/cluster-state.txt" 2>&1
   if [[ -n "$RUNNER_PID" ]] && kill -0 "$RUNNER_PID" 2>/dev/null; then
     kill -TERM "$RUNNER_PID"

@@ -88,22 +88,7 @@ def header_join_only(reason: str) -> bool:
     return bool(m) and m.group("got") != m.group("want") and m.group("got").replace(", ", ",") == m.group("want")
 
 
-POD = re.compile(r"^expected pod name to start with (?P<want>\S+), got (?P<got>\S+)$")
-#: the backends of HTTPRouteMultipleGateways' two routes for "/", one on each Gateway
-DEDICATED_BACKENDS = ("infra-backend-v2", "infra-backend-v3")
-
-
-def one_data_plane(reason: str) -> bool:
-    """A request to one Gateway was answered by the backend of the other Gateway's route for the
-    same path: the routes of every Gateway are served by one data plane, in one table."""
-    m = POD.match(reason)
-    if not m or m.group("want") not in DEDICATED_BACKENDS:
-        return False
-    other = next(b for b in DEDICATED_BACKENDS if b != m.group("want"))
-    return m.group("got").startswith(f"{other}-")
-
-
-CHECKS = {"header-join": header_join_only, "one-data-plane": one_data_plane}
+CHECKS = {"header-join": header_join_only}
 
 
 def read_expected(path: str) -> dict[str, str]:

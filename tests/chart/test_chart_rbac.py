@@ -64,7 +64,7 @@ def flatten(rules: list[dict], with_names: bool) -> dict:
 
 
 def test_cluster_role_rules_exactly(helm):
-    role = one(helm.template(), "ClusterRole")
+    role = one(helm.template(), "ClusterRole", "titanium-gateway-controller")
     assert flatten(role["rules"], with_names=False) == CLUSTER_RULES
 
 
@@ -112,7 +112,7 @@ def secret_readers(docs: list[dict]) -> dict[str, dict]:
 
 def test_default_reads_the_secrets_of_the_release_namespace_only(helm):
     docs = helm.template()
-    cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
+    cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
     assert ("", "secrets") not in cluster, "no cluster-wide Secret read by default"
     assert sorted(secret_readers(docs)) == [NAMESPACE]
     assert flatten(main_role(docs)["rules"], with_names=True) == NAMESPACED_RULES
@@ -120,7 +120,7 @@ def test_default_reads_the_secrets_of_the_release_namespace_only(helm):
 
 def test_secret_namespaces_variant(helm):
     docs = helm.template(VARIANTS["secret-namespaces"])
-    cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
+    cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
     assert cluster == CLUSTER_RULES, "no cluster-wide Secret or ConfigMap read with controller.secretNamespaces"
     assert sorted(secret_readers(docs)) == sorted(["apps", "shop", NAMESPACE])
     assert flatten(main_role(docs)["rules"], with_names=True) == NAMESPACED_RULES
@@ -131,7 +131,7 @@ def test_secret_namespaces_variant(helm):
 
 def test_cluster_wide_secret_read_is_an_explicit_opt_in(helm):
     docs = helm.template(VARIANTS["secrets-cluster-wide"])
-    cluster = flatten(one(docs, "ClusterRole")["rules"], with_names=False)
+    cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
     assert cluster == {**CLUSTER_RULES, ("", "secrets"): READ, ("", "configmaps"): READ}
     assert secret_readers(docs) == {}
     # both would leave one of them without effect: refused, with the reason
@@ -166,8 +166,56 @@ def test_no_verb_or_resource_beyond_the_security_section(helm, variant):
     for (g, r, _), v in [*NAMESPACED_RULES.items(), *SECRET_READ_RULES.items()]:
         allowed[(g, r)] = allowed.get((g, r), set()) | v
     for role in by_kind(docs, "Role") + by_kind(docs, "ClusterRole"):
+        # the Gateways' own data planes: created, updated and deleted (their rules exactly, above)
+        data_planes = role["metadata"]["name"] == "titanium-gateway-controller-data-planes"
         for rule in role["rules"]:
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
-                    assert set(rule["verbs"]) <= allowed.get((group, resource), set()), (role["metadata"], rule)
-                    assert not {"delete", "deletecollection", "escalate", "bind", "impersonate"} & set(rule["verbs"])
+                    granted = DATA_PLANE_RULES.get((group, resource), set()) if data_planes else \
+                        allowed.get((group, resource), set())
+                    assert set(rule["verbs"]) <= granted, (role["metadata"], rule)
+                    forbidden = {"deletecollection", "escalate", "bind", "impersonate"} | (
+                        set() if data_planes else {"delete"})
+                    assert not forbidden & set(rule["verbs"])
+
+
+# dataPlane.mode=perGateway (the default): what creating each Gateway's own data plane takes,
+# cluster-wide or in each of dataPlane.gatewayNamespaces
+DATA_PLANE_RULES = {
+    ("apps", "deployments"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("", "services"): {"create", "patch", "delete"},
+    ("", "configmaps"): {"get", "list", "create", "patch", "delete"},
+    ("", "secrets"): {"get", "create", "patch", "delete"},
+    ("", "pods"): {"list", "watch", "patch"},
+}
+DATA_PLANES = "titanium-gateway-controller-data-planes"
+
+
+def test_per_gateway_data_planes_are_created_with_a_cluster_role_by_default(helm):
+    docs = helm.template()
+    role = one(docs, "ClusterRole", DATA_PLANES)
+    assert flatten(role["rules"], with_names=False) == DATA_PLANE_RULES
+    binding = one(docs, "ClusterRoleBinding", DATA_PLANES)
+    assert binding["roleRef"]["name"] == DATA_PLANES and binding["subjects"] == [SA]
+    assert not [r for r in by_kind(docs, "Role") if r["metadata"]["name"] == DATA_PLANES]
+
+
+def test_gateway_namespaces_narrow_the_data_plane_rights_to_roles_there(helm):
+    docs = helm.template({"dataPlane": {"gatewayNamespaces": ["apps", "edge"]}})
+    assert not [r for r in by_kind(docs, "ClusterRole") if r["metadata"]["name"] == DATA_PLANES]
+    roles = {r["metadata"]["namespace"]: r for r in by_kind(docs, "Role") if r["metadata"]["name"] == DATA_PLANES}
+    assert sorted(roles) == ["apps", "edge"]
+    for ns, role in roles.items():
+        assert flatten(role["rules"], with_names=False) == DATA_PLANE_RULES
+        (binding,) = [b for b in by_kind(docs, "RoleBinding")
+                      if b["metadata"]["namespace"] == ns and b["metadata"]["name"] == DATA_PLANES]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": DATA_PLANES}
+        assert binding["subjects"] == [SA]
+
+
+def test_shared_mode_creates_nothing_per_gateway(helm):
+    docs = helm.template({"dataPlane": {"mode": "shared"}})
+    assert not [r for r in [*by_kind(docs, "ClusterRole"), *by_kind(docs, "Role")]
+                if r["metadata"]["name"] == DATA_PLANES]
+    proc = helm.run(*helm.template_args({"dataPlane": {"mode": "shared", "gatewayNamespaces": ["apps"]}}), check=False)
+    assert proc.returncode != 0

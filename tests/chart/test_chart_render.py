@@ -97,6 +97,10 @@ def test_default_install_objects(helm):
     expected = [
         ("ClusterRole", "", "titanium-gateway-controller"),
         ("ClusterRoleBinding", "", "titanium-gateway-controller"),
+        # dataPlane.mode=perGateway: creating Gateways' own data planes, and their settings
+        ("ClusterRole", "", "titanium-gateway-controller-data-planes"),
+        ("ClusterRoleBinding", "", "titanium-gateway-controller-data-planes"),
+        ("ConfigMap", ns, "titanium-gateway-data-plane-template"),
         ("ConfigMap", ns, "titanium-gateway-data-plane"),
         *[("ConfigMap", ns, f"titanium-gateway-data-plane-part-{n}") for n in range(1, 65)],
         ("Deployment", ns, "titanium-gateway-controller"),
@@ -178,6 +182,8 @@ def test_controller_deployment(helm):
         "TITANIUM_GATEWAY_PORT_MAP": "80=8080,443=8443",
         "TITANIUM_GATEWAY_DATA_PLANE_PORTS": "8080,8443",
         "TITANIUM_GATEWAY_SECRET_NAMESPACES": "gateway-system",
+        "TITANIUM_GATEWAY_DATA_PLANE_MODE": "per-gateway",
+        "TITANIUM_GATEWAY_DATA_PLANE_TEMPLATE": "/etc/titanium-gateway/data-plane.yaml",
         "TITANIUM_GATEWAY_INGRESS_CONTROLLER_NAME": "titanium.io/ingress-controller",
         "TITANIUM_GATEWAY_WATCH_LEGACY_ANNOTATION": "false",
         "TITANIUM_GATEWAY_ADMIN_PORT": "9901",
@@ -191,6 +197,33 @@ def test_controller_deployment(helm):
         "TITANIUM_GATEWAY_VERBOSE": "false",
     }
     assert env["MALLOC_ARENA_MAX"] == "2"  # as the image sets it (also for another image)
+
+
+def test_the_data_plane_template_is_mounted_and_rolls_the_controller(helm):
+    """dataPlane.mode=perGateway: the settings of the data planes the controller creates are a
+    ConfigMap it mounts; a change of them rolls it (a checksum annotation)."""
+    from titanium_gateway.writers.plane_objects import parse_template
+
+    docs = helm.template()
+    dep, c = controller_container(docs)
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert mounts["data-plane-template"]["mountPath"] == "/etc/titanium-gateway"
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["data-plane-template"]["configMap"]["name"] == "titanium-gateway-data-plane-template"
+    cm = one(docs, "ConfigMap", "titanium-gateway-data-plane-template")
+    template = parse_template(yaml.safe_load(cm["data"]["data-plane.yaml"]))
+    _, shared = data_plane(docs)
+    assert template.pod["spec"]["containers"][0] == shared  # the same container as the shared data plane's
+    assert (template.replicas, template.config_parts, template.service_type) == (2, 64, "LoadBalancer")
+    before = dep["spec"]["template"]["metadata"]["annotations"]["checksum/data-plane-template"]
+    dep2, _ = controller_container(helm.template({"dataPlane": {"replicas": 3}}))
+    assert dep2["spec"]["template"]["metadata"]["annotations"]["checksum/data-plane-template"] != before
+    # shared: neither
+    docs = helm.template({"dataPlane": {"mode": "shared"}})
+    dep, c = controller_container(docs)
+    assert "data-plane-template" not in {m["name"] for m in c["volumeMounts"]}
+    assert env_of(c)["TITANIUM_GATEWAY_DATA_PLANE_MODE"] == "shared"
+    assert not [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"].endswith("-template")]
 
 
 def conventions_flags() -> set[str]:
@@ -292,7 +325,8 @@ def test_projected_config_volume(helm, parts):
         ((kind, ref),) = source.items()
         obj = one(docs, {"configMap": "ConfigMap", "secret": "Secret"}[kind], ref["name"])
         assert "data" not in obj and "stringData" not in obj and "binaryData" not in obj
-    assert len(by_kind(docs, "ConfigMap")) == parts + 1
+    # (and the data-plane template of dataPlane.mode=perGateway, mounted by the controller)
+    assert len(by_kind(docs, "ConfigMap")) == parts + 2
 
 
 def test_pre_created_lease_and_tls_secret(helm):

@@ -75,7 +75,7 @@ def test_the_scanner_flags_an_ungranted_call(helm, tmp_path):
         "    api.delete(k.SERVICES, ns, 's')\n"
         "    api.delete(k.PODS, ns, 'p')\n"
     )
-    assert ungranted(granted(helm.template()), package) == [
+    assert ungranted(granted(helm.template({"dataPlane": {"mode": "shared"}})), package) == [
         "pkg/writer.py:6: delete core/services", "pkg/writer.py:7: delete core/pods"]
 
 

@@ -77,14 +77,6 @@ def test_header_join_only():
     assert not summary.header_join_only("expected status code to be 200, got 503")
 
 
-def test_one_data_plane():
-    assert summary.one_data_plane("expected pod name to start with infra-backend-v3, got infra-backend-v2-7d4f-x9")
-    assert summary.one_data_plane("expected pod name to start with infra-backend-v2, got infra-backend-v3-6c5-ab")
-    assert not summary.one_data_plane("expected pod name to start with infra-backend-v3, got infra-backend-v1-6c5-ab")
-    assert not summary.one_data_plane("expected pod name to start with infra-backend-v1, got infra-backend-v2-6c5-ab")
-    assert not summary.one_data_plane("expected status code to be 200, got 404")
-
-
 def test_expected_failure_for_its_reason_only(tmp_path, capsys):
     assert summary.main(_inputs(tmp_path, JOIN)) == 0
     out = capsys.readouterr().out

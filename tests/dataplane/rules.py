@@ -82,7 +82,10 @@ _RULES = [
     Rule("certs.fail", f"{C}: certificates.items", "otherwise the handshake fails",
          "no match and no default: the TLS handshake fails"),
     # -- routes ------------------------------------------------------------------------------
-    Rule("routes.global", f"{C}: routes", "Routes are global", "matched for every listener, whatever the port"),
+    Rule("routes.global", f"{C}: routes", "Routes are global",
+         "matched for every listener, whatever the port, unless the route lists ports"),
+    Rule("match.ports", f"{C}: routes", "ports",
+         "only requests received by a listener on one of the data-plane ports; absent = every listener"),
     Rule("routes.first-match", f"{C}: routes", "evaluates routes in ascending order",
          "ascending order, the FIRST whose match accepts the request wins (lower order wins)"),
     Rule("routes.no-match", f"{C}: routes", "No match: 404", "no route matches: 404"),

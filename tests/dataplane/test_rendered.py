@@ -22,11 +22,14 @@ EXAMPLES = REPO / "examples"
 
 
 def render(inputs: Path, out: Path, *flags: str) -> Path:
+    """The directory of the data plane that serves the example's one Gateway: its own (a data
+    plane per Gateway, the default), or the shared one with ``--data-plane-mode shared``."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "titanium_gateway", "render", "-f", str(inputs), "--out", str(out),
                            *flags], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return out
+    own = sorted(out.glob("gateways/*/*/twp.yaml"))
+    return own[0].parent if len(own) == 1 else out
 
 
 def _documents(folder: Path) -> list[dict[str, Any]]:
@@ -55,6 +58,13 @@ def test_rendered_https_example_selects_its_certificate(tmp_path: Path) -> None:
     assert [listener.decrypt_ssl for listener in cfg.listeners] == [True]
     item = select_certificate(cfg.certificates, "shop.example.com")
     assert item is not None and item.file == "apps.shop-tls.pfx"
+
+
+def _into(rendered: Path, config_dir: Path) -> None:
+    """The rendered data plane's twp.yaml (and parts) in the data plane's config directory."""
+    config_dir.mkdir(parents=True, exist_ok=True)
+    for f in rendered.glob("twp*.yaml"):
+        (config_dir / f.name).write_bytes(f.read_bytes())
 
 
 def _localize(docs: list[dict[str, Any]], backends) -> dict[str, Any]:
@@ -95,7 +105,7 @@ def test_rendered_quickstart_serves_end_to_end(tmp_path: Path, harness, backends
     inputs.mkdir()
     (inputs / "all.yaml").write_text(yaml.safe_dump_all(docs))
     port = free_port()
-    render(inputs, harness.dir, "--port-map", f"80={port}", "--data-plane-ports", str(port))
+    _into(render(inputs, tmp_path / "out", "--port-map", f"80={port}", "--data-plane-ports", str(port)), harness.dir)
     harness.start()
     wait_for(lambda: harness.dp.ready)
     s = requests.Session()
@@ -129,7 +139,7 @@ def test_rendered_https_example_serves_end_to_end(tmp_path: Path, harness, backe
     inputs.mkdir()
     (inputs / "all.yaml").write_text(yaml.safe_dump_all(docs))
     port = free_port()
-    render(inputs, harness.dir, "--port-map", f"443={port}", "--data-plane-ports", str(port))
+    _into(render(inputs, tmp_path / "out", "--port-map", f"443={port}", "--data-plane-ports", str(port)), harness.dir)
     secret = next(d for d in docs if d.get("kind") == "Secret")
     conversion = convert_tls_secret(secret)
     (harness.dir / "apps.shop-tls.pfx").write_bytes(conversion.pfx)

@@ -152,6 +152,24 @@ def test_routes_are_global_across_listeners(harness, be) -> None:
     assert len(be.requests) == 2
 
 
+@covers("match.ports")
+def test_a_route_with_ports_answers_on_those_listeners_only(harness, be) -> None:
+    """The HTTP-to-HTTPS redirect pattern: the same host and path redirect on one listener and
+    forward on the other."""
+    plain, other = free_port(), free_port()
+    redirect = {"statusCode": 301, "scheme": "https", "host": "shop.example.com"}
+    harness.write(document([route("redirect", 1, {"host": "shop.example.com", "ports": [plain]}, redirect=redirect),
+                            route("app", 2, {"host": "shop.example.com", "ports": [other]})],
+                           [cluster("be", [be.destination()])], listeners=[listener(plain), listener(other)]))
+    harness.start()
+    wait_for(lambda: harness.dp is not None and harness.dp.ready)
+    r = requests.get(f"http://127.0.0.1:{plain}/x", headers={"Host": "shop.example.com"}, timeout=5,
+                     allow_redirects=False)
+    assert (r.status_code, r.headers["Location"]) == (301, "https://shop.example.com/x")
+    assert echo(requests.get(f"http://127.0.0.1:{other}/x", headers={"Host": "shop.example.com"}, timeout=5))
+    assert len(be.requests) == 1
+
+
 MATCH_ROWS = [
     Row("match.headers", "header match", {"headers": {"x-env": "canary"}}, {"x-env": "canary"}, "/", True),
     Row("b.header-case", "header value case-insensitive", {"headers": {"x-env": "canary"}}, {"X-Env": "CaNaRy"}, "/",

@@ -30,7 +30,7 @@ TESTDATA = ROOT / "tests" / "render" / "testdata"
 #: Every key of the JSON output, in order (documented in docs/render-cli.md).
 JSON_KEYS = ["request", "listener", "certificate", "route", "order", "source", "action", "status", "location", "body",
              "backends", "mirror", "transforms", "upstream", "policies", "timeout", "answeredBy", "match", "losing", "losingRoutes",
-             "note", "hints"]
+             "note", "hints", "dataPlane"]
 
 
 def case(name: str) -> str:
@@ -194,12 +194,15 @@ def test_http_to_a_tls_listener(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_request_without_host_uses_the_gateway_address(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = explain(capsys, "-f", case("conf-httproute-header-matching"), "--data-plane-service", "titanium",
-                           "--request", "GET /", "-H", "version: one")
+                           "--data-plane-mode", "shared", "--request", "GET /", "-H", "version: one")
     assert out["request"]["host"] == "192.0.2.10"  # the data-plane Service's load balancer address
     assert out["request"]["headers"][0] == {"name": "Host", "value": "192.0.2.10"}
     assert out["route"] == "httproute/gateway-conformance-infra/header-matching/r0m0" and code == 0
-    code, out, _ = explain(capsys, "-f", str(QUICKSTART), "--request", "GET http://:80/api")
+    code, out, _ = explain(capsys, "-f", str(QUICKSTART), "--data-plane-mode", "shared", "--request", "GET http://:80/api")
     assert out["request"]["host"] == "203.0.113.10" and out["route"] is None  # the routes want shop.example.com
+    # a data plane per Gateway (the default): the Gateway's own Service's address
+    code, out, _ = explain(capsys, "-f", str(QUICKSTART), "--request", "GET http://:80/api")
+    assert out["request"]["host"] == "203.0.113.20" and out["dataPlane"] == "apps/web"
 
 
 def test_request_without_host_and_no_address_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -452,10 +455,12 @@ def test_explain_answers_what_the_reference_data_plane_answers(source: str, tmp_
     add_render_arguments(parser)
     options = options_from_args(parser.parse_args(flags))
     result = render(prepare([m.obj for m in load_manifests([tmp_path / "in.yaml"])], defaulted=True).snapshot, options)
+    # (each input has one Gateway, or only Ingresses: the data plane explain picks)
+    (plane,) = result.gateway_planes() or (result.plane(""),)
     harness = Harness(tmp_path / "config")
     log = io.StringIO()
     try:
-        harness.write(result.config, {**dict(result.parts), **dict(result.tls_files)})
+        harness.write(plane.config, {**dict(plane.parts), **dict(plane.tls_files)})
         harness.start(access_log=True, out=log)
         wait_for(lambda: harness.dp.ready, timeout=10)
         for n, probe in enumerate(DIFFERENTIAL[source], start=1):
@@ -491,3 +496,42 @@ def test_a_named_rule_is_named_beside_its_index(capsys: pytest.CaptureFixture[st
     assert out["losingRoutes"][0]["source"]["ruleName"] == "cart"
     code, text, _ = explain_text(capsys, "-f", case("httproute-rule-names"), "--request", "GET http://shop.example.com/headers")
     assert "from:        HTTPRoute apps/checkout, rule 3, match 0" in text  # (no name: the index only)
+
+
+def test_with_a_data_plane_per_gateway_the_request_reaches_the_gateway_it_names(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two Gateways with a route each for "/": the one whose data plane the request reaches
+    answers; the other Gateway's route is not there (a 404 on the public address)."""
+    iso = case("pergateway-isolation")
+    code, out, _ = explain(capsys, "-f", iso, "--gateway", "infra/internal", "--request", "GET http://any.example/x")
+    assert (code, out["route"], out["dataPlane"]) == (0, "httproute/infra/billing/r0m0", "infra/internal")
+    code, out, _ = explain(capsys, "-f", iso, "--gateway", "infra/public", "--request", "GET http://any.example/x")
+    assert (code, out["route"]) == (0, "httproute/infra/www/r0m0")
+    # by the Gateway's address
+    code, out, _ = explain(capsys, "-f", iso, "--request", "GET http://192.0.2.21/x")
+    assert (out["dataPlane"], out["route"]) == ("infra/internal", "httproute/infra/billing/r0m0")
+    code, out, _ = explain(capsys, "-f", iso, "--request", "GET /x", "--gateway", "infra/public")
+    assert out["request"]["host"] == "192.0.2.22" and out["route"] == "httproute/infra/www/r0m0"
+    # the shared data plane: the Ingress
+    code, out, _ = explain(capsys, "-f", iso, "--gateway", "shared", "--request", "GET http://legacy.example.com/")
+    assert (out["dataPlane"], out["route"]) == (None, "ingress/infra/legacy/r0p0")
+    # not clear which one: a usage error naming them
+    code, out, err = explain(capsys, "-f", iso, "--request", "GET http://any.example/x")
+    assert code == 2 and "--gateway" in err and "(shared, infra/internal, infra/public)" in err
+    code, out, err = explain(capsys, "-f", iso, "--gateway", "infra/nope", "--request", "GET http://any.example/x")
+    assert code == 2 and "infra/nope" in err
+
+
+def test_the_https_redirect_answers_per_listener(capsys: pytest.CaptureFixture[str]) -> None:
+    """The HTTP-to-HTTPS redirect (match.ports): http redirects, https forwards."""
+    red = case("pergateway-https-redirect")
+    code, out, _ = explain(capsys, "-f", red, "--request", "GET http://redirect.example.com/a")
+    assert (out["action"], out["location"]) == ("redirect", "https://redirect.example.com/a")
+    assert out["match"][0] == {"field": "port", "expected": "8080", "actual": "8080", "ok": True}
+    assert out["losing"] == []
+    code, out, _ = explain(capsys, "-f", red, "--request", "GET https://redirect.example.com/a")
+    assert (out["action"], out["route"]) == ("forward", "httproute/apps/https-route/r0m0")
+    # one data plane for both: routes are global there, the older one answers on both ports
+    code, out, _ = explain(capsys, "-f", red, "--data-plane-mode", "shared", "--request",
+                           "GET https://redirect.example.com/a")
+    assert out["action"] == "redirect"

@@ -19,6 +19,7 @@ from titanium_gateway.offline.load import LoadReport, load_objects
 from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.render_cmd import main
 from titanium_gateway.offline.snapshot import build_snapshot
+from titanium_gateway.render.result import RenderResult
 
 ROOT = Path(__file__).parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart"
@@ -123,19 +124,35 @@ def test_out_dir_files(tmp_path: Path) -> None:
     out = tmp_path / "o"
     (tmp_path / "o").mkdir()
     (out / "twp.part-7.yaml").write_text("stale")
+    (out / "gateways" / "apps" / "gone").mkdir(parents=True)
+    (out / "gateways" / "apps" / "gone" / "twp.yaml").write_text("stale")
     assert main(["-f", str(HTTPS), "--assume-programmed", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["certificates.yaml", "events.yaml", "status.yaml", "twp.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == ["certificates.yaml", "events.yaml", "gateways", "status.yaml",
+                                                     "twp.yaml"]
+    # the Gateway's own data plane (the chart's default: one per Gateway)
+    own = out / "gateways" / "apps" / "web-tls"
+    assert sorted(p.name for p in own.iterdir()) == ["certificates.yaml", "twp.yaml"]
+    assert not (out / "gateways" / "apps" / "gone" / "twp.yaml").exists()
     statuses = list(yaml.safe_load_all((out / "status.yaml").read_text()))
     gw = next(s for s in statuses if s["kind"] == "Gateway")
     assert {c["type"]: c["status"] for c in gw["status"]["conditions"]}["Programmed"] == "True"
-    assert gw["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.10"}]
-    certs = yaml.safe_load((out / "certificates.yaml").read_text())
+    assert gw["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.21"}]
+    certs = yaml.safe_load((own / "certificates.yaml").read_text())
     assert certs == [{"file": "apps.shop-tls.pfx", "hosts": ["*.example.com"], "source": "apps/shop-tls"}]
+    assert yaml.safe_load((out / "certificates.yaml").read_text()) == []  # the shared data plane's: no Ingress
     assert yaml.safe_load((out / "events.yaml").read_text()) == []
-    everything = "".join(p.read_text() for p in out.iterdir())
+    everything = "".join(p.read_text() for p in out.rglob("*.yaml"))
     assert "PRIVATE KEY" not in everything and "tls.key" not in everything
-    twp = yaml.safe_load((out / "twp.yaml").read_text())
+    twp = yaml.safe_load((own / "twp.yaml").read_text())
     assert [(ls["port"], ls["decryptSsl"]) for ls in twp["listeners"]] == [(8443, True)]
+    assert yaml.safe_load((out / "twp.yaml").read_text())["listeners"] == []
+    # one data plane for every Gateway: the shared one's files only, the address the chart's Service's
+    shared = tmp_path / "shared"
+    assert main(["-f", str(HTTPS), "--assume-programmed", "--data-plane-mode", "shared", "--out", str(shared)]) == 0
+    assert sorted(p.name for p in shared.iterdir()) == ["certificates.yaml", "events.yaml", "status.yaml", "twp.yaml"]
+    gw = next(s for s in yaml.safe_load_all((shared / "status.yaml").read_text()) if s["kind"] == "Gateway")
+    assert gw["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.10"}]
+    assert yaml.safe_load((shared / "twp.yaml").read_text())["listeners"][0]["port"] == 8443
 
 
 def test_out_makes_no_pfx_but_still_reports_bad_certificates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,7 +166,7 @@ def test_out_makes_no_pfx_but_still_reports_bad_certificates(tmp_path: Path, mon
     certificates._cache.clear()
     out = tmp_path / "o"
     assert main(["-f", str(HTTPS), "--out", str(out)]) == 0
-    assert "apps.shop-tls.pfx" in (out / "certificates.yaml").read_text() and made == []
+    assert "apps.shop-tls.pfx" in (out / "gateways/apps/web-tls/certificates.yaml").read_text() and made == []
     bad = tmp_path / "bad"
     bad.mkdir()
     for f in HTTPS.iterdir():
@@ -167,12 +184,12 @@ def test_options_reach_the_render(tmp_path: Path) -> None:
     out = tmp_path / "o"
     assert main(["-f", str(QUICKSTART), "--port-map", "80=9080", "--data-plane-ports", "9080",
                  "--data-plane-service", "elsewhere/none", "--controller-name", "example.com/other",
-                 "--out", str(out)]) == 0
+                 "--data-plane-mode", "shared", "--out", str(out)]) == 0
     # not our controller name: nothing is owned, no listener
     assert yaml.safe_load((out / "twp.yaml").read_text())["listeners"] == []
     assert (out / "status.yaml").read_text() == ""
     assert main(["-f", str(QUICKSTART), "--port-map", "80=9080", "--data-plane-ports", "9080",
-                 "--data-plane-service", "elsewhere/none", "--out", str(out)]) == 0
+                 "--data-plane-service", "elsewhere/none", "--data-plane-mode", "shared", "--out", str(out)]) == 0
     assert [ls["port"] for ls in yaml.safe_load((out / "twp.yaml").read_text())["listeners"]] == [9080]
     gw = next(s for s in yaml.safe_load_all((out / "status.yaml").read_text()) if s["kind"] == "Gateway")
     assert gw["status"].get("addresses", []) == []
@@ -333,7 +350,7 @@ def test_concatenated_documents_without_separator_are_an_error(monkeypatch: pyte
     monkeypatch.setattr("sys.stdin", io.StringIO(text))
     assert main(["-f", "-"]) == 2
     err = capsys.readouterr().err
-    assert "<stdin>: document 2: line 33, column 1: duplicate key 'apiVersion'" in err
+    assert "<stdin>: document 3: line 55, column 1: duplicate key 'apiVersion'" in err
     assert "without --- between them" in err
 
 
@@ -476,12 +493,12 @@ def _doc_line(doc: int) -> int:
 def test_default_data_plane_service_is_the_charts(tmp_path: Path) -> None:
     require_render()
     out = tmp_path / "o"
-    assert main(["-f", str(QUICKSTART), "--out", str(out)]) == 0
+    assert main(["-f", str(QUICKSTART), "--out", str(out), "--data-plane-mode", "shared"]) == 0
     gw = next(s for s in yaml.safe_load_all((out / "status.yaml").read_text()) if s["kind"] == "Gateway")
     assert gw["status"]["addresses"] == [{"type": "IPAddress", "value": "203.0.113.10"}]
     # NAME alone is in --data-plane-namespace, as for the controller
     assert main(["-f", str(QUICKSTART), "--out", str(out), "--data-plane-service", "titanium-gateway-data-plane",
-                 "--data-plane-namespace", "elsewhere"]) == 0
+                 "--data-plane-namespace", "elsewhere", "--data-plane-mode", "shared"]) == 0
     gw = next(s for s in yaml.safe_load_all((out / "status.yaml").read_text()) if s["kind"] == "Gateway")
     assert gw["status"].get("addresses", []) == []
 
@@ -502,9 +519,9 @@ def test_config_parts_and_secret_namespaces_reach_the_render(tmp_path: Path) -> 
     assert resolved["message"].startswith("Secret apps/shop-tls cannot be read: the controller reads Secrets in "
                                           "more, other only (--secret-namespaces; chart values "
                                           "controller.secretNamespaces, controller.secretsClusterWide)")
-    assert yaml.safe_load((out / "certificates.yaml").read_text()) == []
+    assert yaml.safe_load((out / "gateways/apps/web-tls/certificates.yaml").read_text()) == []
     assert main(["-f", str(HTTPS), "--out", str(out), "--secret-namespaces", "apps"]) == 0
-    assert len(yaml.safe_load((out / "certificates.yaml").read_text())) == 1
+    assert len(yaml.safe_load((out / "gateways/apps/web-tls/certificates.yaml").read_text())) == 1
 
 
 def _chart_controller_environ() -> dict[str, str]:
@@ -547,6 +564,8 @@ def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
         "data-plane-namespace": st.sampled_from(["gateway-system", "edge"]),
         "config-parts": st.sampled_from(["0", "7", "64"]),
         "secret-namespaces": st.sampled_from(["a,b", "b, a"]),
+        "data-plane-mode": st.sampled_from(["shared", "per-gateway"]),
+        "gateway-namespaces": st.sampled_from(["a,b", "b, a"]),
     }),
     legacy=st.booleans(),
 )
@@ -561,6 +580,10 @@ def test_every_render_changing_controller_option_means_the_same_on_render(flags:
         controller_argv.append("--data-plane-service=titanium-gateway-data-plane")
     if "data-plane-namespace" not in flags:
         controller_argv.append("--data-plane-namespace=gateway-system")
+    if "data-plane-mode" not in flags:  # (the chart's default, the render's too)
+        controller_argv.append("--data-plane-mode=per-gateway")
+    if flags.get("data-plane-mode", "per-gateway") == "per-gateway":
+        controller_argv.append("--data-plane-template=/etc/titanium-gateway/data-plane.yaml")
     copts = parse_options(controller_argv, {})
     args = _parser().parse_args(["-f", "x", *argv])
     assert options_from_args(args) == copts.to_render_options()
@@ -738,7 +761,7 @@ def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_s
     assert "unknown field" not in err
     assert "parent apps/web: Accepted=False (UnsupportedValue)" in err
     assert "Accepted: rule 'main': spec.rules[0].retry is not supported" in err  # (the rule's name said)
-    twp = yaml.safe_load((out / "twp.yaml").read_text())
+    twp = yaml.safe_load((out / "gateways/apps/web/twp.yaml").read_text())
     (retried,) = [r for r in twp["routes"] if r["id"].startswith("httproute/apps/retried/")]
     assert retried["directResponse"]["status"] == 500
     assert "spec.rules[0].retry is not supported" in retried["directResponse"]["body"]
@@ -787,3 +810,35 @@ def test_the_gateway_api_v1_6_kinds_are_read_as_the_controller_reads_them(
     assert main(["-f", str(ROOT / "tests" / "render" / "testdata" / "other-route-kinds" / "in.yaml"),
                  "--out", str(tmp_path / "other")]) == 0
     assert "GRPCRoute apps/greeter: 3 parent(s)" in capsys.readouterr().err
+
+
+def test_stdout_holds_a_document_per_data_plane_with_a_data_plane_per_gateway(
+        capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """With a data plane per Gateway, stdout is one YAML stream: each Gateway's twp.yaml, and the
+    shared data plane's when it serves something (here an Ingress), each after a comment naming it."""
+    require_render()
+    case = ROOT / "tests" / "render" / "testdata" / "pergateway-isolation" / "in.yaml"
+    assert main(["-f", str(case)]) == 0
+    out = capsysbinary.readouterr().out.decode()
+    docs = list(yaml.safe_load_all(out))
+    assert [[r["id"] for r in d["routes"]] for d in docs] == [
+        ["ingress/infra/legacy/r0p0"],
+        ["httproute/infra/status/r0m0", "httproute/infra/billing/r0m0"],
+        ["httproute/infra/status/r0m0", "httproute/infra/www/r0m0"]]
+    assert [line for line in out.splitlines() if line.startswith("#")] == [
+        "# twp.yaml: the shared data plane (Ingresses)",
+        "# gateways/infra/internal/twp.yaml: the data plane of Gateway infra/internal",
+        "# gateways/infra/public/twp.yaml: the data plane of Gateway infra/public"]
+    # each document's bytes are what --out writes
+    result = render_snapshot_of(case)
+    assert (out.split("\n---\n")[1].split("\n", 1)[1] + "\n").encode() == result.plane("infra/internal").config
+
+
+def render_snapshot_of(path: Path) -> RenderResult:
+    from titanium_gateway.offline.load import load_objects
+    from titanium_gateway.offline.snapshot import build_snapshot
+    from titanium_gateway.render import render
+    from titanium_gateway.render.options import RenderOptions
+
+    return render(build_snapshot(load_objects([path])), RenderOptions(
+        data_plane_service=("gateway-system", "titanium-gateway-data-plane"), data_plane_mode="per-gateway"))

@@ -98,3 +98,16 @@ def test_load_balancer_lifecycle(backends):
             assert lb.pool.in_use() == []
         finally:
             lb.stop()
+
+
+def test_the_address_pool_does_not_hand_a_released_address_out_again_at_once() -> None:
+    """Neighbour caches may still map a released address to its old pod's MAC address."""
+    pool = AddressPool("10.9.0.1", "10.9.0.3")
+    a, b = pool.allocate(), pool.allocate()
+    assert (a, b) == ("10.9.0.1", "10.9.0.2")
+    pool.release(a)
+    assert pool.allocate() == "10.9.0.3"  # not 10.9.0.1 again
+    assert pool.allocate() == "10.9.0.1"  # wrapping around once the others are taken
+    with pytest.raises(RuntimeError):
+        pool.allocate()
+    assert pool.reserve("10.9.0.4") is False

@@ -122,7 +122,7 @@ def test_pods_are_probed_in_parallel() -> None:
             self.peak = 0
             self.lock = threading.Lock()
 
-        def examine(self, ep: Endpoint, expected: str) -> PodProblem | None:
+        def examine(self, ep: Endpoint, expected: str, token: str | None = None) -> PodProblem | None:
             with self.lock:
                 self.active += 1
                 self.peak = max(self.peak, self.active)

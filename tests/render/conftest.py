@@ -51,8 +51,9 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
 
     Keys: assume_programmed, controller_name, ingress_controller_name, watch_legacy_annotation,
     port_map ("80=8080,..."), data_plane_ports ("8080,8443"), data_plane_service ("ns/name"),
-    part_limit_bytes, max_parts; snapshot: confirmed_config_hash (``rendered`` = the hash this
-    render produces, as if every pod had confirmed it), probe_message, now.
+    part_limit_bytes, max_parts, data_plane_mode, gateway_namespaces ("a,b"), gateway_service_type;
+    snapshot: confirmed_config_hash (``rendered`` = the hash this render produces for every data
+    plane, as if every pod had confirmed it), probe_message, now.
     """
     path = TESTDATA / case / "options.yaml"
     raw: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
@@ -67,6 +68,8 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
         elif key == "data_plane_service":
             ns, _, name = str(value).partition("/")
             kwargs[key] = (ns, name)
+        elif key == "gateway_namespaces":
+            kwargs[key] = tuple(x.strip() for x in str(value).split(",") if x.strip())
         elif key in {
             "assume_programmed",
             "controller_name",
@@ -74,6 +77,8 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
             "watch_legacy_annotation",
             "part_limit_bytes",
             "max_parts",
+            "data_plane_mode",
+            "gateway_service_type",
         }:
             kwargs[key] = value
         else:
@@ -94,6 +99,7 @@ def render_case(case: str) -> RenderResult:
         # "the data plane confirmed what this render produces": render once for the hash
         first = render(build_snapshot(case_objects(case), **{**snap_kwargs, "confirmed_config_hash": None}), options)
         snap_kwargs["confirmed_config_hash"] = first.config_hash
+        snap_kwargs["plane_probes"] = {p.key: (p.config_hash, "") for p in first.gateway_planes()}
     return render(build_snapshot(case_objects(case), **snap_kwargs), options)
 
 

@@ -34,6 +34,7 @@ expect.yaml (every key optional; a condition is ``"True"``, ``"False"``, or ``"<
     policies:                             # BackendTLSPolicy status.ancestors of ours
       <ns>/<name>: {ancestors: {<gwns>/<gw>: {Accepted: ..., ResolvedRefs: ...}}, no_ancestors: true}
     tls_files: [<file>, ...]              # each in the TLS Secret
+    absent_tls_files: [<file>, ...]       # none of these in the TLS Secret
     not_owned: [<Kind> <ns>/<name>]       # no status document for these
     listeners: [{port: 8080, decryptSsl: false}]               # exact count, subset match
     routes: [{id: ..., match: {...}, clusterId: ...}]          # ordered subsequence, subset match
@@ -44,6 +45,12 @@ expect.yaml (every key optional; a condition is ``"True"``, ``"False"``, or ``"<
     cluster_count: 2
     certificates: [{file: ..., hosts: [...], source: ...}]     # exact list
     events: [{reason: ..., kind: ...}]                         # each present, subset match
+    plane_count: 3                        # data planes of the render (the shared one included)
+    planes:                               # a data plane by key (a Gateway's: <ns>/<name>), with
+      <ns>/<name>: {listeners: ..., routes: ..., certificates: ..., tls_files: ...}  # the keys above
+
+Outside ``planes``, ``tls_files``, ``absent_tls_files`` and the keys from ``listeners`` to
+``certificates`` are the shared data plane's.
 
 In subset matching a dict matches when each expected key matches (the value ``"<absent>"``
 requires the key to be missing), a list when it has the same length and each item matches.
@@ -60,7 +67,7 @@ import pytest
 import yaml
 
 from titanium_gateway.offline.outputs import certificate_list, event_list, output_files, status_documents
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane, RenderResult
 
 from .conftest import INPUT_FILES, TESTDATA, case_names, parse_twp, render_case, update_golden, validate_twp
 
@@ -74,7 +81,10 @@ def _xfail_reason(case: str) -> str | None:
 
 
 def _expected_files(case_dir: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(case_dir.iterdir()) if p.is_file() and p.name not in INPUT_FILES}
+    """The committed output, by its path in the case (a Gateway's own data plane's files in
+    ``gateways/<namespace>/<name>/``)."""
+    return {p.relative_to(case_dir).as_posix(): p.read_bytes() for p in sorted(case_dir.rglob("*"))
+            if p.is_file() and p.relative_to(case_dir).as_posix() not in INPUT_FILES}
 
 
 def golden_files(result: RenderResult) -> dict[str, bytes]:
@@ -101,7 +111,7 @@ def test_golden(case: str) -> None:
     result = render_case(case)
     produced = golden_files(result)
     for name, data in produced.items():
-        if name.startswith("twp"):
+        if name.rpartition("/")[2].startswith("twp"):
             validate_twp(data, f"{case}/{name}")
     include = (parse_twp(result.config) or {}).get("include") or []
     assert [(i["file"], i["sha256"]) for i in include] == [
@@ -114,6 +124,7 @@ def test_golden(case: str) -> None:
         for stale in set(_expected_files(case_dir)) - set(produced):
             (case_dir / stale).unlink()
         for name, data in produced.items():
+            (case_dir / name).parent.mkdir(parents=True, exist_ok=True)
             (case_dir / name).write_bytes(data)
         return
     expected = _expected_files(case_dir)
@@ -187,8 +198,9 @@ def _parent_key(route_ns: str, ref: Mapping[str, Any]) -> str:
     return key
 
 
-def _twp(result: RenderResult) -> dict[str, Any]:
-    """The whole config as one document (parts merged in include order)."""
+def _twp(result: RenderResult | Plane) -> dict[str, Any]:
+    """The whole config of a data plane (the result's: the shared one's) as one document (parts
+    merged in include order)."""
     doc = dict(parse_twp(result.config) or {})
     for _, data in result.parts:
         part = parse_twp(data) or {}
@@ -283,16 +295,43 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
                 errors.append(f"BackendTLSPolicy {key}: no ancestor entry {akey} (have {sorted(ancestors)})")
                 continue
             errors.extend(_conditions(got.get("conditions"), conds, f"BackendTLSPolicy {key} ancestor {akey}"))
-    for name in expect.get("tls_files") or []:
-        if name not in result.tls_files:
-            errors.append(f"no TLS Secret file {name} (have {sorted(result.tls_files)})")
     for item in expect.get("not_owned") or []:
         kind, _, key = item.partition(" ")
         ns, _, name = key.rpartition("/")
         if (kind, ns, name) in statuses:
             errors.append(f"{item}: has a status document but is not ours")
 
-    twp = _twp(result)
+    errors.extend(_document_checks(_twp(result), certificate_list(result), result.tls_files, expect, ""))
+    for key, want in (expect.get("planes") or {}).items():
+        plane = result.plane(key)
+        if plane is None:
+            errors.append(f"no data plane {key} (have {[p.key for p in result.planes]})")
+            continue
+        errors.extend(_document_checks(_twp(plane), certificate_list(plane), plane.tls_files, want, f"plane {key}: "))
+    if "plane_count" in expect and len(result.planes) != expect["plane_count"]:
+        errors.append(f"{len(result.planes)} data planes, expected {expect['plane_count']}: "
+                      f"{[p.key for p in result.planes]}")
+    events = event_list(result)
+    for want in expect.get("events") or []:
+        flat = [{**e, **e["involvedObject"]} for e in events]
+        if not any(not subset_match(want, e) for e in flat):
+            errors.append(f"no event matching {want!r} (have {events!r})")
+    if expect.get("no_events") and events:
+        errors.append(f"expected no events, got {events!r}")
+    return errors
+
+
+def _document_checks(twp: Mapping[str, Any], certificates: list[dict[str, Any]], tls_files: Mapping[str, bytes],
+                     expect: Mapping[str, Any], where: str) -> list[str]:
+    """The expectations on one data plane's document and TLS Secret (``where``: the prefix of
+    its messages)."""
+    errors: list[str] = []
+    for name in expect.get("tls_files") or []:
+        if name not in tls_files:
+            errors.append(f"no TLS Secret file {name} (have {sorted(tls_files)})")
+    for name in expect.get("absent_tls_files") or []:
+        if name in tls_files:
+            errors.append(f"TLS Secret file {name} should not be there")
     if "listeners" in expect:
         errors.extend(subset_match(expect["listeners"], twp.get("listeners") or [], "listeners"))
     routes = list(twp.get("routes") or [])
@@ -325,15 +364,8 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
             near = [c for c in clusters if c.get("id") == want.get("id")]
             errors.append(f"no cluster matching {want!r}" + (f"; got {near[0]!r}" if near else ""))
     if "certificates" in expect:
-        errors.extend(subset_match(expect["certificates"], certificate_list(result), "certificates"))
-    events = event_list(result)
-    for want in expect.get("events") or []:
-        flat = [{**e, **e["involvedObject"]} for e in events]
-        if not any(not subset_match(want, e) for e in flat):
-            errors.append(f"no event matching {want!r} (have {events!r})")
-    if expect.get("no_events") and events:
-        errors.append(f"expected no events, got {events!r}")
-    return errors
+        errors.extend(subset_match(expect["certificates"], certificates, "certificates"))
+    return [where + e for e in errors]
 
 
 def _spec_params() -> list[Any]:
@@ -387,3 +419,11 @@ def test_expectations_detect_mismatches() -> None:
     ]
     for expect in wrong:
         assert check_expectations(result, expect), f"not detected: {expect}"
+    # a data plane's own: its TLS files (and those it must not have), its document
+    planes = render_case("pergateway-listenerset")
+    for expect in ({"planes": {"infra/other": {"tls_files": ["infra.secure-cert.pfx"]}}},
+                   {"planes": {"infra/edge": {"absent_tls_files": ["infra.secure-cert.pfx"]}}},
+                   {"planes": {"infra/edge": {"route_count": 1}}},
+                   {"planes": {"infra/nope": {}}},
+                   {"plane_count": 2}):
+        assert check_expectations(planes, expect), f"not detected: {expect}"

@@ -8,6 +8,7 @@ certificates, listeners).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,6 +52,11 @@ def _same(a: Any, b: Any) -> None:
     assert a.certificates == b.certificates
     assert a.listeners == b.listeners
     assert a.delivery_error == b.delivery_error
+    assert [p.key for p in a.planes] == [p.key for p in b.planes]
+    for pa, pb in zip(a.planes, b.planes, strict=True):  # each data plane's (render/planes.py)
+        assert (pa.config, pa.parts, pa.certificates, pa.listeners, pa.gateway, pa.gateways) == \
+            (pb.config, pb.parts, pb.certificates, pb.listeners, pb.gateway, pb.gateways)
+        assert dict(pa.tls_files) == dict(pb.tls_files)
 
 
 @pytest.mark.parametrize("case", case_names())
@@ -93,10 +99,10 @@ def test_unchanged_routes_are_replayed_and_endpoint_changes_re_resolve_clusters(
     assert cache.ingress_hits == 1
 
 
-def _options() -> RenderOptions:
+def _options(mode: str = "shared") -> RenderOptions:
     from benchmarks import bench_render
 
-    return bench_render.render_options()
+    return dataclasses.replace(bench_render.render_options(), data_plane_mode=mode)
 
 
 def _bump(obj: dict[str, Any]) -> None:
@@ -174,9 +180,10 @@ CHANGES = [_change_route_path, _delete_service, _gateway_status_only, _gateway_l
            _route_without_version]
 
 
-def test_a_sequence_of_changes_renders_as_without_a_cache() -> None:
+@pytest.mark.parametrize("mode", ["shared", "per-gateway"])
+def test_a_sequence_of_changes_renders_as_without_a_cache(mode: str) -> None:
     objs = [copy.deepcopy(o) for o in workload.build(40).objects]
-    options = _options()
+    options = _options(mode)
     cache = RenderCache()
     objs = converged_objects(objs, options, render)
     for step, change in enumerate([None, *CHANGES]):
@@ -313,10 +320,11 @@ OPS = [_edit_slice, _edit_route, _drop("HTTPRoute"), _drop("Service"), _drop("En
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 1000)), min_size=1, max_size=8))
-def test_any_sequence_of_changes_renders_as_without_a_cache(steps: list[tuple[int, int]]) -> None:
+@given(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 1000)), min_size=1, max_size=8),
+       st.sampled_from(["shared", "per-gateway"]))
+def test_any_sequence_of_changes_renders_as_without_a_cache(steps: list[tuple[int, int]], mode: str) -> None:
     objs = [copy.deepcopy(o) for o in _BASE]
-    options = _options()
+    options = _options(mode)
     cache = RenderCache()
     render(workload.snapshot(objs, now=NOW_2), options, cache)
     for n, (op, i) in enumerate(steps):

@@ -126,11 +126,13 @@ def test_a_field_the_emitter_does_not_write_is_caught() -> None:
 @pytest.mark.parametrize("case", case_names())
 def test_every_golden_config_reads_back_as_its_document(case: str) -> None:
     result = render_case(case)
-    assert result.document is not None
-    for loader in LOADERS:
-        assert read_back(emit.Emitted(result.config, result.config_hash, result.parts), loader) == result.document
-    # and with the contract's checks of the values (the reader of the data plane)
-    assert load_config(result.config, dict(result.parts)).document == result.document
+    assert result.document is not None and result.planes[0].document is result.document
+    for plane in result.planes:  # (each data plane's, the shared one first)
+        assert plane.document is not None
+        for loader in LOADERS:
+            assert read_back(emit.Emitted(plane.config, plane.config_hash, plane.parts), loader) == plane.document
+        # and with the contract's checks of the values (the reader of the data plane)
+        assert load_config(plane.config, dict(plane.parts)).document == plane.document
 
 
 def _field_values(value: Any, seen: dict[tuple[str, str], bool]) -> None:
@@ -164,9 +166,9 @@ ALL_CLASSES = {cls for cls in vars(m).values() if isinstance(cls, type) and data
 def test_every_model_field_is_produced_by_some_golden_case() -> None:
     seen: dict[tuple[str, str], bool] = {}
     for case in case_names():
-        document = render_case(case).document
-        assert document is not None
-        _field_values(document, seen)
+        for plane in render_case(case).planes:
+            assert plane.document is not None
+            _field_values(plane.document, seen)
     expected = {(cls.__name__, f.name) for cls in ALL_CLASSES for f in dataclasses.fields(cls)}
     never = sorted(k for k in expected if not seen.get(k) and k not in NOT_PRODUCED)
     assert not never, f"model fields no golden case produces (a translator branch missing?): {never}"

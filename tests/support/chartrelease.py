@@ -63,7 +63,9 @@ class ChartRelease:
             "ingressClass": {"name": name},
             "controller": {"replicas": 0, "controllerName": f"titaniumproxy.com/{name}",
                            "ingressControllerName": f"titanium.io/{name}"},
-            "dataPlane": {"replicas": data_plane_replicas, "configParts": parts},
+            # the tier's stub kubelet runs the shared data plane's pods; a test of the data planes
+            # of Gateways asks for dataPlane.mode=perGateway (and runs its pods itself)
+            "dataPlane": {"replicas": data_plane_replicas, "configParts": parts, "mode": "shared"},
         }
 
     @classmethod
@@ -172,6 +174,13 @@ class ChartRelease:
                     raise AssertionError(f"unsupported env source in the chart: {e}")
         command = container.get("command") or []
         assert command[:2] == ["titanium-gateway", "controller"], command
+        if "TITANIUM_GATEWAY_DATA_PLANE_TEMPLATE" in env:
+            # what the chart mounts in the pod (the data-plane template ConfigMap) as a local file
+            with self.cluster.inside():
+                cm = self.cluster.api.get("ConfigMap", self.namespace, f"{self.rel.name}-data-plane-template")
+            path = self.workdir / "data-plane.yaml"
+            path.write_text(cm["data"]["data-plane.yaml"])
+            env["TITANIUM_GATEWAY_DATA_PLANE_TEMPLATE"] = str(path)
         return env
 
     # ------------------------------------------------------------------ controllers

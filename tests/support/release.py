@@ -84,7 +84,17 @@ class Release:
         return args
 
 
-def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
+#: what creating Gateways' own data planes takes (templates/rbac.yaml, dataPlane.mode=perGateway)
+DATA_PLANE_RULES = [
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "patch"]},
+]
+
+
+def chart_rbac_rules(rel: Release, *, per_gateway: bool = False) -> list[dict[str, Any]]:
     """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml with
     ``controller.secretsClusterWide: true``: the controllers of the tests read Secrets in every
     namespace, the default of ``--secret-namespaces``)."""
@@ -118,6 +128,8 @@ def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
          "verbs": ["get", "update", "patch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
     ]
+    if per_gateway:  # (one ClusterRole: dataPlane.gatewayNamespaces empty)
+        cluster_rules = [*cluster_rules, *DATA_PLANE_RULES]
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
          "rules": cluster_rules},
@@ -134,7 +146,7 @@ def chart_rbac_rules(rel: Release) -> list[dict[str, Any]]:
 
 
 def seed_release(server: FakeApiServer, rel: Release | None = None, *, chart_rbac: bool = True,
-                 rbac_objects: list[dict[str, Any]] | None = None) -> Release:
+                 rbac_objects: list[dict[str, Any]] | None = None, per_gateway: bool = False) -> Release:
     """Create what the chart pre-creates; ``rbac_objects`` (e.g. from ``helm template``) replace
     the built-in mirror of the chart's RBAC. Returns the Release (names, token)."""
     rel = rel or Release()
@@ -163,5 +175,6 @@ def seed_release(server: FakeApiServer, rel: Release | None = None, *, chart_rba
     server.put_object({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
                        "metadata": {"name": rel.ingress_class}, "spec": {"controller": rel.ingress_controller_name}})
     if chart_rbac or rbac_objects is not None:
-        server.load_rbac(rbac_objects if rbac_objects is not None else chart_rbac_rules(rel), rel.service_account)
+        server.load_rbac(rbac_objects if rbac_objects is not None else chart_rbac_rules(rel, per_gateway=per_gateway),
+                         rel.service_account)
     return rel

@@ -107,7 +107,10 @@ def test_rendered_chart_rbac_matches_the_builtin_mirror(tmp_path: Path, helm_pat
                           "--set", f"dataPlane.configParts={rel.parts}",
                           # the controller of these tests reads Secrets in every namespace (the
                           # flag's default): the chart's opt-in for it
-                          "--set", "controller.secretsClusterWide=true"],
+                          "--set", "controller.secretsClusterWide=true",
+                          # the integration tests' controller has one data plane (the mirror);
+                          # what a data plane per Gateway adds: tests/chart/test_chart_rbac.py
+                          "--set", "dataPlane.mode=shared"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]

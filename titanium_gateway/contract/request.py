@@ -15,7 +15,8 @@ class Request:
     ``host`` is the Host header as sent (it may carry a port), ``path`` the path without the
     query string, ``query`` the raw query string without ``?``, ``headers`` the header lines
     in order, ``client_address`` the socket peer, ``scheme`` the listener's (``https`` when it
-    terminates TLS).
+    terminates TLS), ``port`` the data-plane port of the listener that received it (None:
+    unknown, and a route's ``ports`` are then not checked).
     """
 
     method: str = "GET"
@@ -25,16 +26,18 @@ class Request:
     headers: tuple[tuple[str, str], ...] = ()
     client_address: str = ""
     scheme: str = "http"
+    port: int | None = None
 
     @classmethod
     def from_target(cls, method: str, target: str, headers: tuple[tuple[str, str], ...] | list = (),
-                    client_address: str = "", scheme: str = "http", host: str | None = None) -> Request:
+                    client_address: str = "", scheme: str = "http", host: str | None = None,
+                    port: int | None = None) -> Request:
         """A request from its request-target (``/path?query``); ``host`` defaults to the Host header."""
         path, _, query = target.partition("?")
         hdrs = tuple((str(k), str(v)) for k, v in headers)
         if host is None:
             host = next((v for k, v in hdrs if k.lower() == "host"), "")
-        return cls(method, host, path or "/", query, hdrs, client_address, scheme)
+        return cls(method, host, path or "/", query, hdrs, client_address, scheme, port)
 
     @cached_property
     def hostname(self) -> str:

@@ -6,7 +6,8 @@ routes whose match also accepts it, in the order they lost. ``decide(config, req
 what the winner does with it (:class:`Decision`: forward to weighted clusters, redirect with
 its ``Location``, a direct answer, or 404 when no route matches).
 
-Matching (docs/contract.md): host exact or ``*.suffix`` (one or more labels, not the apex),
+Matching (docs/contract.md): the listener's port one of ``ports`` (absent: every listener);
+host exact or ``*.suffix`` (one or more labels, not the apex),
 case-insensitive, the port in Host ignored; path ``Exact``, ``Prefix`` on a segment boundary,
 ``Regex`` full match, on the path without the query string; method exact; headers all present
 and equal, names and values case-insensitive (repeated lines of a header compared as their
@@ -26,7 +27,7 @@ from titanium_gateway.twp import model as m
 from titanium_gateway.twp.regex import compiled
 
 __all__ = ["Check", "Decision", "ForwardTo", "NotFound", "RedirectTo", "Request", "Respond", "Selection", "checks",
-           "decide", "host_matches", "hostname_of", "matches", "path_matches", "select_route"]
+           "decide", "host_matches", "hostname_of", "matches", "path_matches", "port_matches", "select_route"]
 
 
 class Routes(Protocol):
@@ -82,10 +83,17 @@ def query_matches(match: m.Match, request: Request) -> bool:
     return True
 
 
+def port_matches(ports: tuple[int, ...], port: int | None) -> bool:
+    """A route's ``ports`` (empty: every listener) against the listener port of a request (None:
+    unknown, not checked)."""
+    return not ports or port is None or port in ports
+
+
 def matches(route: m.Route, request: Request) -> bool:
     """Does the route's match accept the request?"""
     mt = route.match
-    return (host_matches(route.host, request.hostname)
+    return (port_matches(route.ports, request.port)
+            and host_matches(route.host, request.hostname)
             and path_matches(mt, request.path)
             and (mt.method is None or mt.method == request.method)
             and headers_match(mt, request)
@@ -96,7 +104,7 @@ def matches(route: m.Route, request: Request) -> bool:
 class Check:
     """One condition of a route's match against a request (for explaining a choice)."""
 
-    field: str  # host | path | method | header <name> | query <name> | queryRegex <name>
+    field: str  # port | host | path | method | header <name> | query <name> | queryRegex <name>
     expected: str
     actual: str | None
     ok: bool
@@ -107,6 +115,9 @@ def checks(route: m.Route, request: Request) -> tuple[Check, ...]:
     (an empty tuple: the route matches any request)."""
     mt = route.match
     out: list[Check] = []
+    if route.ports:
+        out.append(Check("port", ", ".join(map(str, route.ports)), None if request.port is None else str(request.port),
+                         port_matches(route.ports, request.port)))
     if route.host is not None:
         out.append(Check("host", route.host, request.hostname, host_matches(route.host, request.hostname)))
     if mt.path is not None:

@@ -24,6 +24,8 @@ from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.leaderelection import LeaderElector
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.metrics import REGISTRY, Registry
+from titanium_gateway.render.planes import PER_GATEWAY
+from titanium_gateway.writers.plane_objects import TemplateError, load_template
 
 log = logging.getLogger("titanium_gateway.controller")
 
@@ -129,6 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as e:  # --help
         return int(e.code or 0)
+    template = None
+    if opts.data_plane_template and opts.data_plane_mode == PER_GATEWAY:
+        try:
+            template = load_template(opts.data_plane_template)
+        except TemplateError as e:
+            print(f"titanium-gateway controller: {e}", file=sys.stderr)
+            return EXIT_USAGE
     setup_logging(opts.verbose)
     install_exception_hooks()
     register_secret(opts.admin_token)
@@ -151,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         gc.set_threshold(*GC_THRESHOLD)
-        return run(opts, api, stop, controller_kwargs={"gc_tuning": True})
+        return run(opts, api, stop, controller_kwargs={"gc_tuning": True, "template": template})
     except OSError as e:  # e.g. the health port is taken
         log.error("cannot start the controller", extra={"error": str(e)})
         return 1

@@ -25,6 +25,7 @@ from titanium_gateway.render.options import (
     parse_port_map,
     parse_ports,
 )
+from titanium_gateway.render.planes import MODES, PER_GATEWAY, SHARED_MODE
 
 ENV_PREFIX = "TITANIUM_GATEWAY_"
 ADMIN_TOKEN_ENV = "TITANIUM_ADMIN_TOKEN"  # not an option: the data plane's bearer token
@@ -76,6 +77,12 @@ class ControllerOptions:
     lease: LeaseTimings = LeaseTimings()
     #: Seconds between probes while the config is not confirmed (the seed's 5 s).
     probe_interval: float = 5.0
+    #: ``shared`` or ``per-gateway`` (render/planes.py)
+    data_plane_mode: str = SHARED_MODE
+    #: ``per-gateway``: the namespaces the controller may create data planes in (empty: all)
+    gateway_namespaces: tuple[str, ...] = ()
+    #: ``per-gateway``: the file of the settings of the data planes it creates (writers/plane_objects.py)
+    data_plane_template: str | None = None
 
     @property
     def service_namespace(self) -> str:
@@ -86,7 +93,9 @@ class ControllerOptions:
     def service_name(self) -> str:
         return self.data_plane_service.rpartition("/")[2]
 
-    def to_render_options(self) -> RenderOptions:
+    def to_render_options(self, service_type: str = "LoadBalancer") -> RenderOptions:
+        """The render's options (``service_type``: of the Gateways' own data-plane Services,
+        from the data-plane template)."""
         return RenderOptions(
             controller_name=self.controller_name,
             ingress_controller_name=self.ingress_controller_name,
@@ -96,6 +105,9 @@ class ControllerOptions:
             data_plane_service=(self.service_namespace, self.service_name),
             max_parts=self.config_parts,
             secret_namespaces=self.secret_namespaces,
+            data_plane_mode=self.data_plane_mode,
+            gateway_namespaces=self.gateway_namespaces,
+            gateway_service_type=service_type,
         )
 
 
@@ -129,6 +141,11 @@ FLAGS: dict[str, tuple[str, str]] = {
     "port-map": ("str", "Gateway port to data-plane port (80=8080,443=8443)"),
     "data-plane-ports": ("str", "ports the data-plane pods expose (8080,8443)"),
     "secret-namespaces": ("str", "comma-separated namespaces whose TLS Secrets and CA ConfigMaps are read (all)"),
+    "data-plane-mode": ("str", "shared: one data plane for every Gateway (the one of --data-plane-service); "
+                               "per-gateway: the controller creates a data plane for each Gateway (shared)"),
+    "gateway-namespaces": ("str", "per-gateway: comma-separated namespaces the controller creates data planes in "
+                                  "(all)"),
+    "data-plane-template": ("str", "per-gateway: the YAML file of the settings of the data planes it creates"),
     "ingress-controller-name": ("str", "IngressClass.spec.controller to own"),
     "watch-legacy-annotation": ("bool", "also own Ingresses with the kubernetes.io/ingress.class annotation"),
     "admin-port": ("int", "data-plane admin port (9901); token from $TITANIUM_ADMIN_TOKEN"),
@@ -228,6 +245,13 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
     if not dp_ports:
         raise OptionsError("--data-plane-ports: at least one port is needed")
     secret_ns = tuple(sorted({x.strip() for x in (s("secret-namespaces") or "").split(",") if x.strip()}))
+    mode = s("data-plane-mode") or SHARED_MODE
+    if mode not in MODES:
+        raise OptionsError(f"--data-plane-mode: {mode!r} is not one of {', '.join(MODES)}")
+    gateway_ns = tuple(sorted({x.strip() for x in (s("gateway-namespaces") or "").split(",") if x.strip()}))
+    template = s("data-plane-template")
+    if mode == PER_GATEWAY and not template:
+        raise OptionsError("--data-plane-mode per-gateway needs --data-plane-template (the chart sets it)")
     timings = LeaseTimings(
         lease_duration=_float("lease-duration", s("lease-duration") or "15"),
         renew_deadline=_float("renew-deadline", s("renew-deadline") or "10"),
@@ -260,4 +284,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         kubeconfig=s("kubeconfig"),
         verbose=b("verbose"),
         lease=timings,
+        data_plane_mode=mode,
+        gateway_namespaces=gateway_ns,
+        data_plane_template=template,
     )

@@ -18,6 +18,13 @@ previous leader wrote). An exception in a reconcile is logged, counted and retri
 back-off: it never stops the loop. When the API server answered 429 with Retry-After (a config
 writer, an Event), no reconcile starts before the Retry-After has passed (the max of the
 back-off and the Retry-After), however many changes arrive meanwhile.
+
+Every data plane of the result is delivered and probed this way (``RenderResult.planes``,
+render/planes.py): the shared one with the parts of :class:`Parts`; with ``--data-plane-mode
+per-gateway`` each Gateway's own with writers of its own (:class:`PlaneState`, made when the
+plane appears), after the provisioner made its Deployment, Service and admin-token Secret. A
+plane's Programmed follows its own pods (``Snapshot.plane_probes``); a change of one Gateway's
+routes writes only that Gateway's ConfigMaps (the writers write only what changed).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from titanium_gateway.controller.gatewayapi import GatewayApiWatch
@@ -49,15 +57,17 @@ from titanium_gateway.prober.prober import (
     data_plane,
     is_data_plane_pod,
 )
+from titanium_gateway.render import planes as _planes
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.programmed import reprogram
-from titanium_gateway.render.result import ObjectStatus, Released, RenderResult
+from titanium_gateway.render.result import ObjectStatus, Plane, Released, RenderResult
 from titanium_gateway.render.snapshot import KIND_FIELDS, Snapshot
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper, canonical_listeners
 from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
+from titanium_gateway.writers.provisioner import Provisioner
 from titanium_gateway.writers.secret import SecretWriter
 from titanium_gateway.writers.status import RESOURCES as STATUS_RESOURCES
 from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_status, status_differs
@@ -81,6 +91,12 @@ WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
     "Pod": (k.PODS, None),
 }
 
+
+#: informer name -> resource: with ``--data-plane-mode per-gateway``, the objects of Gateways' own
+#: data planes (only those labelled by this controller: render/planes.py ``managed_selector``)
+PLANE_WATCHED: Mapping[str, k.Resource] = {"PlanePod": k.PODS, "PlaneDeployment": k.DEPLOYMENTS}
+#: informers whose objects the render does not read (their changes never render again)
+NOT_RENDERED = frozenset({"Pod", *PLANE_WATCHED})
 
 StatusKey = tuple[str, str, str]
 #: kinds whose status the status writer writes (their echo does not trigger a reconcile)
@@ -178,6 +194,45 @@ class Parts:
     #: factory and what to call when the kinds watched change (controller/gatewayapi.py)
     gateway_api: Callable[[InformerSet, Callable[[str, k.Resource], SharedInformer], Callable[[], None]],
                           GatewayApiWatch]
+    #: ``per-gateway``: the objects of Gateways' own data planes, and the writers of one (None: shared)
+    provisioner: Provisioner | None = None
+    plane_writers: Callable[[Plane], PlaneWriters] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PlaneWriters:
+    """The writers of one Gateway's own data plane (``Parts.plane_writers``)."""
+
+    config_writer: ConfigMapWriter
+    secret_writer: SecretWriter
+    poker: PodPoker
+    #: its pods' admin token
+    token: str
+
+
+@dataclasses.dataclass
+class PlaneState:
+    """What the controller knows of one data plane: where it is, its writers, what its pods
+    confirmed and why not."""
+
+    key: str
+    namespace: str
+    service: str
+    config_writer: ConfigMapWriter
+    secret_writer: SecretWriter
+    poker: PodPoker
+    #: its pods' admin token (None: the controller's own, the shared data plane's)
+    token: str | None = None
+    #: the Gateway's uid (a Gateway made again under the same name gets new writers)
+    uid: str = ""
+    confirmed: str | None = None
+    message: str = ""
+    #: why its objects could not be made (the provisioner's answer; "" when they are)
+    problem: str = ""
+    #: the result's plane holds its parts' names only (their bytes were written and released)
+    parts_released: bool = False
+    #: True until its pods were probed in this leadership term
+    unprobed: bool = True
 
 
 class Controller:
@@ -185,10 +240,10 @@ class Controller:
     writes, and probes."""
 
     def __init__(self, opts: ControllerOptions, parts: Parts, *, clock: Clock = REAL_CLOCK,
-                 stuck_after: float = 300.0, gc_tuning: bool = False) -> None:
+                 stuck_after: float = 300.0, gc_tuning: bool = False, service_type: str = "LoadBalancer") -> None:
         self.opts = opts
         self.clock = clock
-        self.render_options = opts.to_render_options()
+        self.render_options = opts.to_render_options(service_type)
         self.informers = parts.informers
         self.trigger = parts.trigger
         self.guard = parts.guard
@@ -208,7 +263,12 @@ class Controller:
         self._new_informer = parts.make_informer
         # the Gateway API kinds: watched where installed, at the version served
         self.gateway_api = parts.gateway_api(self.informers, self._make_informer, self.trigger.trigger)
-        self._confirmed: str | None = None
+        self.provisioner = parts.provisioner
+        self._plane_writers = parts.plane_writers
+        svc_ns, svc = self.render_options.data_plane_service
+        #: the shared data plane's state, and each Gateway's own (``per-gateway``) by plane key
+        self._shared = PlaneState(_planes.SHARED, svc_ns, svc, self.config_writer, self.secret_writer, self.poker)
+        self._gateway_planes: dict[str, PlaneState] = {}
         #: True until the data plane was probed in this leadership term (or, without leader
         #: election, since the start): what the pods run is unknown, so the first pass probes
         #: before it submits statuses (``reconcile``)
@@ -217,7 +277,6 @@ class Controller:
         # objects that stopped being ours: key -> (our last status, resourceVersion when noticed)
         self._owned: dict[StatusKey, ObjectStatus] = {}
         self._releasing: dict[StatusKey, tuple[ObjectStatus, str]] = {}
-        self._probe_message = ""
         self._worker: threading.Thread | None = None
         self._busy_since: float | None = None  # time.monotonic() when the running reconcile began
         self.stuck_after = stuck_after
@@ -228,8 +287,6 @@ class Controller:
         self._frozen_at: tuple[int, int] | None = None  # (store changes, reflector lists) at the last freeze
         self._stopped = threading.Event()
         self.last_result: RenderResult | None = None
-        #: ``last_result`` holds its parts' names only (their bytes were written and released)
-        self._parts_released = False
         #: what ``last_result`` was rendered from: the caches' change counts, the confirmed hash
         #: and the probe message (None: render again). Set only after a successful reconcile.
         self._rendered_from: tuple[Any, ...] | None = None
@@ -242,12 +299,33 @@ class Controller:
         self._gateway_series: set[tuple[str, str]] = set()
         self._subscribe()
 
+    # the shared data plane's confirmed hash and probe message
+    @property
+    def _confirmed(self) -> str | None:
+        return self._shared.confirmed
+
+    @_confirmed.setter
+    def _confirmed(self, value: str | None) -> None:
+        self._shared.confirmed = value
+
+    @property
+    def _probe_message(self) -> str:
+        return self._shared.message
+
+    @_probe_message.setter
+    def _probe_message(self, value: str) -> None:
+        self._shared.message = value
+
     def _subscribe(self) -> None:
         """Every informer event triggers a reconcile, except the echo of our own status writes,
         the Pods that are not the data plane's and the ConfigMaps without a CA certificate (the
         Gateway API informers are subscribed as they are made: ``_make_informer``)."""
-        for name in WATCHED:
+        for name in self._watched():
             self._subscribe_one(name, self.informers[name])
+
+    def _watched(self) -> list[str]:
+        """The informers always run: ``WATCHED``, and ``PLANE_WATCHED`` in per-gateway mode."""
+        return [*WATCHED, *(name for name in PLANE_WATCHED if name in self.informers)]
 
     def _subscribe_one(self, name: str, inf: SharedInformer) -> None:
         on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
@@ -345,12 +423,12 @@ class Controller:
     def synced(self) -> bool:
         """Every cache listed (a Gateway API kind that is not required: listed or failing
         lastingly, then unknown to the render): a reconcile may start."""
-        return all(self.informers[name].has_synced() for name in WATCHED) and self.gateway_api.synced()
+        return all(self.informers[name].has_synced() for name in self._watched()) and self.gateway_api.synced()
 
     def readiness_problem(self) -> str:
         """"" when ready (``/readyz``), else why not: a cache has not listed yet, or its watch
         fails lastingly (its objects may be stale: docs/operations.md)."""
-        problems = [f"{name}: {why}" for name in WATCHED
+        problems = [f"{name}: {why}" for name in self._watched()
                     if (why := self.informers[name].stale(self.gateway_api.stale_after)
                         or ("" if self.informers[name].has_synced() else "not listed yet"))]
         problems += self.gateway_api.problems()
@@ -381,7 +459,7 @@ class Controller:
         busy = self._busy_since
         if busy is not None and time.monotonic() - busy >= self.stuck_after:
             return f"a reconcile has been running for more than {self.stuck_after:g} s"
-        return self.gateway_api.stuck(also=WATCHED)
+        return self.gateway_api.stuck(also=self._watched())
 
     def alive(self) -> bool:
         """Every core thread runs and no reconcile has been running for ``stuck_after`` seconds."""
@@ -392,8 +470,12 @@ class Controller:
         pods confirmed; the first pass of the term probes them before it writes any status."""
         for w in (self.config_writer, self.secret_writer, self.stamper, self.poker):
             w.reset()
+        if self.provisioner is not None:
+            self.provisioner.reset()
+        self._gateway_planes.clear()  # (made again with fresh writers)
         self.event_writer.reset()
         self._confirmed = None
+        self._shared.problem = ""
         self._unprobed = True
         self._rendered_from = None
         self.trigger.trigger()
@@ -477,11 +559,17 @@ class Controller:
         fields.update(gateway_api)
         # (the Pods are read by the prober, not the render): what the objects are, then what the
         # prober said
-        objects = (tuple(sorted((name, n) for name, n in versions.items() if name != "Pod")), gateway_api_version)
-        version = (objects, self._confirmed, self._probe_message)
+        objects = (tuple(sorted((name, n) for name, n in versions.items() if name not in NOT_RENDERED)),
+                   gateway_api_version)
+        plane_probes = self._plane_probes()
+        version = (objects, self._confirmed, self._probe_message, tuple(sorted(plane_probes.items())))
         snap = Snapshot(**fields, confirmed_config_hash=self._confirmed, probe_message=self._probe_message,
-                        now=rfc3339(self.clock.wall()))
+                        plane_probes=plane_probes, now=rfc3339(self.clock.wall()))
         return snap, version
+
+    def _plane_probes(self) -> dict[str, tuple[str | None, str]]:
+        """What each Gateway's own data plane confirmed, and why not (a provisioning problem first)."""
+        return {key: (st.confirmed, st.problem or st.message) for key, st in self._gateway_planes.items()}
 
     def reconcile(self) -> RenderResult | None:
         """One pass. Followers only keep their caches warm."""
@@ -491,8 +579,7 @@ class Controller:
         snap, version = self.versioned_snapshot()
         self._rendered_from, prev = None, self._rendered_from  # set again only when this pass succeeds
         last = self.last_result
-        usable = last is not None and prev is not None and (
-            not self._parts_released or self.config_writer.is_complete(last.config_hash))
+        usable = last is not None and prev is not None and self._still_written(last)
         reused = usable and version == prev
         if reused:
             # Nothing the render reads changed (e.g. the Programmed poll while a pod has not
@@ -506,19 +593,20 @@ class Controller:
             assert last is not None
             result = reprogram(last, assume_programmed=self.render_options.assume_programmed,
                                confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message,
-                               now=snap.now)
+                               now=snap.now, plane_probes=snap.plane_probes)
             self.last_result = result
             self.reprograms += 1
         else:
             # the previous result (its config text alone is 26 MB at 10k routes) is not needed
             # any more: let it go before the render builds the next one, not after
             self.last_result = None
-            self._parts_released = False
+            for st in self._states():
+                st.parts_released = False
             result = self.render_fn(snap, self.render_options)  # (it pauses the cyclic GC itself)
             self.renders += 1
             render_s = time.monotonic() - t0
             self._m.render.observe(render_s)
-            self._m.bytes.set(len(result.config) + sum(len(b) for _, b in result.parts))
+            self._m.bytes.set(sum(len(p.config) + sum(len(b) for _, b in p.parts) for p in result.data_planes()))
             memo = self.render_cache
             if memo is not None:
                 self._m.memo.labels("replayed").inc(memo.hits - self._memo_seen[0])
@@ -528,43 +616,24 @@ class Controller:
             self._certificate_metrics(result)
             log.debug("rendered", extra={"config_hash": result.config_hash,
                                          "duration_ms": round(render_s * 1000, 1)})
+        delivered = self._deliver(result, snap)
+        result = self.last_result if self.last_result is not None else result
         probed = False
-        if result.delivery_error:
-            log.error("config not delivered", extra={"config_hash": result.config_hash,
-                                                     "error": result.delivery_error})
-        else:
-            if self._confirmed == result.config_hash:
-                self.config_writer.confirm(result.config_hash)
-                self.secret_writer.confirm(result.config_hash)
-            self.secret_writer.write(result)
-            if self.config_writer.write(result):
-                log.info("config written", extra={"config_hash": result.config_hash,
-                                                   "bytes": len(result.config), "parts": len(result.parts)})
-            if result.parts and not self._parts_released and self.config_writer.is_complete(result.config_hash):
-                # Written: the parts' bytes (24 MB at 10k routes + 10k Ingresses) are not needed
-                # again; a reuse of this result needs the writer to still hold it written, and
-                # anything else renders again.
-                result = dataclasses.replace(result, parts=tuple((name, b"") for name, _ in result.parts))
-                self.last_result = result
-                self._parts_released = True
-            dp = self.data_plane()
-            self.poker.poke(dp.pods, result.config_hash, result.tls_files)  # a certificate change pokes too
-            self.stamper.stamp(result.listeners, dp.pods)
-            if self._unprobed:
-                # The first pass of a term (a failover, a restart): the pods may serve this very
-                # config already (the previous leader's). Probe before any status is written: a
-                # render that did not know what the pods run would write Programmed=False/Pending
-                # over the True the previous leader wrote, and True again a pass later.
-                self._unprobed = False
-                self._probe(result, dp)
-                if (self._confirmed, self._probe_message) != version[1:]:
-                    # what the pods run changed Programmed: this render's statuses are stale; the
-                    # pass the probe triggered decides Programmed again and writes them
-                    self._rendered_from = version
-                    log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
-                                                   "statuses": "after the first probe"})
-                    return result
-                probed = True
+        if self._unprobed and delivered:
+            # The first pass of a term (a failover, a restart): the pods may serve this very
+            # config already (the previous leader's). Probe before any status is written: a
+            # render that did not know what the pods run would write Programmed=False/Pending
+            # over the True the previous leader wrote, and True again a pass later.
+            self._unprobed = False
+            self._probe_all(delivered)
+            if self._probes_now() != version[1:]:
+                # what the pods run changed Programmed: this render's statuses are stale; the
+                # pass the probe triggered decides Programmed again and writes them
+                self._rendered_from = version
+                log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
+                                               "statuses": "after the first probe"})
+                return result
+            probed = True
         if not reused:
             # Handed to the status worker (latest wins per object; it retries its own failures,
             # honouring Retry-After): the config path never waits for status writes.
@@ -579,12 +648,134 @@ class Controller:
         bump_due = self.event_writer.policy.next_due()
         if bump_due is not None:  # bump on time even when nothing changes (a quiet cluster)
             self.trigger.trigger(after=max(0.0, bump_due - self.clock.now()))
-        if not result.delivery_error and not probed:
-            self._probe(result, self.data_plane())
+        if delivered and not probed:
+            self._probe_all(delivered)
         self._rendered_from = version
         log.debug("reconciled", extra={"config_hash": result.config_hash, "rendered": not reused,
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
         return result
+
+    def _probes_now(self) -> tuple[Any, ...]:
+        """What the pods of every data plane confirmed (the tail of a snapshot's version)."""
+        return (self._confirmed, self._probe_message, tuple(sorted(self._plane_probes().items())))
+
+    # --- the data planes -------------------------------------------------------------------------
+    def _states(self) -> list[PlaneState]:
+        return [self._shared, *self._gateway_planes.values()]
+
+    def _still_written(self, result: RenderResult) -> bool:
+        """Every data plane of ``result`` whose part bytes were released is still written (a
+        reuse of the result needs them: anything else renders again)."""
+        for plane in result.data_planes():
+            st = self._shared if plane.key == _planes.SHARED else self._gateway_planes.get(plane.key)
+            if st is None or (st.parts_released and not st.config_writer.is_complete(plane.config_hash)):
+                return False
+        return True
+
+    def _state(self, plane: Plane) -> PlaneState:
+        """The state of a data plane of the result (a Gateway's made when it appears, and made
+        again for a Gateway made again under the same name)."""
+        if plane.gateway is None:
+            return self._shared
+        st = self._gateway_planes.get(plane.key)
+        if st is None or st.uid != plane.gateway.uid:
+            assert self._plane_writers is not None
+            w = self._plane_writers(plane)
+            names = _planes.plane_names(plane.gateway.name, plane.gateway.class_name)
+            st = self._gateway_planes[plane.key] = PlaneState(
+                plane.key, plane.gateway.namespace, names.service, w.config_writer, w.secret_writer, w.poker,
+                w.token, plane.gateway.uid)
+        return st
+
+    def _deliver(self, result: RenderResult, snap: Snapshot) -> list[tuple[PlaneState, Plane, DataPlane]]:
+        """Write every data plane of ``result`` (a Gateway's after its objects are made): TLS
+        Secret, part ConfigMaps, root ConfigMap, pod pokes, the shared Deployment's stamp.
+        Returns the planes delivered, with their pods, to probe."""
+        planes = result.data_planes()
+        if self.provisioner is not None:
+            self._provision(result, snap)
+        out: list[tuple[PlaneState, Plane, DataPlane]] = []
+        released: dict[str, Plane] = {}
+        for plane in planes:
+            st = self._state(plane)
+            if plane.delivery_error:
+                log.error("config not delivered", extra={"config_hash": plane.config_hash, "data_plane": plane.key,
+                                                         "error": plane.delivery_error})
+                continue
+            if st.problem:
+                continue  # (its objects could not be made: the problem is its Programmed message)
+            if st.confirmed == plane.config_hash:
+                st.config_writer.confirm(plane.config_hash)
+                st.secret_writer.confirm(plane.config_hash)
+            st.secret_writer.write(plane)  # type: ignore[arg-type]
+            if st.config_writer.write(plane):  # type: ignore[arg-type]
+                log.info("config written", extra={"config_hash": plane.config_hash, "data_plane": plane.key,
+                                                   "bytes": len(plane.config), "parts": len(plane.parts)})
+            own = plane.gateway is not None
+            if (plane.parts or own) and not st.parts_released and st.config_writer.is_complete(plane.config_hash):
+                # Written: the parts' bytes (24 MB at 10k routes + 10k Ingresses), and a Gateway's
+                # own root (most are not split: 20 of them hold as much as the parts), are not
+                # needed again; a reuse of this result needs the writer to still hold it written,
+                # and anything else renders again.
+                released[plane.key] = dataclasses.replace(plane, config=b"" if own else plane.config,
+                                                          parts=tuple((n, b"") for n, _ in plane.parts))
+                st.parts_released = True
+            dp = self._data_plane_of(st, plane)
+            st.poker.poke(dp.pods, plane.config_hash, plane.tls_files)  # a certificate change pokes too
+            if plane.gateway is None:
+                self.stamper.stamp(plane.listeners, dp.pods)
+            out.append((st, released.get(plane.key, plane), dp))
+        if released:
+            self.last_result = _with_planes(result, released)
+        return out
+
+    def _provision(self, result: RenderResult, snap: Snapshot) -> None:
+        """Make the objects of each Gateway's own data plane, and delete those of Gateways that
+        have none any more (never while the Gateways cannot be read: the snapshot would be
+        missing them)."""
+        assert self.provisioner is not None
+        own = result.gateway_planes()
+        for plane in own:
+            st = self._state(plane)
+            problem = self.provisioner.ensure(plane, self._plane_object)
+            if problem != st.problem:
+                st.problem = problem
+                self.trigger.trigger()  # (Programmed says it)
+        keep = {(p.gateway.namespace, p.gateway.name) for p in own if p.gateway is not None}
+        current = {p.key for p in own}
+        for key in [key for key in self._gateway_planes if key not in current]:
+            del self._gateway_planes[key]
+        if "Gateway" in snap.unreadable or not self.gateway_api.synced():
+            return
+        services = [svc for svc in self.informers["Service"].list()
+                    if _planes.is_managed((svc.get("metadata") or {}).get("labels"))]
+        present = {(str((gw.get("metadata") or {}).get("namespace") or ""), str((gw.get("metadata") or {}).get("name")))
+                   for gw in snap.gateways.values()}
+        self.provisioner.remove(keep, present, self.informers["PlaneDeployment"].list(), services)
+
+    def _plane_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The cached Deployment or Service of a Gateway's own data plane."""
+        inf = self.informers.get("PlaneDeployment" if kind == "Deployment" else kind)
+        return inf.get(namespace, name) if inf is not None else None
+
+    def _data_plane_of(self, st: PlaneState, plane: Plane) -> DataPlane:
+        if plane.gateway is None:
+            return self.data_plane()
+        ns, svc = st.namespace, st.service
+        return data_plane(self.informers["Service"].get(ns, svc),
+                          self.informers["EndpointSlice"].store.by_index(SLICE_SERVICE_INDEX, f"{ns}/{svc}"),
+                          [p for p in self.informers["PlanePod"].list()
+                           if (p.get("metadata") or {}).get("namespace") == ns], ns, svc, pod_namespace=ns)
+
+    def _probe_all(self, delivered: list[tuple[PlaneState, Plane, DataPlane]]) -> None:
+        """Probe each delivered data plane (in parallel when there are several: one slow plane
+        must not delay the others)."""
+        if len(delivered) == 1:
+            self._probe_plane(*delivered[0])
+            return
+        with ThreadPoolExecutor(max_workers=min(8, len(delivered)), thread_name_prefix="planes") as pool:
+            for done in [pool.submit(self._probe_plane, *d) for d in delivered]:
+                done.result()
 
     def _certificate_metrics(self, result: RenderResult) -> None:
         """One expiry series per converted certificate; those of certificates gone are removed."""
@@ -646,36 +837,47 @@ class Controller:
         return out, guards
 
     def _probe(self, result: RenderResult, dp: DataPlane) -> None:
+        """Probe the shared data plane (``result``'s own fields)."""
+        self._probe_plane(self._shared, result.data_planes()[0], dp)
+
+    def _probe_plane(self, st: PlaneState, plane: Plane, dp: DataPlane) -> None:
         eps = dp.endpoints
         # with the listener stamp, a pod confirms only once it was created with the current set
-        rollout = awaiting_rollout(eps, canonical_listeners(result.listeners)) if self.opts.data_plane_deployment else ""
-        pr = ProbeResult(None, rollout) if rollout else self.prober.probe(
-            eps, result.config_hash, no_endpoints="" if eps else dp.no_endpoint_message())
+        # (a Gateway's own Deployment always carries it)
+        stamped = bool(self.opts.data_plane_deployment) or plane.gateway is not None
+        rollout = awaiting_rollout(eps, canonical_listeners(plane.listeners)) if stamped else ""
+        if rollout:
+            pr = ProbeResult(None, rollout)
+        else:
+            no_endpoints = "" if eps else dp.no_endpoint_message()
+            pr = self.prober.probe(eps, plane.config_hash, no_endpoints=no_endpoints) if st.token is None else \
+                self.prober.probe(eps, plane.config_hash, no_endpoints=no_endpoints, token=st.token)
         if pr.examined:
             # a pod still behind some seconds after its poke may have been given the old files
             # by its kubelet (the pod change arrived before the ConfigMap change): poke it again,
             # and come back when the next re-poke is due (sooner than the poll, or once all
             # ready pods confirmed while one that is not ready is still behind)
-            self.poker.repoke(dp.pods, pr.confirmed_pods, pr.lasting_pods)
-            repoke_at = self.poker.next_repoke()
+            st.poker.repoke(dp.pods, pr.confirmed_pods, pr.lasting_pods)
+            repoke_at = st.poker.next_repoke()
             if repoke_at is not None:
                 self.trigger.trigger(after=max(0.0, repoke_at - self.clock.now()))
-        if pr.confirmed_hash == result.config_hash:
-            if self._confirmed != result.config_hash:
+        if pr.confirmed_hash == plane.config_hash:
+            if st.confirmed != plane.config_hash:
                 log.info("config confirmed by every ready data-plane pod",
-                         extra={"config_hash": result.config_hash, "pods": len(eps)})
-                self._confirmed = result.config_hash
-                self._probe_message = ""
-                self.config_writer.confirm(result.config_hash)
-                self.secret_writer.confirm(result.config_hash)
+                         extra={"config_hash": plane.config_hash, "pods": len(eps), "data_plane": plane.key})
+                st.confirmed = plane.config_hash
+                st.message = ""
+                st.config_writer.confirm(plane.config_hash)
+                st.secret_writer.confirm(plane.config_hash)
                 self.trigger.trigger()
             return
-        changed = pr.message != self._probe_message
+        changed = pr.message != st.message
         if changed:
-            log.info("config pending", extra={"config_hash": result.config_hash, "reason": pr.message})
-        self._probe_message = pr.message
-        if self._confirmed == result.config_hash:
-            self._confirmed = None  # a pod fell behind (e.g. restarted): Programmed goes Pending
+            log.info("config pending", extra={"config_hash": plane.config_hash, "reason": pr.message,
+                                              "data_plane": plane.key})
+        st.message = pr.message
+        if st.confirmed == plane.config_hash:
+            st.confirmed = None  # a pod fell behind (e.g. restarted): Programmed goes Pending
             self.trigger.trigger()
         elif changed:
             # the render put the previous probe message into Programmed: render it again now (the
@@ -683,3 +885,12 @@ class Controller:
             self.trigger.trigger()
         else:
             self.trigger.trigger(after=self.opts.probe_interval)
+
+
+def _with_planes(result: RenderResult, changed: Mapping[str, Plane]) -> RenderResult:
+    """``result`` with some of its data planes replaced (the shared one's fields too)."""
+    planes = tuple(changed.get(p.key, p) for p in result.planes)
+    shared = changed.get(_planes.SHARED)
+    if shared is None:
+        return dataclasses.replace(result, planes=planes)
+    return dataclasses.replace(result, planes=planes, parts=shared.parts)

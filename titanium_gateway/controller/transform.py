@@ -13,8 +13,10 @@ and without the transforms and requires identical results):
   ``kubectl.kubernetes.io/last-applied-configuration`` (a copy of the whole applied object);
 * EndpointSlice endpoints: ``targetRef``, ``nodeName``, ``zone``, ``hints``,
   ``deprecatedTopology`` (the render reads ``addresses`` and ``conditions.ready``), except on
-  the data-plane Service's slices, where the prober names pods by ``targetRef.name``;
-* Service: ``status``, except the data-plane Service's (its load-balancer address is published);
+  the data-plane Services' slices, where the prober names pods by ``targetRef.name``;
+* Service: ``status``, except the data-plane Services' (their load-balancer addresses are
+  published): the shared one's, and those the controller created for Gateways (labelled,
+  render/planes.py);
 * Secret: ``data``/``stringData`` of any type but ``kubernetes.io/tls`` (the render rejects
   those by type before reading data; the field selector keeps them out of the cache anyway);
 * ConfigMap (watched where BackendTLSPolicy is installed, for the CA certificates policies
@@ -48,6 +50,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from titanium_gateway.render.planes import is_managed
 
 Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
@@ -83,8 +87,15 @@ def strip_metadata(obj: Obj) -> Obj:
 
 
 def _is_service(obj: Obj, service: tuple[str, str], *, by_label: bool) -> bool:
+    """Whether ``obj`` is the shared data plane's Service (or one of its slices: ``by_label``),
+    or the Service (or a slice) of a Gateway's own data plane (labelled by the controller, and
+    the EndpointSlice controller copies a Service's labels to its slices)."""
     md = obj.get("metadata")
-    if not isinstance(md, dict) or md.get("namespace") != service[0]:
+    if not isinstance(md, dict):
+        return False
+    if is_managed(md.get("labels")):
+        return True
+    if md.get("namespace") != service[0]:
         return False
     if by_label:
         labels = md.get("labels")
@@ -364,8 +375,19 @@ def _compacting(fn: Transform) -> Transform:
     return transform
 
 
+def metadata_transform(obj: Obj) -> Obj:
+    """Only the metadata (a Gateway's own data-plane Deployment: the provisioner compares the
+    hash of what it applied, an annotation, and reads its labels and owner)."""
+    obj = strip_metadata(obj)
+    return {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata")}
+
+
 def transform_for(kind: str, data_plane_service: tuple[str, str]) -> Transform:
     """The transform of the informer of ``kind``: drop what nothing reads, then compact."""
+    if kind == "PlaneDeployment":
+        return _compacting(metadata_transform)
+    if kind == "PlanePod":
+        return _compacting(pod_transform)
     if kind == "EndpointSlice":
         return _compacting(endpoint_slice_transform(data_plane_service))
     if kind == "Service":

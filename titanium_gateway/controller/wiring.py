@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from titanium_gateway.controller.gatewayapi import GatewayApiWatch
+from titanium_gateway.controller.logging import register_secret
 from titanium_gateway.controller.options import ControllerOptions
 from titanium_gateway.controller.reconciler import (
+    PLANE_WATCHED,
     RECONCILE_KEY,
     RECONCILE_MIN_IDLE,
     SLICE_SERVICE_INDEX,
     WATCHED,
     Controller,
     Parts,
+    PlaneWriters,
     RenderFn,
     cached_object,
 )
@@ -37,12 +40,22 @@ from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
 from titanium_gateway.prober.prober import Prober, slice_service_key
+from titanium_gateway.render.planes import PER_GATEWAY, managed_selector, plane_names
+from titanium_gateway.render.result import Plane
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.writers.base import LeaderGuard
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper
 from titanium_gateway.writers.events import EventWriter
+from titanium_gateway.writers.plane_objects import (
+    DataPlaneTemplate,
+    config_meta,
+    gateway_token,
+    load_template,
+    tls_meta,
+)
 from titanium_gateway.writers.pods import PodPoker
+from titanium_gateway.writers.provisioner import Provisioner
 from titanium_gateway.writers.secret import SecretWriter
 from titanium_gateway.writers.status import StatusWriter
 
@@ -72,17 +85,28 @@ def make_informer(opts: ControllerOptions, api: KubeApi, name: str, res: Resourc
         return SharedInformer(api, res, opts.data_plane_namespace, name="pods", **kw)
     if name == "EndpointSlice":
         return SharedInformer(api, res, name=res.plural, indexers={SLICE_SERVICE_INDEX: slice_service_key}, **kw)
+    if name in PLANE_WATCHED:
+        # the objects of Gateways' own data planes: only those this controller labelled, in the
+        # namespaces it may create them in (RBAC: --gateway-namespaces)
+        return SharedInformer(api, res, namespaces=list(opts.gateway_namespaces) or None,
+                              label_selector=managed_selector(opts.controller_name),
+                              name=f"data-plane-{res.plural}", **kw)
     return SharedInformer(api, res, name=res.plural, **kw)
 
 
 def informers(opts: ControllerOptions, api: KubeApi, *, watch_timeout: int = 300,
               reflector_backoff: Callable[[], Backoff] | None = None) -> InformerSet:
     """One informer per ``WATCHED`` kind (not started), each with its cache transform (the
-    Gateway API kinds join where installed: controller/gatewayapi.py)."""
+    Gateway API kinds join where installed: controller/gatewayapi.py), and in per-gateway mode
+    one per ``PLANE_WATCHED`` kind."""
     out = InformerSet()
     for name, (res, _field) in WATCHED.items():
         out.add(name, make_informer(opts, api, name, res, watch_timeout=watch_timeout,
                                     reflector_backoff=reflector_backoff))
+    if opts.data_plane_mode == PER_GATEWAY:
+        for name, res in PLANE_WATCHED.items():
+            out.add(name, make_informer(opts, api, name, res, watch_timeout=watch_timeout,
+                                        reflector_backoff=reflector_backoff))
     return out
 
 
@@ -99,17 +123,46 @@ def _memoized_render() -> tuple[RenderFn, Any]:
     return render_with_cache, cache
 
 
+def plane_writers_factory(opts: ControllerOptions, api: KubeApi, template: DataPlaneTemplate, guard: LeaderGuard,
+                          clock: Clock, registry: Registry) -> Callable[[Plane], PlaneWriters]:
+    """The writers of one Gateway's own data plane: its ConfigMaps and TLS Secret (created when
+    missing, owned by the Gateway), its pods' poker, its admin token."""
+
+    def make(plane: Plane) -> PlaneWriters:
+        gw = plane.gateway  # (the writers keep the Gateway, never the plane: its document and bytes)
+        assert gw is not None
+        names = plane_names(gw.name, gw.class_name)
+        name = opts.controller_name
+        token = gateway_token(opts.admin_token, gw)
+        if token:
+            register_secret(token)  # (never logged)
+        return PlaneWriters(
+            ConfigMapWriter(api, gw.namespace, names.config_map, max_parts=template.config_parts, guard=guard,
+                            registry=registry, create=lambda n: config_meta(gw, n, name, template)),
+            SecretWriter(api, gw.namespace, names.tls_secret, guard=guard, registry=registry,
+                         create=lambda n: tls_meta(gw, n, name, template)),
+            PodPoker(api, gw.namespace, guard=guard, clock=clock, registry=registry),
+            token)
+
+    return make
+
+
 def build_controller(opts: ControllerOptions, api: KubeApi, *, is_leader: Callable[[], bool] | None = None,
                      render_fn: RenderFn | None = None, clock: Clock = REAL_CLOCK,
                      registry: Registry | None = None, prober: Prober | None = None, watch_timeout: int = 300,
                      reflector_backoff: Callable[[], Backoff] | None = None,
                      retry_backoff: tuple[float, float] = (0.5, 60.0), stuck_after: float = 300.0,
-                     gc_tuning: bool = False, sync_timeout: float = 120.0) -> Controller:
+                     gc_tuning: bool = False, sync_timeout: float = 120.0,
+                     template: DataPlaneTemplate | None = None) -> Controller:
     """A controller over ``api`` (``is_leader``: None writes always, as without leader election;
     ``render_fn``: the memoized pure render by default; ``retry_backoff``: the reconcile's
     failure back-off, first and cap, in seconds; ``sync_timeout``: seconds a cache a reconcile
-    needs may take to list before /healthz fails)."""
+    needs may take to list before /healthz fails; ``template``: per-gateway, the data-plane
+    template, else read from ``--data-plane-template``)."""
     reg = registry or REGISTRY
+    if opts.data_plane_mode == PER_GATEWAY and template is None:
+        assert opts.data_plane_template is not None
+        template = load_template(opts.data_plane_template)
     ns = opts.data_plane_namespace
     guard = LeaderGuard(is_leader)
     cache: Any = None
@@ -146,8 +199,13 @@ def build_controller(opts: ControllerOptions, api: KubeApi, *, is_leader: Callab
         gateway_api=lambda informer_set, make, on_change: GatewayApiWatch(
             api, informer_set, make, on_change=on_change, clock=clock, watch_timeout=watch_timeout,
             backoff_factory=reflector_backoff, sync_timeout=sync_timeout),
+        provisioner=None if template is None else Provisioner(
+            api, guard=guard, controller_name=opts.controller_name, template=template, admin_token=opts.admin_token,
+            registry=reg),
+        plane_writers=None if template is None else plane_writers_factory(opts, api, template, guard, clock, reg),
     )
-    return Controller(opts, parts, clock=clock, stuck_after=stuck_after, gc_tuning=gc_tuning)
+    return Controller(opts, parts, clock=clock, stuck_after=stuck_after, gc_tuning=gc_tuning,
+                      service_type=template.service_type if template is not None else "LoadBalancer")
 
 
 def leader_elector(opts: ControllerOptions, api: KubeApi, *, clock: Clock = REAL_CLOCK,

@@ -20,6 +20,7 @@ from titanium_gateway.render.options import (
     parse_port_map,
     parse_ports,
 )
+from titanium_gateway.render.planes import MODES, PER_GATEWAY
 
 __all__ = [
     "CHART_DATA_PLANE_SERVICE", "CHART_NAMESPACE", "CommandLineParser", "UsageError", "add_render_arguments",
@@ -130,6 +131,16 @@ def add_render_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--secret-namespaces", type=_namespaces_arg, default=(), metavar="NS,NS",
                    help="only Secrets of these namespaces are read, the chart's controller.secretNamespaces "
                    "(default: all)")
+    p.add_argument("--data-plane-mode", choices=MODES, default=PER_GATEWAY,
+                   help="per-gateway: each Gateway has a data plane of its own (its twp.yaml in "
+                   "gateways/NAMESPACE/NAME/ with --out), Ingresses stay on the shared one; shared: one data "
+                   "plane for every Gateway and Ingress (the chart's dataPlane.mode; default %(default)s)")
+    p.add_argument("--gateway-namespaces", type=_namespaces_arg, default=(), metavar="NS,NS",
+                   help="per-gateway: the namespaces the controller creates data planes in, the chart's "
+                   "dataPlane.gatewayNamespaces (default: all)")
+    p.add_argument("--gateway-service-type", choices=("LoadBalancer", "ClusterIP", "NodePort"),
+                   default="LoadBalancer", help="per-gateway: the type of each Gateway's data-plane Service, the "
+                   "chart's dataPlane.service.type (default %(default)s)")
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
@@ -145,5 +156,8 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         assume_programmed=args.assume_programmed,
         max_parts=args.config_parts,
         secret_namespaces=tuple(args.secret_namespaces),
+        data_plane_mode=args.data_plane_mode,
+        gateway_namespaces=tuple(args.gateway_namespaces),
+        gateway_service_type=args.gateway_service_type,
     )
 

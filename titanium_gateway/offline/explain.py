@@ -42,11 +42,11 @@ from titanium_gateway.offline.args import (
 from titanium_gateway.offline.load import LoadReport, load_manifests
 from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.snapshot import Prepared, prepare
-from titanium_gateway.offline.summary import input_notices
+from titanium_gateway.offline.summary import input_notices, plane_file
 from titanium_gateway.render import gc_paused
 from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp import model
 from titanium_gateway.twp.emit import kind_data
@@ -268,6 +268,8 @@ class Explanation:
     losing: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     hints: list[dict[str, Any]] = field(default_factory=list)
+    #: the Gateway whose own data plane answers (None: the shared data plane)
+    data_plane: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -297,6 +299,7 @@ class Explanation:
             "losingRoutes": self.losing,
             "note": self.note,
             "hints": self.hints,
+            "dataPlane": self.data_plane,
         }
 
 
@@ -364,19 +367,63 @@ def _policy_verdicts(route: model.Route, req: contract.Request, client_given: bo
     return verdicts, answer
 
 
+#: ``--gateway`` naming the shared data plane (the Ingresses' in per-gateway mode)
+SHARED_PLANE = "shared"
+
+
+def choose_plane(result: RenderResult, spec: RequestSpec, gateway: str | None,
+                 addresses: Mapping[str, list[str]]) -> Plane:
+    """The data plane the request reaches: the one ``gateway`` (``NAMESPACE/NAME``, or
+    ``shared``) names; else the Gateway whose address is the URL's host; else the only one that
+    serves something. With one data plane for every Gateway, that one. A UsageError when the
+    choice is not clear."""
+    planes = result.data_planes()
+    if len(planes) == 1:
+        return planes[0]
+    if gateway is not None:
+        if gateway == SHARED_PLANE:
+            return planes[0]
+        ns, _, name = gateway.rpartition("/")
+        own = next((p for p in planes if p.gateway is not None and (p.gateway.namespace, p.gateway.name) == (ns, name)),
+                   None)
+        if own is None:
+            named = ", ".join(f"{p.gateway.namespace}/{p.gateway.name}" for p in planes if p.gateway is not None)
+            raise UsageError(f"--gateway {gateway}: no data plane of a Gateway of that name (the Gateways with a data "
+                             f"plane of their own: {named or 'none'}; or --gateway {SHARED_PLANE})")
+        return own
+    if spec.host is not None:
+        by_address = [p for p in planes if p.gateway is not None
+                      and spec.host in addresses.get(f"Gateway {p.gateway.namespace}/{p.gateway.name}", [])]
+        if len(by_address) == 1:
+            return by_address[0]
+    serving = [p for p in planes if p.gateway is not None or (p.document is not None and p.document.listeners)]
+    if len(serving) == 1:
+        return serving[0]
+    named = ", ".join(f"{p.gateway.namespace}/{p.gateway.name}" if p.gateway is not None else SHARED_PLANE
+                      for p in serving)
+    raise UsageError(f"each Gateway has a data plane of its own: name the one the request reaches with --gateway "
+                     f"NAMESPACE/NAME, or --gateway {SHARED_PLANE} for the Ingresses' ({named})")
+
+
 def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared, options: RenderOptions,
-                    client_address: str | None = None) -> Explanation:
-    """The explanation of ``spec`` against the rendered ``result``. Raises UsageError when the
-    request names no host and the Gateways give no single address."""
-    doc = result.document
+                    client_address: str | None = None, gateway: str | None = None) -> Explanation:
+    """The explanation of ``spec`` against the rendered ``result``, on the data plane
+    :func:`choose_plane` picks. Raises UsageError when the request names no host and the
+    Gateways give no single address, or when the data plane is not clear."""
+    addresses = gateway_addresses(result, prepared)
+    plane = choose_plane(result, spec, gateway, addresses)
+    doc = plane.document
     if doc is None:
         raise RuntimeError("the render result carries no document")
-    config = contract.load_config(result.config, dict(result.parts))
+    config = contract.load_config(plane.config, dict(plane.parts))
 
     host_header = spec.host_header()
     url_host = spec.host
     if url_host is None and host_header is None:
-        url_host = choose_address(gateway_addresses(result, prepared))
+        if plane.gateway is not None:
+            addresses = {k: v for k, v in addresses.items()
+                         if k == f"Gateway {plane.gateway.namespace}/{plane.gateway.name}"}
+        url_host = choose_address(addresses)
     headers = list(spec.headers)
     if host_header is None:
         assert url_host is not None
@@ -397,6 +444,8 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
         "headers": [{"name": k, "value": v} for k, v in headers],
     }
     ex = Explanation(request_info)
+    if plane.gateway is not None:
+        ex.data_plane = f"{plane.gateway.namespace}/{plane.gateway.name}"
 
     # the listener: the Gateway port mapped to the data-plane port, as the render maps it
     dp_port = options.port_map.get(port, port)
@@ -427,14 +476,15 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
                        if sni else "the request sends no SNI name and there is no default certificate: the TLS "
                        "handshake fails")
             return ex
-        secrets = {c.file: c.source for c in result.certificates}
+        secrets = {c.file: c.source for c in plane.certificates}
         by = ("exact host" if sni and sni in item.hosts else
               "wildcard host" if sni and any(contract.wildcard_covers(h, sni) for h in item.hosts) else "default")
         ex.certificate = {"sni": sni, "file": item.file, "secret": secrets.get(item.file), "hosts": list(item.hosts),
                           "default": item.default, "selectedBy": by}
 
     client = client_address or ""
-    req = contract.Request.from_target(spec.method, spec.target, headers, client_address=client, scheme=spec.scheme)
+    req = contract.Request.from_target(spec.method, spec.target, headers, client_address=client, scheme=spec.scheme,
+                                       port=dp_port)
     decision = contract.decide(config, req)
     by_id = {r.id: r for r in doc.routes}
     for loser in decision.losers:
@@ -550,6 +600,8 @@ def text_report(ex: Explanation) -> str:
     host_line = next((h["value"] for h in r["headers"] if h["name"].lower() == "host"), "")
     others = [f"{h['name']}: {h['value']}" for h in r["headers"] if h["name"].lower() != "host"]
     lines.append(f"             Host: {host_line}" + (f"; {'; '.join(others)}" if others else ""))
+    if ex.data_plane is not None:
+        lines.append(f"data plane:  Gateway {ex.data_plane}'s own")
     if ex.listener is not None:
         lst = ex.listener
         lines.append(f"listener:    port {lst['port']} -> data-plane port {lst['dataPlanePort']} "
@@ -627,6 +679,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="the client's address, for IP allow-list policies (default: unknown)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text",
                    help="text (default) or json: one JSON object")
+    p.add_argument("--gateway", metavar="NAMESPACE/NAME",
+                   help="with a data plane per Gateway: the Gateway whose data plane the request reaches, or "
+                   f"'{SHARED_PLANE}' for the shared one (the Ingresses'); by default the one whose address "
+                   "the URL names, or the only one")
     add_render_arguments(p)
     return p
 
@@ -653,8 +709,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _notices(result: RenderResult, report: LoadReport, prepared: Prepared, options: RenderOptions) -> list[str]:
     """What the user must know about the input besides the answer (stderr)."""
     lines = input_notices(report, prepared, options, result)
-    if result.delivery_error:
-        lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
+    for plane in result.data_planes():
+        if plane.delivery_error:
+            lines.append(f"WARNING: the controller would not deliver {plane_file(plane)}: {plane.delivery_error}")
     for e in result.events:
         if e.type == "Warning":
             lines.append(f"Event Warning {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")
@@ -674,7 +731,7 @@ def _run(args: argparse.Namespace, spec: RequestSpec, options: RenderOptions) ->
     del manifests
     result = render(prepared.snapshot, options)
     try:
-        ex = explain_request(spec, result, prepared, options, args.client_address)
+        ex = explain_request(spec, result, prepared, options, args.client_address, args.gateway)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,6 +1,8 @@
 """The files of ``render --out``: ``twp.yaml`` (+ parts), ``status.yaml``, ``events.yaml`` and
 ``certificates.yaml``, as bytes (:func:`output_files`) or written into a directory
-(:func:`write_outputs`)."""
+(:func:`write_outputs`). With a data plane per Gateway, each Gateway's ``twp.yaml`` (+ parts)
+and ``certificates.yaml`` are in ``gateways/<namespace>/<name>/`` (:func:`plane_directory`);
+the top-level ones are the shared data plane's (the Ingresses')."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from titanium_gateway.render.options import DEFAULT_CONTROLLER_NAME
-from titanium_gateway.render.result import ObjectStatus, RenderResult
+from titanium_gateway.render.result import ObjectStatus, Plane, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot
 from titanium_gateway.render.statusmerge import SHARED_LISTS, final_status
 from titanium_gateway.twp import blockyaml
 
 __all__ = [
-    "certificate_list", "certificates_yaml", "event_list", "events_yaml", "output_files", "sorted_statuses",
+    "certificate_list", "certificates_yaml", "event_list", "events_yaml", "output_files", "plane_directory",
+    "sorted_statuses",
     "status_documents", "status_yaml", "to_yaml", "write_outputs",
 ]
 
@@ -129,7 +132,7 @@ def events_yaml(result: RenderResult) -> str:
     return to_yaml(event_list(result))
 
 
-def certificate_list(result: RenderResult) -> list[dict[str, Any]]:
+def certificate_list(result: RenderResult | Plane) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for c in result.certificates:
         item: dict[str, Any] = {"file": c.file, "hosts": list(c.hosts), "source": c.source}
@@ -139,9 +142,15 @@ def certificate_list(result: RenderResult) -> list[dict[str, Any]]:
     return out
 
 
-def certificates_yaml(result: RenderResult) -> str:
+def certificates_yaml(result: RenderResult | Plane) -> str:
     """``certificates.yaml``: the PFX entries of the TLS Secret, never key material."""
     return to_yaml(certificate_list(result))
+
+
+def plane_directory(plane: Plane) -> str:
+    """Where a data plane's files go in ``--out``: ``""`` (the top level) for the shared one,
+    ``gateways/<namespace>/<name>`` for a Gateway's own."""
+    return "" if plane.gateway is None else f"gateways/{plane.gateway.namespace}/{plane.gateway.name}"
 
 
 def output_files(
@@ -155,6 +164,12 @@ def output_files(
     files["status.yaml"] = status_yaml(result, snapshot, controller_name).encode()
     files["events.yaml"] = events_yaml(result).encode()
     files["certificates.yaml"] = certificates_yaml(result).encode()
+    for plane in result.gateway_planes():
+        where = plane_directory(plane)
+        files[f"{where}/twp.yaml"] = plane.config
+        for name, data in plane.parts:
+            files[f"{where}/{name}"] = data
+        files[f"{where}/certificates.yaml"] = certificates_yaml(plane).encode()
     return files
 
 
@@ -164,15 +179,21 @@ def write_outputs(
     snapshot: Snapshot | None = None,
     controller_name: str = DEFAULT_CONTROLLER_NAME,
 ) -> list[str]:
-    """Writes :func:`output_files` into ``out_dir`` (stale part files removed); returns the names."""
+    """Writes :func:`output_files` into ``out_dir`` (stale part files, and the files of Gateways
+    no longer rendered in ``gateways/``, removed); returns the names."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = output_files(result, snapshot, controller_name)
     for stale in out_dir.glob("twp.part-*.yaml"):
         if stale.name not in files:
             stale.unlink()
+    for stale in out_dir.glob("gateways/*/*/*.yaml"):
+        if stale.relative_to(out_dir).as_posix() not in files:
+            stale.unlink()
     for name, data in files.items():
-        tmp = out_dir / f".{name}.tmp"
+        target = out_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.tmp"
         tmp.write_bytes(data)
-        tmp.replace(out_dir / name)
+        tmp.replace(target)
     return list(files)
 

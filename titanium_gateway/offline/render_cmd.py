@@ -19,10 +19,10 @@ from titanium_gateway.offline.load import LoadReport, load_manifests
 from titanium_gateway.offline.manifests import InputError
 from titanium_gateway.offline.outputs import write_outputs
 from titanium_gateway.offline.snapshot import prepare
-from titanium_gateway.offline.summary import summary
+from titanium_gateway.offline.summary import plane_file, summary
 from titanium_gateway.render import gc_paused
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 
 __all__ = ["main"]
@@ -84,19 +84,37 @@ def _run(args: argparse.Namespace, options: RenderOptions, report: LoadReport) -
             print(f"titanium-gateway render: error: cannot write {args.out}: {exc}", file=sys.stderr)
             return 2
         sys.stderr.write(summary(result, report, prepared, options))
-        parts = [n for n in names if n.startswith("twp.part-")]
+        parts = [n for n in names if n.rpartition("/")[2].startswith("twp.part-")]
         listed = [n for n in names if n not in parts]
-        if parts:
-            listed[0] += f" (+ {len(parts)} part(s) twp.part-1.yaml ... twp.part-{len(parts)}.yaml)"
+        for i, name in enumerate(listed):
+            mine = [p for p in parts if p.rpartition("/")[0] == name.rpartition("/")[0]]
+            if name.endswith("twp.yaml") and mine:
+                listed[i] += f" (+ {len(mine)} part(s) twp.part-1.yaml ... twp.part-{len(mine)}.yaml)"
         print(f"wrote {args.out}/: {', '.join(listed)}", file=sys.stderr)
     else:
-        sys.stdout.buffer.write(result.config)
+        shown = _shown_planes(result)
+        for n, plane in enumerate(shown):
+            if len(shown) > 1:  # one YAML stream, a document per data plane
+                whose = f"the data plane of Gateway {plane.gateway.namespace}/{plane.gateway.name}" \
+                    if plane.gateway is not None else "the shared data plane (Ingresses)"
+                sys.stdout.buffer.write(f"{'---' + chr(10) if n else ''}# {plane_file(plane)}: {whose}\n".encode())
+            sys.stdout.buffer.write(plane.config)
         sys.stdout.flush()
         sys.stderr.write(summary(result, report, prepared, options))
-        if result.parts:
-            print(f"the config is split into {len(result.parts)} part(s); only twp.yaml is shown: "
-                  "use --out DIR to get them", file=sys.stderr)
+        for plane in shown:
+            if plane.parts:
+                print(f"{plane_file(plane)} is split into {len(plane.parts)} part(s); only its root is shown: "
+                      "use --out DIR to get them", file=sys.stderr)
     return 0
+
+
+def _shown_planes(result: RenderResult) -> list[Plane]:
+    """The data planes whose twp.yaml goes to stdout: every Gateway's own, and the shared one
+    when it serves something or there is no other."""
+    planes = result.data_planes()
+    shown = [p for p in planes if p.gateway is not None or (p.document is not None and (
+        p.document.listeners or p.document.routes))]
+    return shown or [planes[0]]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,22 +9,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from titanium_gateway.offline.load import LoadReport
-from titanium_gateway.offline.outputs import sorted_statuses
+from titanium_gateway.offline.outputs import plane_directory, sorted_statuses
 from titanium_gateway.offline.ownership import not_taking_part
 from titanium_gateway.offline.snapshot import Prepared
 from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp.model import Source
 
-__all__ = ["config_counts", "counts_from_bytes", "input_notices", "reach_lines", "summary"]
+__all__ = ["config_counts", "counts_from_bytes", "input_notices", "plane_file", "reach_lines", "summary"]
 
 _LINE_START_KEY = re.compile(rb"\n[A-Za-z_]")
 _COUNTED = (b"listeners", b"routes", b"clusters")
 
 
-def config_counts(result: RenderResult) -> dict[str, int]:
+def config_counts(result: RenderResult | Plane) -> dict[str, int]:
     """The number of listeners, routes and clusters in twp.yaml and its parts: those of the
     rendered document (``result.document``), which emit writes whole unless the config cannot
     be delivered (an item larger than a part ends it); else counted from the bytes."""
@@ -34,7 +34,7 @@ def config_counts(result: RenderResult) -> dict[str, int]:
     return counts_from_bytes(result)
 
 
-def counts_from_bytes(result: RenderResult) -> dict[str, int]:
+def counts_from_bytes(result: RenderResult | Plane) -> dict[str, int]:
     """:func:`config_counts` from the bytes (the top-level block lists of the emitted document:
     one ``- `` line per item at the list's indentation) instead of parsing 20 MB of YAML again."""
     counts = {"listeners": 0, "routes": 0, "clusters": 0}
@@ -113,10 +113,17 @@ def reach_lines(result: RenderResult, snapshot: Snapshot | None = None) -> list[
         lines.append(f"Accepted but not served ({len(unserved)}):")
         lines.extend(f"  {e.kind} {e.namespace}/{e.name}: {e.message.partition(': ')[2] or e.message}"
                      for e in unserved)
-    document = result.document
-    if document is not None and document.routes and not document.listeners:
-        lines.append("WARNING: twp.yaml opens no listener: none of its routes is served")
+    for plane in result.data_planes():
+        document = plane.document
+        if document is not None and document.routes and not document.listeners:
+            lines.append(f"WARNING: {plane_file(plane)} opens no listener: none of its routes is served")
     return lines
+
+
+def plane_file(plane: Plane) -> str:
+    """The name of a data plane's twp.yaml in ``--out`` (``twp.yaml``: the shared one's)."""
+    where = plane_directory(plane)
+    return f"{where}/twp.yaml" if where else "twp.yaml"
 
 
 #: Up to this many owned objects the summary lists each; above, HTTPRoutes and Ingresses in
@@ -205,14 +212,18 @@ def summary(
     for e in result.events:
         lines.append(f"Event {e.type} {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")
     lines.extend(reach_lines(result, prepared.snapshot if prepared is not None else None))
-    counts = config_counts(result)
-    lines.append(
-        f"twp.yaml: {counts['listeners']} listener(s), {counts['routes']} route(s), "
-        f"{counts['clusters']} cluster(s), {len(result.certificates)} certificate(s), "
-        f"{len(result.parts)} part(s); config_hash {result.config_hash}"
-    )
-    if result.delivery_error:
-        lines.append(f"WARNING: the controller would not deliver this config: {result.delivery_error}")
+    planes = result.data_planes()
+    for plane in planes:
+        counts = config_counts(plane)
+        whose = (f" (the data plane of Gateway {plane.gateway.namespace}/{plane.gateway.name})"
+                 if plane.gateway is not None else " (the shared data plane)" if len(planes) > 1 else "")
+        lines.append(
+            f"{plane_file(plane)}{whose}: {counts['listeners']} listener(s), {counts['routes']} route(s), "
+            f"{counts['clusters']} cluster(s), {len(plane.certificates)} certificate(s), "
+            f"{len(plane.parts)} part(s); config_hash {plane.config_hash}"
+        )
+        if plane.delivery_error:
+            lines.append(f"WARNING: the controller would not deliver {plane_file(plane)}: {plane.delivery_error}")
     if not result.statuses:
         lines.insert(0, "no GatewayClass, Gateway, route or Ingress of this controller in the input")
     lines.extend(input_notices(report if report is not None else LoadReport(), prepared, options, result))

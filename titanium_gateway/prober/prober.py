@@ -371,8 +371,9 @@ class Prober:
         host = f"[{ep.address}]" if ":" in ep.address else ep.address
         return f"http://{host}:{self.admin_port}{path}"
 
-    def _get(self, url: str, auth: bool) -> requests.Response:
-        headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
+    def _get(self, url: str, auth: bool, token: str | None = None) -> requests.Response:
+        token = self.token if token is None else token
+        headers = {"Authorization": f"Bearer {token}"} if auth else {}
 
         @retry(stop=stop_after_attempt(self.attempts), wait=wait_fixed(self.retry_wait),
                retry=retry_if_exception_type(_Transient), reraise=True)
@@ -398,8 +399,9 @@ class Prober:
                               f"{cause.__class__.__name__}")
         return PodProblem(f"{who}: the probe of {path} failed: {error.__class__.__name__}")
 
-    def examine(self, ep: Endpoint, expected: str) -> PodProblem | None:
-        """None when ``ep`` runs ``expected``, else why not. Never raises."""
+    def examine(self, ep: Endpoint, expected: str, token: str | None = None) -> PodProblem | None:
+        """None when ``ep`` runs ``expected``, else why not. Never raises. ``token``: the admin
+        token of its data plane (None: the controller's own, the shared data plane's)."""
         who = f"pod {ep.pod} ({ep.address})"
         try:
             r = self._get(self._url(ep, "/readyz"), auth=False)
@@ -411,11 +413,11 @@ class Prober:
         if r.status_code != 200:
             return PodProblem(f"{who} is not ready: /readyz answered {r.status_code}")
         try:
-            v = self._get(self._url(ep, "/version"), auth=True)
+            v = self._get(self._url(ep, "/version"), auth=True, token=token)
         except Exception as e:  # noqa: BLE001
             return self._failed(who, "/version", e)
         if v.status_code in (401, 403):
-            if not self.token:
+            if not (self.token if token is None else token):
                 return PodProblem(f"{who} rejected the request without an admin token (/version {v.status_code}): "
                                   "the controller has no TITANIUM_ADMIN_TOKEN; give it the data plane's token",
                                   lasting=True)
@@ -452,20 +454,22 @@ class Prober:
         p = self.examine(ep, expected)
         return None if p is None else p.message
 
-    def probe(self, endpoints: Iterable[Endpoint], expected: str, *, no_endpoints: str = "") -> ProbeResult:
+    def probe(self, endpoints: Iterable[Endpoint], expected: str, *, no_endpoints: str = "",
+              token: str | None = None) -> ProbeResult:
         """Confirmed when every endpoint runs ``expected``; else the message of one pod that does
         not (one with a lasting problem first), and how many more. ``no_endpoints``: the message
-        when there is no endpoint at all."""
+        when there is no endpoint at all; ``token``: the data plane's admin token (None: the
+        controller's own)."""
         eps = list(endpoints)
         if not eps:
             self._results.labels(result="no-endpoints").inc()
             return ProbeResult(None, no_endpoints or "no ready data-plane endpoint", examined=True)
         if len(eps) == 1:
-            answers = [self.examine(eps[0], expected)]
+            answers = [self.examine(eps[0], expected, token)]
         else:  # in parallel: one slow pod must not delay the others (bounded by ``timeout`` x attempts)
             with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(eps)),
                                     thread_name_prefix="prober") as pool:
-                answers = list(pool.map(lambda ep: self.examine(ep, expected), eps))
+                answers = list(pool.map(lambda ep: self.examine(ep, expected, token), eps))
         problems = [p for p in answers if p is not None]
         confirmed = frozenset(ep.pod for ep, p in zip(eps, answers, strict=True) if p is None)
         if problems:

@@ -153,7 +153,7 @@ class Proxy:
         headers = _decode(request.raw_headers)
         peer = request.transport.get_extra_info("peername") if request.transport else None
         req = Request.from_target(request.method, target, headers, client_address=str(peer[0]) if peer else "",
-                                  scheme="https" if listener.decrypt_ssl else "http")
+                                  scheme="https" if listener.decrypt_ssl else "http", port=listener.port)
         ex = Exchange(listener, request, req, state, loop_start)
         try:
             decision = decide(state.config, req, all_matches=False)

@@ -17,6 +17,7 @@ import operator
 from collections.abc import Sequence
 
 from titanium_gateway.render import backendtls as _backendtls
+from titanium_gateway.render import fields as _fields
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
@@ -24,6 +25,7 @@ from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import otherroutes as _otherroutes
+from titanium_gateway.render import planes as _planes
 from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
@@ -32,9 +34,10 @@ from titanium_gateway.render.httproute import status as _httproute_status
 from titanium_gateway.render.ingress import status as _ingress_status
 from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import CertificateEntry, GatewayRef, Plane, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp import emit as _emit
+from titanium_gateway.twp import model as _model
 from titanium_gateway.twp.model import Document, Source
 from titanium_gateway.twp.model import Route as _Route
 
@@ -141,37 +144,108 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     _translate_ingresses(ctx, cache)
     ctx.end_translation()
 
-    cert_entries = ctx.certificate_entries()
-    document = Document(ctx.listener_values(), ctx.certificate_values(cert_entries), tuple(ctx.take_ordered_routes()),
-                        tuple(ctx.sorted_clusters()))
+    routes = tuple(ctx.take_ordered_routes())
+    documents = _documents(ctx, routes, every_cluster=options.data_plane_mode == _planes.SHARED_MODE)
     # rules no request can reach (the routes are in their final order): events and status notes
-    unreachable = _report_unreachable(ctx, _find_unreachable(document.routes, cache))
-    _backendtls.finish(ctx, ctx.backend_tls, document, _listenerset.parents(listener_sets))  # (CA files, statuses)
-    out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
-                     cache=cache.text if cache is not None else None)
+    unreachable = _report_unreachable(ctx, _find_unreachable(routes, cache))
+    # (each data plane's CA files, the policies' statuses)
+    _backendtls.finish(ctx, ctx.backend_tls, {key: document for key, (document, _) in documents.items()},
+                       _listenerset.parents(listener_sets))
     if cache is not None:
-        cache.order, cache.clusters = document.routes, ctx.cluster_table()
-    delivery = _programmed.delivery(out.config_hash, out.delivery_error, assume_programmed=options.assume_programmed,
-                                    confirmed_hash=snapshot.confirmed_config_hash, probe_message=snapshot.probe_message)
+        cache.order, cache.clusters = routes, ctx.cluster_table()
+    planes: list[Plane] = []
+    deliveries: dict[str, _programmed.Delivery] = {}
+    owners = {info.plane: info for info in gateways.values() if info.plane}
+    for key, (document, entries) in documents.items():
+        out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
+                         cache=cache.plane_text(key) if cache is not None else None)
+        confirmed, message = ((snapshot.confirmed_config_hash, snapshot.probe_message) if key == _planes.SHARED
+                              else snapshot.plane_probes.get(key, (None, "")))
+        deliveries[key] = _programmed.delivery(out.config_hash, out.delivery_error,
+                                               assume_programmed=options.assume_programmed,
+                                               confirmed_hash=confirmed, probe_message=message)
+        owner = owners.get(key)
+        planes.append(Plane(key, out.config, out.config_hash, out.parts, ctx.plane_tls_files(key), entries,
+                            ctx.listener_keys(key), out.delivery_error, document,
+                            _gateway_ref(owner) if owner is not None else None,
+                            tuple(sorted(k for k, info in gateways.items() if info.plane == key)),
+                            owner.address_problem if owner is not None else "",
+                            tuple(sorted(k for k, ls in listener_sets.items() if ls.gateway.plane == key))))
+    if cache is not None:
+        cache.keep_texts(documents)
     for key in sorted(gateways):
-        _gateway.status(ctx, gateways[key], delivery)
-    for key in sorted(listener_sets):
-        _listenerset.status(ctx, listener_sets[key], delivery)
+        info = gateways[key]
+        _gateway.status(ctx, info, _plane_delivery(info, deliveries))
+    for key in sorted(listener_sets):  # (a ListenerSet's Programmed follows its Gateway's data plane)
+        _listenerset.status(ctx, listener_sets[key], _plane_delivery(listener_sets[key].gateway, deliveries))
+    shared = planes[0]
+    assert shared.key == _planes.SHARED
     return RenderResult(
-        config=out.config,
-        config_hash=out.config_hash,
-        parts=out.parts,
-        tls_files=ctx.tls_files.sorted(),
-        certificates=cert_entries,
+        config=shared.config,
+        config_hash=shared.config_hash,
+        parts=shared.parts,
+        tls_files=shared.tls_files,
+        certificates=shared.certificates,
         statuses=ctx.sorted_statuses(),
         events=ctx.events(),
-        listeners=ctx.listener_keys(),
-        delivery_error=out.delivery_error,
-        document=document,
+        listeners=shared.listeners,
+        delivery_error=shared.delivery_error,
+        document=shared.document,
         unreachable=unreachable,
         released=ctx.released(),
         not_ours=ctx.not_ours_records(),
+        planes=tuple(planes),
     )
+
+
+def _documents(ctx: RenderContext, routes: Sequence[_Route], *, every_cluster: bool
+               ) -> dict[str, tuple[Document, tuple[CertificateEntry, ...]]]:
+    """Each data plane's document (the shared one first) and its certificate entries: its
+    listeners, certificates and routes (in order), and the clusters its routes name
+    (``every_cluster``: the shared plane of ``shared`` mode, every cluster of the render)."""
+    keys = ctx.planes()
+    by_plane: dict[str, list[_Route]] = {key: [] for key in keys}
+    if len(keys) == 1:
+        by_plane[keys[0]] = list(routes)
+    else:
+        for route in routes:
+            by_plane[route.plane].append(route)
+    out: dict[str, tuple[Document, tuple[CertificateEntry, ...]]] = {}
+    for key in keys:
+        mine = by_plane[key]
+        if every_cluster:
+            clusters = tuple(ctx.sorted_clusters())
+        else:
+            named: set[str] = set()
+            for route in mine:
+                behavior = route.behavior
+                named.update(_model.cluster_ids(behavior.action))
+                if behavior.mirror is not None:
+                    named.add(behavior.mirror.cluster_id)
+            table = ctx.clusters
+            clusters = tuple(table[cid] for cid in sorted(named) if cid in table)
+        entries = ctx.certificate_entries(key)
+        out[key] = (Document(ctx.listener_values(key), ctx.certificate_values(entries), tuple(mine), clusters),
+                    entries)
+    return out
+
+
+def _plane_delivery(info: _gateway.GatewayInfo, deliveries: dict[str, _programmed.Delivery]) -> _programmed.Delivery:
+    """The delivery of the data plane that serves a Gateway (and its ListenerSets)."""
+    return deliveries[info.plane] if info.plane is not None else _programmed.no_plane(info.no_plane)
+
+
+def _gateway_ref(info: _gateway.GatewayInfo) -> GatewayRef:
+    """What the controller creates a Gateway's own data plane from."""
+    meta = _fields.metadata(info.obj)
+    infrastructure = _fields.mapping(_fields.mapping(info.obj.get("spec")).get("infrastructure"))
+
+    def pairs(value: object) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, v) for k, v in _fields.mapping(value).items() if type(k) is str and type(v) is str))
+
+    return GatewayRef(info.namespace, info.name, _fields.string(meta.get("uid")), info.class_name,
+                      pairs(infrastructure.get("labels")), pairs(infrastructure.get("annotations")),
+                      info.requested_address)
 
 
 def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreachable]

@@ -9,7 +9,8 @@ nowhere. A backend (Service port) uses the policy of its port name, else the Ser
 
 What the policy asks becomes the cluster's settings (:meth:`BackendTlsPolicies.settings`):
 ``useHttps`` and ``httpClient.tls`` with ``caFile`` (the ``ca.crt`` of the ConfigMaps in
-``validation.caCertificateRefs``, concatenated into one PEM file of the TLS Secret) or
+``validation.caCertificateRefs``, concatenated into one PEM file of the TLS Secret of each data
+plane whose clusters use it) or
 ``systemRoots`` (``wellKnownCACertificates: System``), ``serverName`` (``validation.hostname``)
 and ``subjectAltNames``. A policy that cannot be honoured (a reference that does not resolve, a
 bad PEM, an unknown well-known set, a SAN type, option or field this controller does not know)
@@ -17,9 +18,10 @@ makes the backend's cluster *refused*: it has no destinations, so every request 
 503, and its traffic is never sent in plaintext. The HTTPRoute is not changed (its references
 resolve); the policy's status says why.
 
-The status (:func:`status`, after the document is made): one ``status.ancestors`` entry per
-Gateway of ours through which a targeted Service is used (a route of the document forwarding or
-mirroring to it, through its accepted parents; a ListenerSet parent counts as its Gateway), with
+The status (:func:`status`, after the documents are made): one ``status.ancestors`` entry per
+Gateway of ours through which a targeted Service is used (a route of a data plane's document
+forwarding or mirroring to it, through its accepted parents; a ListenerSet parent counts as its
+Gateway), with
 ``Accepted`` (``Accepted``, ``Conflicted``, ``Invalid``, ``NoValidCACertificate``,
 ``TargetNotFound``) and ``ResolvedRefs`` (``ResolvedRefs``, ``InvalidCACertificateRef``,
 ``InvalidKind``). Other controllers' entries are kept (``statusmerge``); a policy no Gateway of
@@ -299,25 +301,26 @@ def _precedence(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 # -- status -----------------------------------------------------------------------------------
-def _services_used(ctx: RenderContext, document: Document) -> dict[tuple[str, str], set[tuple[str, str]]]:
-    """(namespace, Service) -> the HTTPRoutes (namespace, name) of the document that send it traffic."""
+def _services_used(ctx: RenderContext, documents: Iterable[Document]) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """(namespace, Service) -> the HTTPRoutes (namespace, name) of the documents that send it traffic."""
     out: dict[tuple[str, str], set[tuple[str, str]]] = {}
     seen: set[tuple[Any, ...]] = set()
-    for route in document.routes:
-        source = route.source
-        if source.kind != "HTTPRoute":
-            continue
-        behavior = route.behavior
-        ids = cluster_ids(behavior.action) + ((behavior.mirror.cluster_id,) if behavior.mirror is not None else ())
-        for cid in ids:
-            mark = (source.namespace, source.name, cid)
-            if mark in seen:
+    for document in documents:
+        for route in document.routes:
+            source = route.source
+            if source.kind != "HTTPRoute":
                 continue
-            seen.add(mark)
-            cluster = document.cluster(cid)
-            backend = cluster.backend if cluster is not None else None
-            if backend is not None:
-                out.setdefault((backend.namespace, backend.service), set()).add((source.namespace, source.name))
+            behavior = route.behavior
+            ids = cluster_ids(behavior.action) + ((behavior.mirror.cluster_id,) if behavior.mirror is not None else ())
+            for cid in ids:
+                mark = (source.namespace, source.name, cid)
+                if mark in seen:
+                    continue
+                seen.add(mark)
+                cluster = document.cluster(cid)
+                backend = cluster.backend if cluster is not None else None
+                if backend is not None:
+                    out.setdefault((backend.namespace, backend.service), set()).add((source.namespace, source.name))
     return out
 
 
@@ -341,29 +344,31 @@ def _route_gateways(ctx: RenderContext, route: tuple[str, str], set_parents: Map
     return out
 
 
-def finish(ctx: RenderContext, policies: BackendTlsPolicies, document: Document,
+def finish(ctx: RenderContext, policies: BackendTlsPolicies, documents: Mapping[str, Document],
            set_parents: Mapping[tuple[str, str], tuple[str, str]]) -> None:
-    """Once the document is made: the CA file of each policy its clusters use into the TLS
-    Secret (here rather than where a backend is resolved: replayed translations resolve
-    nothing), and every policy's status (:func:`status`)."""
+    """Once the documents are made (``documents``: each data plane's, by plane key): the CA file
+    of each policy a data plane's clusters use into that data plane's TLS Secret (here rather
+    than where a backend is resolved: replayed translations resolve nothing), and every policy's
+    status (:func:`status`)."""
     if not policies:
         return
     files = policies.ca_files()
     if files:
-        for cluster in document.clusters:
-            backend = cluster.backend
-            for key, name in backend.settings.tls if backend is not None else ():
-                if key == "caFile" and name in files:
-                    ctx.add_tls_file(name, files[name])
-    status(ctx, policies, document, set_parents)
+        for plane, document in documents.items():
+            for cluster in document.clusters:
+                backend = cluster.backend
+                for key, name in backend.settings.tls if backend is not None else ():
+                    if key == "caFile" and name in files:
+                        ctx.add_tls_file(name, files[name], plane)
+    status(ctx, policies, documents.values(), set_parents)
 
 
-def status(ctx: RenderContext, policies: BackendTlsPolicies, document: Document,
+def status(ctx: RenderContext, policies: BackendTlsPolicies, documents: Iterable[Document],
            set_parents: Mapping[tuple[str, str], tuple[str, str]]) -> None:
     """The ``status.ancestors`` entries of ours of every policy (see the module doc).
     ``set_parents``: (namespace, name) of each ListenerSet of ours -> its Gateway."""
     controller = ctx.options.controller_name
-    used = _services_used(ctx, document) if policies else {}
+    used = _services_used(ctx, documents) if policies else {}
     gateways_of: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for policy in policies.policies:
         gateways: set[tuple[str, str]] = set()

@@ -20,24 +20,27 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
 * ``ctx.namespace_labels(ns)`` — labels of a Namespace (absent Namespace: only
   ``kubernetes.io/metadata.name``).
 * ``ctx.gateway_ports`` — ``{data-plane port: "HTTP" | "HTTPS"}`` used by programmed Gateway
-  listeners (filled before Ingress runs; Ingress reports PortUnavailable on a clash).
-* ``ctx.add_listener(port, decrypt) -> bool`` — a data-plane listener; False (nothing changed)
-  when the port is already bound with the other ``decrypt`` value.
+  listeners of the shared data plane (filled before Ingress runs; Ingress reports
+  PortUnavailable on a clash).
+* ``ctx.add_listener(port, decrypt, plane="") -> bool`` — a listener of the data plane
+  ``plane`` (render/planes.py: ``""`` the shared one); False (nothing changed) when the port is
+  already bound there with the other ``decrypt`` value.
 * ``ctx.add_cluster(cluster) -> str`` — dedup by id (first wins); returns the id. Use
   :func:`~titanium_gateway.render.backends.cluster_id` for ids.
 * ``ctx.add_route(route) -> bool`` — a :class:`~titanium_gateway.twp.model.Route` with its
-  precedence key (:func:`titanium_gateway.render.precedence.key_from_parts`). False when the
-  id is already taken (nothing added).
+  precedence key (:func:`titanium_gateway.render.precedence.key_from_parts`), in the data plane
+  ``route.plane``. False when the id is already taken in that plane (nothing added).
 * ``ctx.host_part(host)`` — the precedence part of a match host, once per render.
 * ``ctx.convert(namespace, name)`` — the certificate conversion of a Secret (None when there is
   no such Secret), once per render.
-* ``ctx.bind_certificate(namespace, name, hosts, default_rank=None) -> CertificateConversion``
+* ``ctx.bind_certificate(namespace, name, hosts, default_rank=None, plane="") -> CertificateConversion``
   — converts the kubernetes.io/tls Secret ``namespace/name``, and on success adds
-  ``<ns>.<name>.pfx`` to the TLS files and records SNI ``hosts``; ``default_rank`` (a tuple,
-  smaller wins, e.g. ``(created, ns, name, index)``) makes it a default candidate: the
-  smallest rank over all bindings becomes the one ``default: true`` item. On error (missing
-  Secret, conversion failure) nothing is bound and ``.error`` says why (InvalidCertificateRef).
-* ``ctx.add_tls_file(name, data)`` — another file of the TLS Secret (upstream-TLS PEM).
+  ``<ns>.<name>.pfx`` to the TLS files of the data plane ``plane`` and records SNI ``hosts``;
+  ``default_rank`` (a tuple, smaller wins, e.g. ``(created, ns, name, index)``) makes it a
+  default candidate: the smallest rank over the plane's bindings becomes its one
+  ``default: true`` item. On error (missing Secret, conversion failure) nothing is bound and
+  ``.error`` says why (InvalidCertificateRef).
+* ``ctx.add_tls_file(name, data, plane="")`` — another file of the plane's TLS Secret (upstream-TLS PEM).
 * ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins. A
   :class:`~titanium_gateway.render.result.Released` (our entries to remove from an object no
   longer ours) is added the same way and ends in ``RenderResult.released``.
@@ -73,6 +76,7 @@ from titanium_gateway.render.certificates import (
 from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
+from titanium_gateway.render.planes import SHARED
 from titanium_gateway.render.precedence import host_part
 from titanium_gateway.render.referencegrant import ReferenceGrantIndex
 from titanium_gateway.render.result import (
@@ -107,6 +111,7 @@ route_order = operator.attrgetter("key", "id")
 class _CertBinding:
     namespace: str
     name: str
+    plane: str
     hosts: set[str] = field(default_factory=set)
     default_rank: tuple[Any, ...] | None = None
     not_after: int | None = None
@@ -143,11 +148,15 @@ class RenderContext:
             clean.setdefault(NAMESPACE_NAME_LABEL, name)
             self._ns_labels[name] = clean
         self.gateway_ports: dict[int, str] = {}
-        self.listeners: dict[int, bool] = {}
+        #: data plane -> data-plane port -> decrypts TLS (the shared plane is always there)
+        self.plane_listeners: dict[str, dict[int, bool]] = {SHARED: {}}
         self.clusters: dict[str, Cluster] = {}
-        self.routes: dict[str, Route] = {}
-        self._certs: dict[tuple[str, str], _CertBinding] = {}
+        #: (data plane, route id) -> route
+        self.routes: dict[tuple[str, str], Route] = {}
+        self._certs: dict[tuple[str, str, str], _CertBinding] = {}
         self.tls_files = TLSFiles()  # a PFX is made when its file is read
+        #: data plane -> the names of its TLS files
+        self._plane_files: dict[str, dict[str, None]] = {}
         self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
@@ -198,6 +207,14 @@ class RenderContext:
                     "controller.secretNamespaces, controller.secretsClusterWide)")
         return f"Secret {namespace}/{name} not found"
 
+    def certificate_problem(self, namespace: str, name: str) -> str:
+        """Why the Secret ``namespace/name`` cannot be a certificate ("" when it can), with the
+        messages of :meth:`bind_certificate`, binding nothing."""
+        conv = self.convert(namespace, name)
+        if conv is None:
+            return self.missing_secret(namespace, name)
+        return "" if conv.ok else f"Secret {namespace}/{name}: {conv.error}"
+
     # -- shared values ----------------------------------------------------------------------
     def host_part(self, host: str | None) -> str:
         """:func:`~titanium_gateway.render.precedence.host_part` once per render for each match
@@ -208,12 +225,25 @@ class RenderContext:
         return part
 
     # -- outputs ----------------------------------------------------------------------------
-    def add_listener(self, port: int, decrypt: bool) -> bool:
+    @property
+    def listeners(self) -> dict[int, bool]:
+        """The listeners of the shared data plane."""
+        return self.plane_listeners[SHARED]
+
+    def add_plane(self, plane: str) -> None:
+        """A data plane that exists even when nothing is added to it (a Gateway's, without a
+        usable listener yet)."""
+        self.plane_listeners.setdefault(plane, {})
+
+    def add_listener(self, port: int, decrypt: bool, plane: str = SHARED) -> bool:
         if self.recording is not None:
-            self.recording.listeners.append((port, decrypt))
-        current = self.listeners.get(port)
+            self.recording.listeners.append((port, decrypt, plane))
+        listeners = self.plane_listeners.get(plane)
+        if listeners is None:
+            listeners = self.plane_listeners[plane] = {}
+        current = listeners.get(port)
         if current is None:
-            self.listeners[port] = decrypt
+            listeners[port] = decrypt
             return True
         return current == decrypt
 
@@ -250,7 +280,7 @@ class RenderContext:
         return with_id_suffix(res.cluster, backend.id_suffix) if backend.id_suffix else res.cluster
 
     def add_route(self, route: Route) -> bool:
-        if self.routes.setdefault(route.id, route) is not route:
+        if self.routes.setdefault((route.plane, route.id), route) is not route:
             return False  # the id is taken: the first route keeps it
         if self.recording is not None:
             self.recording.routes.append(route)
@@ -262,6 +292,7 @@ class RenderContext:
         name: str,
         hosts: Iterable[str],
         default_rank: tuple[Any, ...] | None = None,
+        plane: str = SHARED,
     ) -> CertificateConversion:
         conv = self.convert(namespace, name)
         if conv is None:
@@ -270,18 +301,24 @@ class RenderContext:
             return CertificateConversion(None, f"Secret {namespace}/{name}: {conv.error}")
         if self.recording is not None:
             hosts = tuple(hosts)
-            self.recording.certificates.append((namespace, name, hosts, default_rank))
-        binding = self._certs.setdefault((namespace, name), _CertBinding(namespace, name, not_after=conv.not_after))
+            self.recording.certificates.append((namespace, name, hosts, default_rank, plane))
+        binding = self._certs.get((plane, namespace, name))
+        if binding is None:
+            binding = self._certs[(plane, namespace, name)] = _CertBinding(namespace, name, plane,
+                                                                           not_after=conv.not_after)
         binding.hosts.update(h for h in hosts if h)
         if default_rank is not None and (binding.default_rank is None or default_rank < binding.default_rank):
             binding.default_rank = default_rank
-        self.tls_files.set_certificate(pfx_file_name(namespace, name), conv)
+        file = pfx_file_name(namespace, name)
+        self.tls_files.set_certificate(file, conv)
+        self._plane_files.setdefault(plane, {})[file] = None
         return conv
 
-    def add_tls_file(self, name: str, data: bytes) -> None:
+    def add_tls_file(self, name: str, data: bytes, plane: str = SHARED) -> None:
         if self.recording is not None:
-            self.recording.tls_files.append((name, data))
+            self.recording.tls_files.append((name, data, plane))
         self.tls_files[name] = data
+        self._plane_files.setdefault(plane, {})[name] = None
 
     def add_status(self, status: ObjectStatus) -> None:
         if self.recording is not None:
@@ -340,12 +377,12 @@ class RenderContext:
                 clusters.append(cluster)
         routes = self.routes
         for route in rec.routes:
-            if route.id in routes:
+            if (route.plane, route.id) in routes:
                 return False
         for cluster in clusters:
             known.setdefault(cluster.id, cluster)
         for route in rec.routes:
-            routes[route.id] = route
+            routes[(route.plane, route.id)] = route
         for status in rec.statuses:
             self.statuses[status.key] = status
         for event in rec.events:
@@ -354,14 +391,15 @@ class RenderContext:
             self._not_ours[record.key] = record
         outer, self.recording = self.recording, None  # absorbed whole below, not call by call
         try:
-            for port, decrypt in rec.listeners:
-                self.add_listener(port, decrypt)
-            for namespace, name, hosts, rank in rec.certificates:
-                self.bind_certificate(namespace, name, hosts, rank)
+            for port, decrypt, plane in rec.listeners:
+                self.add_listener(port, decrypt, plane)
+            for namespace, name, hosts, rank, plane in rec.certificates:
+                self.bind_certificate(namespace, name, hosts, rank, plane)
         finally:
             self.recording = outer
-        for name, data in rec.tls_files:
+        for name, data, plane in rec.tls_files:
             self.tls_files[name] = data
+            self._plane_files.setdefault(plane, {})[name] = None
         if outer is not None:
             outer.absorb(rec)
         return True
@@ -380,10 +418,10 @@ class RenderContext:
         if hint:
             # replayed routes are the very objects of the previous render: start from its
             # order (Timsort then does ~n comparisons), new routes appended
-            items: list[Route] = [r for r in hint if routes.get(r.id) is r]
+            items: list[Route] = [r for r in hint if routes.get((r.plane, r.id)) is r]
             if len(items) != len(routes):
-                seen = {r.id for r in items}
-                items += [r for rid, r in routes.items() if rid not in seen]
+                seen = {(r.plane, r.id) for r in items}
+                items += [r for key, r in routes.items() if key not in seen]
             items.sort(key=route_order)
         else:
             items = sorted(routes.values(), key=route_order)
@@ -414,14 +452,22 @@ class RenderContext:
                     table[cid] = (ver, cluster)
         return table
 
-    def listener_values(self) -> tuple[Listener, ...]:
-        return tuple(Listener(port, decrypt) for port, decrypt in sorted(self.listeners.items()))
+    def planes(self) -> list[str]:
+        """Every data plane with something in it (the shared one always), in key order."""
+        keys = set(self.plane_listeners)
+        keys.update(plane for plane, _ in self.routes)
+        keys.update(self._plane_files)
+        return sorted(keys)
 
-    def listener_keys(self) -> frozenset[ListenerKey]:
-        return frozenset(ListenerKey(p, d) for p, d in self.listeners.items())
+    def listener_values(self, plane: str = SHARED) -> tuple[Listener, ...]:
+        return tuple(Listener(port, decrypt) for port, decrypt in sorted(self.plane_listeners.get(plane, {}).items()))
 
-    def certificate_entries(self) -> tuple[CertificateEntry, ...]:
-        ranked = [b for b in self._certs.values() if b.default_rank is not None]
+    def listener_keys(self, plane: str = SHARED) -> frozenset[ListenerKey]:
+        return frozenset(ListenerKey(p, d) for p, d in self.plane_listeners.get(plane, {}).items())
+
+    def certificate_entries(self, plane: str = SHARED) -> tuple[CertificateEntry, ...]:
+        bindings = [b for b in self._certs.values() if b.plane == plane]
+        ranked = [b for b in bindings if b.default_rank is not None]
         default = min(ranked, key=lambda b: (b.default_rank, b.namespace, b.name)) if ranked else None
         entries = [
             CertificateEntry(
@@ -431,9 +477,15 @@ class RenderContext:
                 default=b is default,
                 not_after=b.not_after,
             )
-            for b in self._certs.values()
+            for b in bindings
         ]
         return tuple(sorted(entries, key=lambda e: e.file))
+
+    def plane_tls_files(self, plane: str = SHARED) -> TLSFiles:
+        """The files of the plane's TLS Secret, by name (nothing is made)."""
+        names = self._plane_files.get(plane, {})
+        files = self.tls_files
+        return TLSFiles.of(files, sorted(names))
 
     @staticmethod
     def certificate_values(entries: Iterable[CertificateEntry]) -> tuple[Certificate, ...]:

@@ -132,6 +132,13 @@ class TLSFiles(Mapping[str, bytes]):
         out._files = dict(sorted(self._files.items()))
         return out
 
+    @classmethod
+    def of(cls, files: TLSFiles, names: Iterable[str]) -> TLSFiles:
+        """The files ``names`` of ``files``, in that order (nothing is made)."""
+        out = cls()
+        out._files = {name: files._files[name] for name in names}
+        return out
+
     def __repr__(self) -> str:
         return f"TLSFiles({sorted(self._files)!r})"
 

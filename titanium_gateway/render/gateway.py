@@ -15,8 +15,12 @@ Gateways of our classes are processed oldest first (creationTimestamp, namespace
   namespaces (else RefNotPermitted), a valid kubernetes.io/tls pair (else InvalidCertificateRef).
 
 Routes may attach to a listener (and are counted in attachedRoutes) when it is accepted, not
-conflicted and serves HTTPRoute; it is *usable* (programmed, its routes emitted) when, for
-HTTPS, it also has at least one valid certificate. :func:`translate` decides each condition
+conflicted and serves HTTPRoute; it is *valid* when, for HTTPS, it also has at least one valid
+certificate, and *usable* (programmed, its routes emitted) when it is valid and its Gateway has
+a data plane (render/planes.py: the shared one, or in ``per-gateway`` mode its own, which a
+Gateway whose namespace the controller may not create objects in does not get: Programmed
+False, NoResources). Listener conflicts are within one data plane: across Gateways only in
+``shared`` mode. :func:`translate` decides each condition
 (``ListenerInfo.accepted``/``resolved``/``conflicted``, ``GatewayInfo.acceptance``) in named
 steps; :func:`status` writes them, with Programmed (render/programmed.py), once the config
 hash is known.
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from titanium_gateway.render import fields as f
+from titanium_gateway.render import planes as _planes
 from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions
@@ -136,8 +141,12 @@ class ListenerInfo:
     serves_httproute: bool = True
     #: routes may attach (and are counted): accepted, not conflicted, serves HTTPRoute
     attachable: bool = False
-    #: attachable and its references resolve (HTTPS: a valid certificate): programmed
+    #: attachable and its references resolve (HTTPS: a valid certificate)
+    valid: bool = False
+    #: valid and its Gateway has a data plane: programmed, its routes emitted
     usable: bool = False
+    #: the data plane that serves it (render/planes.py), None: none (see ``GatewayInfo.plane``)
+    plane: str | None = _planes.SHARED
     attached: int = 0
     supported_kinds: list[dict[str, str]] = field(default_factory=list)
     #: the listener's conditions (its previous ones for the transition times), set by :func:`status`
@@ -172,12 +181,29 @@ class GatewayInfo:
     #: ``status.attachedListenerSets`` (render/listenerset.py); None: not written (no ListenerSets served)
     attached_listener_sets: int | None = None
     kind: ClassVar[str] = "Gateway"
+    #: the data plane that serves it (and its ListenerSets): ``""`` the shared one,
+    #: ``namespace/name`` its own; None: none (a rejected Gateway, or ``no_plane`` says why)
+    plane: str | None = _planes.SHARED
+    #: why a valid Gateway has no data plane (Programmed False, NoResources)
+    no_plane: str = ""
+    #: its GatewayClass
+    class_name: str = ""
+    #: the address ``spec.addresses`` asks for (its own data plane's Service carries it)
+    requested_address: str | None = None
+    #: why its requested address is not (yet) its address (Programmed False, AddressNotAssigned)
+    address_problem: str = ""
 
 
-def _addresses(ctx: RenderContext) -> list[dict[str, str]]:
-    ns, name = ctx.options.data_plane_service
+def _addresses(ctx: RenderContext, service: tuple[str, str] | None = None, gateway: str = "") -> list[dict[str, str]]:
+    """The addresses of a data-plane Service (``service``: the shared one; ``gateway``: the
+    Gateway whose own data plane's Service it is, which only a Service the controller labelled
+    for it can be): its load balancer's, else its cluster IP."""
+    ns, name = service or ctx.options.data_plane_service
     svc = ctx.snapshot.services.get(f"{ns}/{name}")
     if not isinstance(svc, Mapping):
+        return []
+    labels = f.metadata(svc).get("labels")
+    if gateway and not (_planes.is_managed(labels) and labels.get(_planes.GATEWAY_NAME_LABEL) == gateway):
         return []
     out: list[dict[str, str]] = []
     status = svc.get("status")
@@ -208,7 +234,8 @@ def _certificates(
     ctx: RenderContext, gw_ns: str, gw_created: str, gw_name: str, li: ListenerInfo, tls: Mapping[str, Any],
     owner_kind: str = "Gateway",
 ) -> tuple[bool, str, str]:
-    """Bind the listener's certificates; returns (any valid, error reason, error message)."""
+    """Bind the listener's certificates into its data plane (with none, the conversion is only
+    checked); returns (any valid, error reason, error message)."""
     refs = tls.get("certificateRefs")
     if not isinstance(refs, list) or not refs:
         return False, "InvalidCertificateRef", "an HTTPS listener needs certificateRefs"
@@ -234,10 +261,11 @@ def _certificates(
             reason = reason or "RefNotPermitted"
             message = message or ctx.grants.refusal("Secret", ns, name)
             continue
-        conv = ctx.bind_certificate(ns, name, hosts, rank)
-        if not conv.ok:
+        problem = ctx.certificate_problem(ns, name) if li.plane is None else \
+            ctx.bind_certificate(ns, name, hosts, rank, li.plane).error
+        if problem:
             reason = reason or "InvalidCertificateRef"
-            message = message or conv.error
+            message = message or problem
             continue
         any_ok = True
     return any_ok, reason, message
@@ -330,12 +358,13 @@ def _listener_problem(raw: Mapping[str, Any], tls: Mapping[str, Any], index: int
 
 class _Ports:
     """The data-plane ports of the Gateways translated so far (oldest first): their protocol
-    once a listener on them is programmed, and the listeners of the Gateway being translated."""
+    once a listener on them is programmed, per data plane, and the listeners of the Gateway
+    being translated."""
 
     __slots__ = ("protocol", "local")
 
     def __init__(self) -> None:
-        self.protocol: dict[int, str] = {}
+        self.protocol: dict[tuple[str | None, int], str] = {}
         self.local: dict[int, list[ListenerInfo]] = {}
 
 
@@ -355,19 +384,55 @@ def translate(ctx: RenderContext, classes: GatewayClasses) -> dict[tuple[str, st
         elif f.is_mapping(spec):
             gateways.append(gw)
     gateways.sort(key=_gateway_sort_key)
-    addresses = _addresses(ctx)
+    shared = _addresses(ctx) if ctx.options.data_plane_mode == _planes.SHARED_MODE else []
     ports = _Ports()
     result: dict[tuple[str, str], GatewayInfo] = {}
     for gw in gateways:
-        info = _gateway(ctx, gw, addresses, ports)
+        info = _gateway(ctx, gw, shared, ports)
         if info is not None:
             result[(info.namespace, info.name)] = info
     return result
 
 
-def _gateway(ctx: RenderContext, gw: Mapping[str, Any], addresses: list[dict[str, str]], ports: _Ports
+def _requested_address(ctx: RenderContext, addresses: Any) -> tuple[str | None, str]:
+    """The address ``spec.addresses`` asks its own data plane for (None: any), and why that
+    cannot be ("" when it can): one IPAddress, on a LoadBalancer Service (its loadBalancerIP)."""
+    wanted: list[str] = []
+    for i, entry in enumerate(f.items(addresses)):
+        entry = f.mapping(entry)
+        kind = f.string(entry.get("type")) or "IPAddress"
+        value = f.text(entry.get("value"))
+        if kind != "IPAddress":
+            return None, (f"spec.addresses[{i}] of type {f.plain(kind)} is not supported: the data plane's Service "
+                          "takes an IPAddress")
+        if value:
+            wanted.append(value)
+    if len(wanted) > 1:
+        return None, "spec.addresses asks for more than one IPAddress: the data plane's Service takes one"
+    if wanted and ctx.options.gateway_service_type != "LoadBalancer":
+        return None, (f"spec.addresses asks for {f.brief(wanted[0])}, which only a LoadBalancer Service can carry "
+                      f"(the data planes' Services are of type {ctx.options.gateway_service_type}: chart value "
+                      "dataPlane.service.type)")
+    return (wanted[0] if wanted else None), ""
+
+
+def _plane_of(ctx: RenderContext, ns: str, name: str, rejected: bool) -> tuple[str | None, str]:
+    """The data plane of a Gateway of ours, and why it has none ("" when it has one or is
+    rejected)."""
+    if ctx.options.data_plane_mode == _planes.SHARED_MODE:
+        return _planes.SHARED, ""
+    if rejected:
+        return None, ""
+    allowed = ctx.options.gateway_namespaces
+    if allowed and ns not in allowed:
+        return None, (f"the controller creates data planes in namespaces {', '.join(allowed)} only, not in {ns} "
+                      "(--gateway-namespaces; chart value dataPlane.gatewayNamespaces)")
+    return _planes.gateway_plane(ns, name), ""
+
+
+def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[dict[str, str]], ports: _Ports
              ) -> GatewayInfo | None:
-    """One Gateway: its listeners, then its own acceptance."""
+    """One Gateway: its data plane, its listeners, then its own acceptance."""
     created, ns, name = _gateway_sort_key(gw)
     if not name:
         return None
@@ -376,10 +441,20 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], addresses: list[dict[str
     old_listeners = {
         f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
     } if isinstance(status.get("listeners"), list) else {}
-    unsupported_address = bool(spec.get("addresses"))
+    per_gateway = ctx.options.data_plane_mode != _planes.SHARED_MODE
+    requested, address_error = (None, "")
+    if not spec.get("addresses"):
+        pass
+    elif per_gateway:
+        requested, address_error = _requested_address(ctx, spec.get("addresses"))
+    else:
+        address_error = "spec.addresses is not supported; the address comes from the data-plane Service"
     spec_reason, spec_msg = ("", "") if spec.keys() <= _SPEC_FIELDS and not spec.get("infrastructure") \
         else _gateway_problem(spec)
-    rejected = unsupported_address or bool(spec_reason)
+    rejected = bool(address_error) or bool(spec_reason)
+    plane, no_plane = _plane_of(ctx, ns, name, rejected)
+    if plane is not None:
+        ctx.add_plane(plane)
     frontend = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
     infos: list[ListenerInfo] = []
     seen_names: set[str] = set()
@@ -392,13 +467,12 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], addresses: list[dict[str
         if lname in seen_names:
             continue
         seen_names.add(lname)
-        li = _listener(ctx, raw, index, lname, (created, ns, name), frontend, rejected, ports)
+        li = _listener(ctx, raw, index, lname, (created, ns, name), frontend, rejected, ports, plane)
         li.conditions = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
         infos.append(li)
-    valid = sum(1 for li in infos if li.usable)
-    if unsupported_address:
-        acceptance = (False, "UnsupportedAddress", "spec.addresses is not supported; the address comes from the "
-                                                   "data-plane Service")
+    valid = sum(1 for li in infos if li.valid)
+    if address_error:
+        acceptance = (False, "UnsupportedAddress", bound_message(address_error))
     elif spec_reason:
         acceptance = (False, spec_reason, spec_msg)
     elif infos and valid == len(infos):
@@ -407,12 +481,24 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], addresses: list[dict[str
         acceptance = (True, "ListenersNotValid", f"{len(infos) - valid} of {len(infos)} listeners are not valid")
     else:
         acceptance = (False, "ListenersNotValid", "no listener is valid")
+    class_name = f.string(spec.get("gatewayClassName"))
+    if per_gateway:
+        addresses = _addresses(ctx, (ns, _planes.plane_names(name, class_name).service), name) \
+            if plane is not None else []
+    else:
+        addresses = shared_addresses
+    address_problem = ""
+    if requested is not None and not any(a.get("value") == requested for a in addresses):
+        address_problem = (f"the requested address {requested} is not assigned yet: the data plane's Service has "
+                           f"{', '.join(a['value'] for a in addresses) or 'no address'}")
     return GatewayInfo(ns, name, gw, not rejected and valid > 0, infos, ctx.conditions(gw, existing_conditions(status)),
-                       addresses, acceptance, allowed_listeners(spec) if "allowedListeners" in spec else ("None", None))
+                       addresses, acceptance, allowed_listeners(spec) if "allowedListeners" in spec else ("None", None),
+                       plane=plane, no_plane=no_plane, class_name=class_name, requested_address=requested,
+                       address_problem=address_problem)
 
 
 def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str, gateway: tuple[str, str, str],
-              frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports,
+              frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports, plane: str | None,
               owner_kind: str = "Gateway") -> ListenerInfo:
     """One listener: accepted (protocol, fields, hostname, port), the routes it allows, its
     conflicts, its certificates; a usable one opens its data-plane port. ``gateway``: (created,
@@ -422,6 +508,7 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
     protocol = f.string(raw.get("protocol"))
     hostname = f.text(raw.get("hostname")).lower() or None
     li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0, protocol, hostname)
+    li.plane = plane
     tls = raw.get("tls") if isinstance(raw.get("tls"), Mapping) else {}
     accepted_reason, accepted_msg = _acceptance(ctx, raw, tls, li, index, frontend)
     kinds_ok = _allowed_routes(raw, li, accepted_reason)
@@ -435,7 +522,8 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
             f"no route kind is served on protocol {protocol!r}" if accepted_reason == "UnsupportedProtocol"
             else "only HTTPRoute is supported in allowedRoutes.kinds")
     li.attachable = not accepted_reason and not conflict and li.serves_httproute and not rejected
-    li.usable = li.attachable and cert_ok
+    li.valid = li.attachable and cert_ok
+    li.usable = li.valid and plane is not None
     if accepted_reason:
         li.accepted = (False, accepted_reason, bound_message(accepted_msg))
     if refs_reason:
@@ -444,18 +532,21 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
         li.conflicted = (True, conflict, "another listener uses this data-plane port with another protocol"
                          if conflict == "ProtocolConflict" else "another listener uses this port and hostname")
     if li.usable:
-        ports.protocol.setdefault(li.dp_port, protocol)
-        ctx.add_listener(li.dp_port, protocol == "HTTPS")
-        ctx.gateway_ports.setdefault(li.dp_port, protocol)
+        assert plane is not None
+        ports.protocol.setdefault((plane, li.dp_port), protocol)
+        ctx.add_listener(li.dp_port, protocol == "HTTPS", plane)
+        if plane == _planes.SHARED:
+            ctx.gateway_ports.setdefault(li.dp_port, protocol)
     return li
 
 
 def listener_set_ports(ctx: RenderContext, gw: GatewayInfo) -> _Ports:
     """The port state the listeners of ``gw``'s ListenerSets are checked against: the data-plane
-    ports programmed so far (every Gateway's) and the Gateway's own accepted listeners (which
-    take precedence over a ListenerSet's)."""
+    ports programmed so far (every Gateway's, by data plane) and the Gateway's own accepted
+    listeners (which take precedence over a ListenerSet's)."""
     ports = _Ports()
-    ports.protocol = ctx.gateway_ports
+    ports.protocol = {(plane, port): "HTTPS" if decrypt else "HTTP"
+                      for plane, listeners in ctx.plane_listeners.items() for port, decrypt in listeners.items()}
     for li in gw.listeners:
         if li.accepted[0]:
             ports.local.setdefault(li.dp_port, []).append(li)
@@ -466,10 +557,12 @@ def set_listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: 
                  gw: GatewayInfo, ports: _Ports) -> ListenerInfo:
     """A listener of a ListenerSet (``owner``: its created, namespace, name) of ``gw``, translated
     like the Gateway's own (its certificates referenced from the ListenerSet); it belongs to the
-    Gateway's listeners (``gateway_ns``/``gateway_name``, ``listener_set`` set)."""
+    Gateway's listeners (``gateway_ns``/``gateway_name``, ``listener_set`` set) and to its data
+    plane (its port opened there, its certificates bound into that plane's TLS Secret)."""
     spec = f.mapping(gw.obj.get("spec"))
     frontend = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
-    li = _listener(ctx, raw, index, lname, owner, frontend, not gw.acceptance[0], ports, owner_kind="ListenerSet")
+    li = _listener(ctx, raw, index, lname, owner, frontend, not gw.acceptance[0], ports, gw.plane,
+                   owner_kind="ListenerSet")
     li.gateway_ns, li.gateway_name, li.listener_set = gw.namespace, gw.name, (owner[1], owner[2])
     if li.accepted[1] == "UnsupportedProtocol" and li.port and any(
             other.protocol != li.protocol for other in ports.local.get(li.dp_port, ())):
@@ -540,15 +633,16 @@ def _conflict(li: ListenerInfo, ports: _Ports) -> str:
         if other.port == li.port and (other.hostname or "") == (li.hostname or ""):
             conflict = "HostnameConflict"
             break
-    if not conflict and ports.protocol.get(li.dp_port, li.protocol) != li.protocol:
+    if not conflict and ports.protocol.get((li.plane, li.dp_port), li.protocol) != li.protocol:
         conflict = "ProtocolConflict"
     ports.local.setdefault(li.dp_port, []).append(li)
     return conflict
 
 
 def listener_status(li: ListenerInfo, delivery: Delivery) -> dict[str, Any]:
-    """A listener's status entry. A ListenerSet's listener that is conflicted is also not
-    accepted nor programmed, with the conflict's reason (the Gateway API's ListenerEntryStatus)."""
+    """A listener's status entry (``delivery``: its data plane's). A ListenerSet's listener that
+    is conflicted is also not accepted nor programmed, with the conflict's reason (the Gateway
+    API's ListenerEntryStatus)."""
     lc = li.conditions
     assert lc is not None
     if li.conflicted[0] and li.listener_set is not None:
@@ -556,7 +650,7 @@ def listener_status(li: ListenerInfo, delivery: Delivery) -> dict[str, Any]:
         lc.set("Programmed", False, li.conflicted[1], li.conflicted[2])
     else:
         lc.set("Accepted", *li.accepted)
-        lc.set("Programmed", *programmed.condition("listener", li.usable, delivery))
+        lc.set("Programmed", *programmed.condition("listener", li.valid, delivery))
     lc.set("ResolvedRefs", *li.resolved)
     lc.set("Conflicted", *li.conflicted)
     return {"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
@@ -564,11 +658,13 @@ def listener_status(li: ListenerInfo, delivery: Delivery) -> dict[str, Any]:
 
 
 def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
-    """The status of one Gateway (every condition in one place, once Programmed is known)."""
+    """The status of one Gateway (every condition in one place, once Programmed is known):
+    ``delivery`` is its data plane's (:func:`programmed.no_plane` for a Gateway without one)."""
     # (a ListenerSet's listeners are in its own status)
     listeners = [listener_status(li, delivery) for li in info.listeners if li.listener_set is None]
     info.conditions.set("Accepted", *info.acceptance)
-    info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery))
+    info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery,
+                                                            address_problem=info.address_problem))
     body: dict[str, Any] = {"addresses": info.addresses, "conditions": info.conditions.as_list(),
                             "listeners": listeners}
     if info.attached_listener_sets is not None:

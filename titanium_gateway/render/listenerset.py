@@ -9,8 +9,10 @@ ListenerSets by creation time, then ``namespace/name`` - each is:
   namespace; ``ParentNotAccepted`` when the Gateway is not accepted. It then has no listeners;
 * otherwise its listeners are translated like the Gateway's (``gateway.set_listener``: protocol,
   port map, hostname, allowed routes, certificates referenced from the ListenerSet's namespace,
-  with ReferenceGrants from ListenerSets) and merged into the Gateway's data-plane listeners; a
-  listener that conflicts with one before it (the Gateway's, or an older ListenerSet's: the same
+  with ReferenceGrants from ListenerSets) and merged into the Gateway's listeners, on the
+  Gateway's data plane (its own in ``per-gateway`` mode: its ports opened there, its certificates
+  in that data plane's TLS Secret, its routes in that data plane's document); a listener that
+  conflicts with one before it (the Gateway's, or an older ListenerSet's: the same
   port and hostname, another protocol on the port) is ``Conflicted`` and ``Accepted: False``.
   The ListenerSet is ``Accepted`` when at least one of its listeners is valid (programmed), with
   reason ``ListenersNotValid`` when some are not; ``Accepted: False, ListenersNotValid`` when
@@ -21,7 +23,8 @@ its listeners), never through the Gateway (a Gateway parentRef selects the Gatew
 listeners). An accepted ListenerSet counts in the Gateway's ``status.attachedListenerSets``,
 written where ListenerSets are served. The status (:func:`status`) is made once Programmed is
 known, like the Gateway's; a conflicted or not accepted ListenerSet's ``Programmed`` has the
-reason of why it is not (the Gateway API's reasons), the others the delivery's.
+reason of why it is not (the Gateway API's reasons), the others the delivery of the Gateway's
+data plane (``programmed.no_plane`` when the Gateway has none).
 """
 
 from __future__ import annotations
@@ -165,7 +168,7 @@ def _listener_set(ctx: RenderContext, obj: Mapping[str, Any], owner: tuple[str, 
         li.conditions = ctx.conditions(obj, existing_conditions(old.get(lname)))
         gw.listeners.append(li)
         info.listeners.append(li)
-    valid = sum(1 for li in info.listeners if li.usable)
+    valid = sum(1 for li in info.listeners if li.valid)  # (as the Gateway's: whether or not it has a data plane)
     if info.listeners and valid == len(info.listeners):
         info.acceptance = (True, "Accepted", "the ListenerSet is accepted")
     elif valid:

@@ -34,7 +34,7 @@ render's worth of text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,11 +57,12 @@ class Recording:
     events: list[EventRecord] = field(default_factory=list)
     #: what it found not ours (ctx.not_ours)
     not_ours: list[NotOurs] = field(default_factory=list)
-    #: add_listener(port, decrypt) calls, in order
-    listeners: list[tuple[int, bool]] = field(default_factory=list)
-    #: bind_certificate(namespace, name, hosts, default_rank) calls, in order
-    certificates: list[tuple[str, str, tuple[str, ...], Any]] = field(default_factory=list)
-    tls_files: list[tuple[str, bytes]] = field(default_factory=list)
+    #: add_listener(port, decrypt, plane) calls, in order
+    listeners: list[tuple[int, bool, str]] = field(default_factory=list)
+    #: bind_certificate(namespace, name, hosts, default_rank, plane) calls, in order
+    certificates: list[tuple[str, str, tuple[str, ...], Any, str]] = field(default_factory=list)
+    #: add_tls_file(name, data, plane) calls, in order
+    tls_files: list[tuple[str, bytes, str]] = field(default_factory=list)
     #: translator-specific effects (HTTPRoute: the listeners whose attachedRoutes it counts)
     extra: list[Any] = field(default_factory=list)
     #: condition lists made while recording (checked by :meth:`replayable`, then dropped)
@@ -137,9 +138,9 @@ def gateway_fingerprint(gateways: Mapping[tuple[str, str], Any]) -> tuple[Any, .
     out = []
     for key in sorted(gateways):
         gw = gateways[key]
-        out.append((key, gw.namespace, gw.name, gw.accepted, tuple(
+        out.append((key, gw.namespace, gw.name, gw.accepted, gw.plane, tuple(
             (li.index, li.name, li.port, li.dp_port, li.protocol, li.hostname, li.allowed_from,
-             repr(li.allowed_selector), li.serves_httproute, li.attachable, li.usable, li.listener_set)
+             repr(li.allowed_selector), li.serves_httproute, li.attachable, li.valid, li.usable, li.listener_set)
             for li in gw.listeners)))
     return tuple(out)
 
@@ -166,8 +167,8 @@ class RenderCache:
         self.order: Sequence[Any] = ()
         #: cluster id -> (Service + EndpointSlice versions, cluster) of the last render
         self.clusters: dict[str, tuple[Any, Any]] = {}
-        #: the text of the last render's routes and clusters (emit.EmitCache)
-        self.text = EmitCache()
+        #: the text of the last render's routes and clusters (emit.EmitCache), per data plane
+        self.texts: dict[str, EmitCache] = {}
         #: the last render's routes (in order) and the unreachable rules found in them
         self.unreachable: tuple[Sequence[Any], Any] | None = None
         self.hits = 0
@@ -183,5 +184,22 @@ class RenderCache:
         self.ingress_paths = {}
         self.order = ()
         self.clusters = {}
-        self.text.clear()
+        self.texts = {}
         self.unreachable = None
+
+    @property
+    def text(self) -> EmitCache:
+        """The text of the shared data plane's routes and clusters."""
+        return self.plane_text("")
+
+    def plane_text(self, plane: str) -> EmitCache:
+        """The text of the last render's routes and clusters of one data plane."""
+        cache = self.texts.get(plane)
+        if cache is None:
+            cache = self.texts[plane] = EmitCache()
+        return cache
+
+    def keep_texts(self, planes: Iterable[str]) -> None:
+        """Drop the text of the data planes that are gone."""
+        keep = set(planes)
+        self.texts = {k: v for k, v in self.texts.items() if k in keep}

@@ -53,6 +53,14 @@ class RenderOptions:
     #: The namespaces whose Secrets the controller reads (``--secret-namespaces``; empty: all).
     #: A certificate Secret elsewhere is reported as unreadable, not as missing.
     secret_namespaces: tuple[str, ...] = ()
+    #: ``shared`` (one data plane for every Gateway) or ``per-gateway`` (render/planes.py).
+    data_plane_mode: str = "shared"
+    #: ``per-gateway``: the namespaces the controller may create data planes in
+    #: (``--gateway-namespaces``; empty: all).
+    gateway_namespaces: tuple[str, ...] = ()
+    #: ``per-gateway``: the type of each Gateway's data-plane Service (only a LoadBalancer can
+    #: carry the address a Gateway's ``spec.addresses`` asks for).
+    gateway_service_type: str = "LoadBalancer"
 
     def data_plane_port(self, gateway_port: int) -> int:
         """A Gateway port missing from the port map maps to the same data-plane port."""

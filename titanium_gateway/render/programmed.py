@@ -7,9 +7,14 @@ wrote (DEVELOPERS.md, "Honest status"). It is decided here, from:
   config hash, or the offline render assumes it), not deliverable (NoResources), or Pending
   with the prober's message;
 * :func:`condition` - a Gateway's or listener's Programmed: ``Invalid`` when it is not valid
-  (a Gateway not accepted, a listener not usable), else the delivery. (A ListenerSet's is the
-  same, render/listenerset.py, except that a ListenerSet not accepted and a conflicted entry
-  give the Gateway API's reason of why.)
+  (a Gateway not accepted, a listener not valid), ``AddressNotAssigned`` for a Gateway whose
+  requested address its data plane's Service does not have, else the delivery. (A ListenerSet's
+  is the same, render/listenerset.py, except that a ListenerSet not accepted and a conflicted
+  entry give the Gateway API's reason of why.)
+
+Each data plane (render/planes.py) has its own delivery: its config hash, confirmed by its own
+pods; a Gateway's Programmed, and its ListenerSets', follows the data plane that serves it
+(:func:`no_plane` for a Gateway the controller may not create one for).
 
 The render calls both once the config hash is known (``gateway.status``). When only the
 prober's answer changed (a new confirmed hash, a new probe message), the controller calls
@@ -55,49 +60,70 @@ def delivery(config_hash: str, delivery_error: str, *, assume_programmed: bool, 
     return Delivery(False, "Pending", probe_message or f"waiting for the data plane to load config {config_hash[:12]}")
 
 
-def condition(what: str, valid: bool, state: Delivery) -> tuple[bool, str, str]:
+def no_plane(why: str) -> Delivery:
+    """The delivery of a Gateway without a data plane (``why``: why it has none)."""
+    return Delivery(False, "NoResources", why)
+
+
+def condition(what: str, valid: bool, state: Delivery, *, address_problem: str = "") -> tuple[bool, str, str]:
     """Programmed of a ``"gateway"`` or ``"listener"``: (status, reason, message)."""
     invalid, served = _MESSAGES[what]
     if not valid:
         return False, INVALID, invalid
+    if address_problem and state.reason != "NoResources":
+        return False, "AddressNotAssigned", address_problem
     if state.programmed:
         return True, PROGRAMMED, served
     return False, state.reason, state.message
 
 
 def reprogram(result: RenderResult, *, assume_programmed: bool, confirmed_hash: str | None, probe_message: str,
-              now: str) -> RenderResult:
+              now: str, plane_probes: Mapping[str, tuple[str | None, str]] | None = None) -> RenderResult:
     """``result`` with the Programmed conditions of its Gateways, ListenerSets and their listeners
-    that depend on the data plane decided again for
-    this confirmed hash and probe message (everything else is the same objects). A condition
-    keeps its lastTransitionTime when its status and reason do not change, else takes ``now``."""
-    state = delivery(result.config_hash, result.delivery_error, assume_programmed=assume_programmed,
-                     confirmed_hash=confirmed_hash, probe_message=probe_message)
-    statuses = tuple(_gateway(st, state, now) if st.kind in _WITH_LISTENERS else st for st in result.statuses)
+    that depend on the data plane decided again for the confirmed hash and probe message of each
+    data plane (``confirmed_hash`` and ``probe_message``: the shared one's; ``plane_probes``: a
+    Gateway's own plane key -> both), everything else the same objects. A condition keeps its
+    lastTransitionTime when its status and reason do not change, else takes ``now``. A Gateway
+    (or ListenerSet) no data plane serves keeps its own."""
+    probes = plane_probes or {}
+    served: dict[tuple[str, str, str], tuple[Delivery, str]] = {}
+    for plane in result.data_planes():
+        confirmed, message = (confirmed_hash, probe_message) if not plane.key else probes.get(plane.key, (None, ""))
+        state = delivery(plane.config_hash, plane.delivery_error, assume_programmed=assume_programmed,
+                         confirmed_hash=confirmed, probe_message=message)
+        for ns, name in plane.gateways:
+            served[("Gateway", ns, name)] = (state, plane.address_problem)
+        for ns, name in plane.listener_sets:
+            served[("ListenerSet", ns, name)] = (state, "")
+    statuses = tuple(_gateway(st, *served[(st.kind, st.namespace, st.name)], now)
+                     if st.kind in _WITH_LISTENERS and (st.kind, st.namespace, st.name) in served else st
+                     for st in result.statuses)
     return dataclasses.replace(result, statuses=statuses)
 
 
 #: the kinds whose status has Programmed conditions for itself and its listeners
 _WITH_LISTENERS = frozenset({"Gateway", "ListenerSet"})
-#: the reasons :func:`delivery` gives: a Programmed condition with another reason (Invalid, or a
-#: ListenerSet's reason for not being accepted) does not depend on the data plane
-_DELIVERY_REASONS = frozenset({PROGRAMMED, "Pending", "NoResources"})
+#: the reasons :func:`delivery` and :func:`condition` give from the data plane: a Programmed
+#: condition with another reason (Invalid, or a ListenerSet's reason for not being accepted) does
+#: not depend on it
+_DELIVERY_REASONS = frozenset({PROGRAMMED, "Pending", "NoResources", "AddressNotAssigned"})
 
 
-def _gateway(st: ObjectStatus, state: Delivery, now: str) -> ObjectStatus:
-    body = {**st.status, "conditions": _again(st.status.get("conditions"), "gateway", state, now)}
+def _gateway(st: ObjectStatus, state: Delivery, address_problem: str, now: str) -> ObjectStatus:
+    body = {**st.status, "conditions": _again(st.status.get("conditions"), "gateway", state, now, address_problem)}
     if "listeners" in body:
         body["listeners"] = [{**li, "conditions": _again(li.get("conditions"), "listener", state, now)}
                              for li in body.get("listeners") or ()]
     return ObjectStatus(st.api_version, st.kind, st.namespace, st.name, body)
 
 
-def _again(conditions: Any, what: str, state: Delivery, now: str) -> list[Mapping[str, Any]]:
-    """The conditions with Programmed decided again where the delivery decided it."""
+def _again(conditions: Any, what: str, state: Delivery, now: str, address_problem: str = ""
+           ) -> list[Mapping[str, Any]]:
+    """The conditions with Programmed decided again where the data plane decided it."""
     out = []
     for cond in conditions or ():
         if cond.get("type") == PROGRAMMED and cond.get("reason") in _DELIVERY_REASONS:
-            status, reason, message = condition(what, True, state)
+            status, reason, message = condition(what, True, state, address_problem=address_problem)
             cond = make_condition(PROGRAMMED, status, reason, message,
                                   observed_generation=cond.get("observedGeneration", 1), now=now, previous=[cond])
         out.append(cond)

@@ -1,10 +1,11 @@
 """Unreachable rules: the rules whose every data-plane route is taken first by another rule.
 
-The data plane takes the FIRST route (in ``order``) whose match accepts a request, whatever the
-listener (routes are global). A route R is *covered* when an earlier route W accepts every
-request R accepts: W's host is R's host, a wildcard covering it, or absent; W's path covers
-R's; W's method, header and query conditions are a subset of R's. A rule is *unreachable* when
-every one of its routes is covered by a route of another rule: it can never answer a request.
+The data plane takes the FIRST route (in ``order``) whose match accepts a request. A route R is
+*covered* when an earlier route W of the same data plane accepts every request R accepts: W
+serves every listener port R serves (W lists no ports, or every port R lists); W's host is R's
+host, a wildcard covering it, or absent; W's path covers R's; W's method, header and query
+conditions are a subset of R's. A rule is *unreachable* when every one of its routes (in every
+data plane) is covered by a route of another rule: it can never answer a request.
 
 :func:`find_unreachable` walks the routes in order once, with the earlier routes indexed by
 match host and path: in precedence order a route that covers another and comes before it has
@@ -141,9 +142,15 @@ class _QueryView:
     query_regex: tuple[()] = ()
 
 
+def ports_cover(w_ports: tuple[int, ...], r_ports: tuple[int, ...]) -> bool:
+    """Does a route serving the listener ports ``w_ports`` serve every port of ``r_ports``
+    (empty: every listener)?"""
+    return not w_ports or (bool(r_ports) and set(r_ports) <= set(w_ports))
+
+
 def covers(w_host: str | None, w: Match, r_host: str | None, r: Match) -> bool:
     """Does every request the route (``r_host``, ``r``) accepts also satisfy (``w_host``, ``w``)?
-    True only when certain."""
+    True only when certain. (The routes' ports: :func:`ports_cover`.)"""
     for fld in _OTHER_FIELDS:
         if getattr(w, fld.name) != fld.default:
             return False  # a condition of a kind not known here
@@ -198,15 +205,15 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
     Which earlier routes are compared: the routes are in precedence order (render/precedence.py),
     and within one tier a route that covers another and comes first has the same match host and
     an equivalent path (a wildcard or no host, a shorter prefix, an Exact path, fewer conditions
-    all sort after the more specific route). So the index is keyed by (host, path: no path and
-    the prefix ``/`` are one key) and a route is compared with the earlier routes of its own key
+    all sort after the more specific route). So the index is keyed by (data plane, host, path: no
+    path and the prefix ``/`` are one key) and a route is compared with the earlier routes of its own key
     only (at most ``_BUCKET_SCAN`` of them). Across tiers, the routes ordered after the normal
     ones are 500 routes (not reported) and Ingress defaultBackends (no host, any path: their
     key is that of the catch-all routes that cover them). Whatever is compared,
     :func:`covers` decides.
     """
     #: (prefixes, Exact paths): match host -> path -> the first routes of that key, in order
-    index: tuple[dict[str | None, dict[str, list[Route]]], ...] = ({}, {})
+    index: tuple[dict[tuple[str, str | None], dict[str, list[Route]]], ...] = ({}, {})
     #: unit -> {taker unit: (its first covering route's position, that route)}, units covered so far
     covered: dict[Unit, dict[Unit | None, tuple[int, Route]]] = {}
     first_route: dict[Unit, Route] = {}
@@ -222,9 +229,10 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
         else:
             uncovered.append(r)  # a regular expression (or a path no request has): never certain
             continue
-        by_path = index[table].get(r.host)
+        where = (r.plane, r.host)
+        by_path = index[table].get(where)
         if by_path is None:
-            by_path = index[table][r.host] = {}
+            by_path = index[table][where] = {}
         bucket = by_path.get(pkey)
         if bucket is None:
             by_path[pkey] = [r]
@@ -268,12 +276,12 @@ def _first_cover(bucket: list[Route], r: Route) -> Route | None:
     source = r.source
     if source is None:
         return None
-    rhost, rmatch, rule = r.host, r.match, r.rule_index
+    rhost, rmatch, rule, rports = r.host, r.match, r.rule_index, r.ports
     index = r.match_index if source.kind == "Ingress" else -1
     for w in bucket:
         if w.source == source and w.rule_index == rule and (index == -1 or w.match_index == index):
             continue  # (a route of the same rule)
-        if covers(w.host, w.match, rhost, rmatch):
+        if (not w.ports or ports_cover(w.ports, rports)) and covers(w.host, w.match, rhost, rmatch):
             return w
     return None
 

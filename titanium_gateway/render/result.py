@@ -151,6 +151,48 @@ class EventRecord:
 
 
 @dataclass(frozen=True)
+class GatewayRef:
+    """The Gateway a data plane of its own serves (render/planes.py, ``per-gateway``): what the
+    controller creates that data plane's objects from."""
+
+    namespace: str
+    name: str
+    uid: str
+    class_name: str
+    #: ``spec.infrastructure.labels`` and ``.annotations``, for every object of its data plane
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    #: the address ``spec.addresses`` asks for (the Service's loadBalancerIP), None: any
+    address: str | None = None
+
+
+@dataclass(frozen=True)
+class Plane:
+    """What one data plane is given: its document's bytes, its TLS Secret's files, its
+    listener set, and which Gateways' (and ListenerSets') Programmed follows its pods."""
+
+    #: ``""``: the shared data plane (the chart's); ``namespace/name``: a Gateway's own
+    key: str
+    config: bytes
+    config_hash: str
+    parts: tuple[tuple[str, bytes], ...] = ()
+    tls_files: Mapping[str, bytes] = field(default_factory=lambda: _EMPTY_BYTES)
+    certificates: tuple[CertificateEntry, ...] = ()
+    listeners: frozenset[ListenerKey] = frozenset()
+    delivery_error: str = ""
+    document: Document | None = field(default=None, compare=False, repr=False)
+    #: the Gateway whose own data plane it is (None: the shared data plane)
+    gateway: GatewayRef | None = None
+    #: the Gateways whose Programmed follows this data plane's pods, by (namespace, name)
+    gateways: tuple[tuple[str, str], ...] = ()
+    #: why the Gateway's requested address is not its address yet (Programmed AddressNotAssigned)
+    address_problem: str = ""
+    #: the ListenerSets whose Programmed follows this data plane's pods (their Gateway's), by
+    #: (namespace, name)
+    listener_sets: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class RenderResult:
     #: The root twp.yaml bytes (the ConfigMap key ``twp.yaml``).
     config: bytes
@@ -180,3 +222,24 @@ class RenderResult:
     #: What of the snapshot is not ours, and why (sorted by kind - GatewayClass, Gateway,
     #: HTTPRoute, Ingress - then namespace and name).
     not_ours: tuple[NotOurs, ...] = ()
+    #: Every data plane, by key (the shared one, ``""``, first): the fields above from
+    #: ``config`` to ``document`` are the shared data plane's (render/planes.py).
+    planes: tuple[Plane, ...] = ()
+
+    def data_planes(self) -> tuple[Plane, ...]:
+        """:attr:`planes`; for a result not made by the render (no planes), its one shared data
+        plane, serving every Gateway it has a status for."""
+        if self.planes:
+            return self.planes
+        gateways = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == "Gateway"))
+        sets = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == "ListenerSet"))
+        return (Plane("", self.config, self.config_hash, self.parts, self.tls_files, self.certificates,
+                      self.listeners, self.delivery_error, self.document, None, gateways, listener_sets=sets),)
+
+    def plane(self, key: str) -> Plane | None:
+        """The data plane ``key`` (``""``: the shared one)."""
+        return next((p for p in self.data_planes() if p.key == key), None)
+
+    def gateway_planes(self) -> tuple[Plane, ...]:
+        """The data planes of their own Gateways have (``per-gateway``)."""
+        return tuple(p for p in self.planes if p.gateway is not None)

@@ -84,6 +84,9 @@ class Snapshot:
     confirmed_config_hash: str | None = None
     #: A prober message explaining why the config is not confirmed yet (for Pending).
     probe_message: str = ""
+    #: The same two for each Gateway's own data plane (``per-gateway``): plane key
+    #: (``namespace/name``) -> (confirmed hash or None, probe message).
+    plane_probes: Mapping[str, tuple[str | None, str]] = field(default_factory=lambda: _EMPTY)
     #: RFC 3339 time to stamp on conditions whose status/reason changed. The render has
     #: no clock: the controller passes "now", the offline render a fixed stand-in.
     now: str = "1970-01-01T00:00:00Z"

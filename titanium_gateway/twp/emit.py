@@ -284,10 +284,12 @@ def _tls_data(tls: m.UpstreamTls) -> dict[str, Any]:
     return out
 
 
-def match_data(host: str | None, match: Match) -> dict[str, Any]:
+def match_data(host: str | None, match: Match, ports: tuple[int, ...] = ()) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if host is not None:
         out["host"] = host
+    if ports:
+        out["ports"] = list(ports)
     if match.path is not None:
         out["path"] = match.path
     if match.path_kind is not None:
@@ -302,7 +304,7 @@ def match_data(host: str | None, match: Match) -> dict[str, Any]:
 
 def route_data(route: Route, order: int) -> dict[str, Any]:
     """The route as the document's plain data (keys in the contract's order)."""
-    out: dict[str, Any] = {"id": route.id, "order": order, "match": match_data(route.host, route.match)}
+    out: dict[str, Any] = {"id": route.id, "order": order, "match": match_data(route.host, route.match, route.ports)}
     b = route.behavior
     action = b.action
     if type(action) is Forward:
@@ -548,6 +550,10 @@ class _Writer:
         if hit is None or hit[0] is not match:
             hit = self.bodies[id(match)] = (match, _match_body(match))
         body = hit[1]
+        ports = route.ports
+        if ports:  # (after the host, before the request's own conditions)
+            listed = f"ports: [{', '.join(map(str, ports))}]"
+            body = f"{listed}, {body}" if body else listed
         host = route.host
         if host is None:
             line = f"  match: {{{body}}}\n"

@@ -299,13 +299,20 @@ def _file_name(ctx: _Ctx, value: Any, where: str) -> str:
     return name
 
 
-def _match(ctx: _Ctx, raw: Any, where: str) -> tuple[str | None, m.Match]:
-    """(the match host, the rest of the match)."""
-    d = ctx.mapping(raw, where, ("host", "path", "pathKind", "method", "headers", "query", "queryRegex"))
+def _match(ctx: _Ctx, raw: Any, where: str) -> tuple[str | None, tuple[int, ...], m.Match]:
+    """(the match host, its ports, the rest of the match)."""
+    d = ctx.mapping(raw, where, ("host", "ports", "path", "pathKind", "method", "headers", "query", "queryRegex"))
     host = None
     if "host" in d:
         host = _lower(ctx, ctx.string(d["host"], f"{where}.host"))
         ctx.check(bool(_HOST.match(host)), f"{where}.host", f"{host!r} is not a host name or *.wildcard")
+    ports: tuple[int, ...] = ()
+    if "ports" in d:
+        listed = [ctx.integer(p, f"{where}.ports[{i}]", 1, 65535)
+                  for i, p in enumerate(ctx.seq(d["ports"], f"{where}.ports"))]
+        ctx.check(bool(listed), f"{where}.ports", "must not be empty (absent: every listener)")
+        ctx.check(len(set(listed)) == len(listed), f"{where}.ports", "lists a port twice")
+        ports = tuple(listed)
     ctx.check(("path" in d) == ("pathKind" in d), where, "path and pathKind come together")
     path = ctx.string(d["path"], f"{where}.path") if "path" in d else None
     kind = ctx.string(d["pathKind"], f"{where}.pathKind") if "pathKind" in d else None
@@ -324,7 +331,8 @@ def _match(ctx: _Ctx, raw: Any, where: str) -> tuple[str | None, m.Match]:
     query = ctx.str_map(d.get("query", {}), f"{where}.query")
     query_regex = {k: ctx.regex(v, f"{where}.queryRegex.{k}")
                    for k, v in ctx.str_map(d.get("queryRegex", {}), f"{where}.queryRegex").items()}
-    return host, m.Match(path, kind, method, tuple(headers.items()), tuple(query.items()), tuple(query_regex.items()))
+    return host, ports, m.Match(path, kind, method, tuple(headers.items()), tuple(query.items()),
+                                tuple(query_regex.items()))
 
 
 def _kind_item(ctx: _Ctx, raw: Any, where: str, kinds: Mapping[str, type[Any]], what: str) -> Any:
@@ -482,9 +490,9 @@ def _route(ctx: _Ctx, raw: Any, where: str, *, ordered: bool = True) -> tuple[in
     if "limits" in d:
         lim = ctx.mapping(d["limits"], f"{where}.limits", ("requestTimeout",), ("requestTimeout",))
         limits = m.Limits(ctx.timespan(lim["requestTimeout"], f"{where}.limits.requestTimeout"))
-    host, match = _match(ctx, d["match"], f"{where}.match")
+    host, ports, match = _match(ctx, d["match"], f"{where}.match")
     behavior = m.Behavior(action, mirror, transforms, policies, limits)
-    return order, m.Route(rid, host, match, behavior, "", m.UNKNOWN_SOURCE, -1, -1)
+    return order, m.Route(rid, host, match, behavior, "", m.UNKNOWN_SOURCE, -1, -1, ports)
 
 
 def _cluster(ctx: _Ctx, raw: Any, where: str) -> m.Cluster:
@@ -602,6 +610,7 @@ def _assemble(version: str, listeners: tuple[m.Listener, ...], certificates: tup
         clusters.setdefault(cluster.id, cluster)
         cluster_list.append(cluster)
     routes: list[tuple[int, m.Route]] = []
+    listener_ports = {x.port for x in listeners}
     ids: set[str] = set()
     orders: set[int] = set()
     for r_ctx, raw, where in raw_routes:
@@ -616,6 +625,8 @@ def _assemble(version: str, listeners: tuple[m.Listener, ...], certificates: tup
             named.append(behavior.mirror.cluster_id)
         for cid in named:
             r_ctx.check(cid in clusters, where, f"names cluster {cid!r}, which the config does not define")
+        for port in route.ports:
+            r_ctx.check(port in listener_ports, where, f"match.ports names port {port}, which no listener has")
         routes.append((order, route))
     routes.sort(key=lambda item: item[0])  # (stable: a document read without checks keeps its equal orders)
     # by id (a document read without checks keeps its clusters as they are: the render writes them by id)

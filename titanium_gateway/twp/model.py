@@ -384,10 +384,15 @@ _BEHAVIOR_FIELDS = tuple(f.name for f in dataclasses.fields(Behavior))
 class Route:
     """One data-plane route. Its ``order`` is its position in :attr:`Document.routes` (from 1).
 
+    Like its ``host``, its ``ports`` (the match's ``ports``: the data-plane ports of the
+    listeners it serves, sorted; empty: every listener) are the route's own and not part of the
+    shared :class:`Match`: the routes of one match differ by the listeners they serve.
+
     Provenance (not emitted, not compared): ``key`` its precedence key (the routes are sorted by
     ``(key, id)``), ``source`` the object it was made of, ``rule_index`` and ``match_index`` the
     rule and match (HTTPRoute) or rule and path (Ingress; -1 and 0 for its defaultBackend) of
-    that object, and ``host`` is the hostname it was emitted for."""
+    that object, ``host`` is the hostname it was emitted for, and ``plane`` the data plane whose
+    document it belongs to (``""``: the shared data plane; a Gateway's ``namespace/name``)."""
 
     id: str
     host: str | None
@@ -397,9 +402,12 @@ class Route:
     source: Source = field(compare=False)
     rule_index: int = field(compare=False)
     match_index: int = field(compare=False)
+    ports: tuple[int, ...] = ()
+    plane: str = field(default="", compare=False, repr=False)
 
     def __init__(self, id: str, host: str | None, match: Match, behavior: Behavior, key: str,  # noqa: A002
-                 source: Source, rule_index: int, match_index: int) -> None:
+                 source: Source, rule_index: int, match_index: int, ports: tuple[int, ...] = (),
+                 plane: str = "") -> None:
         s = _ROUTE  # one per data-plane route: the slots set directly (a frozen init is ~40% slower)
         s[0](self, id)
         s[1](self, host)
@@ -409,12 +417,15 @@ class Route:
         s[5](self, source)
         s[6](self, rule_index)
         s[7](self, match_index)
+        s[8](self, ports)
+        s[9](self, plane)
 
     def __hash__(self) -> int:  # (ids are unique within a document; equal routes have equal ids)
         return hash(self.id)
 
 
-_ROUTE = _setters(Route, "id", "host", "match", "behavior", "key", "source", "rule_index", "match_index")
+_ROUTE = _setters(Route, "id", "host", "match", "behavior", "key", "source", "rule_index", "match_index", "ports",
+                  "plane")
 
 
 def twp_key(name: str) -> str:

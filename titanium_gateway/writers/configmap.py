@@ -4,7 +4,9 @@
 Rules (the contract's "parts"): parts are written before the root; a ConfigMap is written only
 when its bytes change; a part the new root no longer lists is emptied (never deleted) only
 after the root that stops listing it is confirmed by every data-plane pod; the objects are
-pre-created by the chart, so the writer only patches (a missing object is a clear error).
+pre-created by the chart, so the writer only patches (a missing object is a clear error) -
+except the ConfigMaps of a Gateway's own data plane, which the writer creates when they are
+missing (``create``: the metadata of a new one).
 
 What was written is remembered as one SHA-256 per ConfigMap (not its text: 26 MB at 10k
 routes), computed over the rendered bytes; only what is actually written is decoded to ``str``.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from titanium_gateway.kube.api import CONFIG_MAPS, ApiError, KubeApi
@@ -54,8 +56,10 @@ EMPTY = data_digest({})
 
 class ConfigMapWriter:
     def __init__(self, api: KubeApi, namespace: str, name: str, *, max_parts: int, guard: LeaderGuard,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, create: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.api = api
+        #: the metadata of a ConfigMap to create when it is missing (None: never created)
+        self.create = create
         self.namespace = namespace
         self.name = name
         self.max_parts = max_parts
@@ -92,16 +96,21 @@ class ConfigMapWriter:
             cur = self.api.get(CONFIG_MAPS, self.namespace, name)
         except ApiError as e:
             if e.is_not_found:
+                if self.create is not None:
+                    return  # (created by the write)
                 raise self._missing(name) from e
             unreadable(e, f"ConfigMap {self.namespace}/{name}")
             return
         if cur.get("binaryData"):
             return
+        if self.create is not None and (cur.get("metadata") or {}).get("ownerReferences") != \
+                self.create(name).get("ownerReferences"):
+            return  # (another owner: a Gateway of that name deleted and made again; written with the new one)
         held = cur.get("data") or {}
         if isinstance(held, Mapping) and all(isinstance(v, str) for v in held.values()):
             self._known[name] = data_digest({str(k): v.encode("utf-8") for k, v in held.items()})
 
-    def _put(self, name: str, data: dict[str, bytes], what: str) -> bool:
+    def _put(self, name: str, data: dict[str, bytes], what: str, *, create: bool = True) -> bool:
         digest = data_digest(data)
         if name not in self._known:
             self._learn(name)
@@ -110,13 +119,20 @@ class ConfigMapWriter:
         self.guard.check(f"write ConfigMap {self.namespace}/{name}")
         value = {k: v.decode("utf-8") for k, v in data.items()}
         body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": value}]
+        if self.create is not None:  # (the owner too: see _learn)
+            body.append({"op": "add", "path": "/metadata/ownerReferences",
+                         "value": self.create(name).get("ownerReferences") or []})
         try:
             self.api.patch(CONFIG_MAPS, self.namespace, name, body, patch_type="json")
         except ApiError as e:
             self._known.pop(name, None)
-            if e.is_not_found:
+            if e.is_not_found and self.create is not None and create:
+                self.api.create(CONFIG_MAPS, self.namespace, {"apiVersion": "v1", "kind": "ConfigMap",
+                                                              "metadata": self.create(name), "data": value})
+            elif e.is_not_found:
                 raise self._missing(name) from e
-            raise
+            else:
+                raise
         self._known[name] = digest
         self._writes.labels(object=what).inc()
         log.info("wrote ConfigMap", extra={"kind": "ConfigMap", "namespace": self.namespace, "object_name": name,
@@ -146,7 +162,10 @@ class ConfigMapWriter:
                 self._put(part_name(self.name, n), {part_key(n): data}, "part")
             changed = self._put(self.name, {ROOT_KEY: result.config}, "root")
             for n in range(listed + 1, self.max_parts + 1):
-                if self._known.get(part_name(self.name, n)) != EMPTY and (changed or n not in self._stale):
+                known = self._known.get(part_name(self.name, n))
+                if self.create is not None and known is None:
+                    continue  # (a part of a Gateway's data plane is created when needed: none seen here)
+                if known != EMPTY and (changed or n not in self._stale):
                     self._stale[n] = result.config_hash
             self._complete = result.config_hash
             return changed
@@ -160,7 +179,7 @@ class ConfigMapWriter:
                 if h != config_hash:
                     continue
                 try:
-                    self._put(part_name(self.name, n), {}, "part")
+                    self._put(part_name(self.name, n), {}, "part", create=False)
                 except WriteError:
                     # A part beyond what the chart created: nothing to empty.
                     log.debug("part ConfigMap absent", extra={"object_name": part_name(self.name, n)})

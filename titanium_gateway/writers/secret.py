@@ -1,7 +1,8 @@
 """The generated TLS Secret (type Opaque): ``data`` = the render's ``tls_files`` in base64.
 
 Written (a JSON patch replacing ``/data``) only when the bytes change; the chart pre-creates
-the Secret, so a missing one is a clear error. Like dropped config parts, a file the new config
+the Secret, so a missing one is a clear error - except the Secret of a Gateway's own data
+plane, which the writer creates when it is missing (``create``: the metadata of a new one). Like dropped config parts, a file the new config
 no longer names is kept until that config is confirmed by every pod (``confirm``): pods still
 running the previous config may reference it until they reload. The private keys inside the PFX files live only
 in memory and in this Secret: nothing here logs file contents. Before its first write in a term
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from titanium_gateway.kube.api import SECRETS, ApiError, KubeApi
@@ -30,8 +32,10 @@ def encode_files(files: dict[str, bytes] | Any) -> dict[str, str]:
 
 class SecretWriter:
     def __init__(self, api: KubeApi, namespace: str, name: str, *, guard: LeaderGuard,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, create: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.api = api
+        #: the metadata of the Secret to create when it is missing (None: never created)
+        self.create = create
         self.namespace = namespace
         self.name = name
         self.guard = guard
@@ -66,9 +70,14 @@ class SecretWriter:
             cur = self.api.get(SECRETS, self.namespace, self.name)
         except ApiError as e:
             if e.is_not_found:
+                if self.create is not None:
+                    return  # (created by the write)
                 raise self._missing() from e
             unreadable(e, f"Secret {self.namespace}/{self.name}")
             return
+        if self.create is not None and (cur.get("metadata") or {}).get("ownerReferences") != \
+                self.create(self.name).get("ownerReferences"):
+            return  # (another owner: a Gateway of that name deleted and made again; written with the new one)
         held = cur.get("data") or {}
         if isinstance(held, dict) and all(isinstance(v, str) for v in held.values()):
             self._known = dict(held)
@@ -98,13 +107,20 @@ class SecretWriter:
     def _patch(self, data: dict[str, str]) -> bool:
         self.guard.check(f"write Secret {self.namespace}/{self.name}")
         body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
+        if self.create is not None:  # (the owner too: see _learn)
+            body.append({"op": "add", "path": "/metadata/ownerReferences",
+                         "value": self.create(self.name).get("ownerReferences") or []})
         try:
             self.api.patch(SECRETS, self.namespace, self.name, body, patch_type="json")
         except ApiError as e:
             self._known = None
-            if e.is_not_found:
+            if e.is_not_found and self.create is not None:
+                self.api.create(SECRETS, self.namespace, {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                                          "metadata": self.create(self.name), "data": data})
+            elif e.is_not_found:
                 raise self._missing() from e
-            raise
+            else:
+                raise
         self._known = data
         self._writes.labels(object="tls-secret").inc()
         log.info("wrote TLS Secret", extra={"kind": "Secret", "namespace": self.namespace,

@@ -24,7 +24,11 @@ log = logging.getLogger(__name__)
 
 
 class AddressPool:
-    """IPv4 addresses ``first``..``last`` handed out lowest first; ``reserve`` pins a known one."""
+    """IPv4 addresses ``first``..``last`` handed out in turn (the next free one after the last
+    handed out, wrapping around), so a released address is not given again at once: the
+    neighbour (ARP) caches of the cluster and of other pods may still hold the old pod's MAC
+    address for it, and connections to the new pod would go nowhere for up to a minute;
+    ``reserve`` pins a known one."""
 
     def __init__(self, first: str, last: str) -> None:
         self.first = int(ipaddress.IPv4Address(first))
@@ -32,6 +36,7 @@ class AddressPool:
         if self.last < self.first:
             raise ValueError(f"empty address range {first}-{last}")
         self._used: set[int] = set()
+        self._next = self.first
         self._lock = threading.Lock()
 
     @classmethod
@@ -59,9 +64,12 @@ class AddressPool:
 
     def allocate(self) -> str:
         with self._lock:
-            for n in range(self.first, self.last + 1):
+            size = self.last - self.first + 1
+            for i in range(size):
+                n = self.first + (self._next - self.first + i) % size
                 if n not in self._used:
                     self._used.add(n)
+                    self._next = n + 1 if n < self.last else self.first
                     return str(ipaddress.IPv4Address(n))
         raise RuntimeError("address pool exhausted")
 
@@ -120,6 +128,9 @@ class Network:
             ip("-n", netns, "addr", "add", f"{pod_ip}/{self.prefix_len}", "dev", "eth0")
             ip("-n", netns, "link", "set", "eth0", "up")
             ip("-n", netns, "route", "add", "default", "via", self.gateway)
+            # an entry of an earlier pod with this address would send its packets to a MAC
+            # address that is gone until it expires
+            ip("neigh", "flush", "to", pod_ip, check=False)
         except Exception:
             self.remove_own_stack(netns, veth)
             raise

@@ -16,6 +16,8 @@
 {{- end -}}
 {{- end -}}
 
+{{- define "tg.perGateway" -}}{{ if eq .Values.dataPlane.mode "perGateway" }}true{{ end }}{{- end -}}
+{{- define "tg.dataPlaneTemplateName" -}}{{ include "tg.dataPlaneName" . }}-template{{- end -}}
 {{- define "tg.controllerName" -}}{{ include "tg.fullname" . | trunc 52 | trimSuffix "-" }}-controller{{- end -}}
 {{- define "tg.controllerMetricsName" -}}{{ include "tg.controllerName" . }}-metrics{{- end -}}
 {{- define "tg.dataPlaneName" -}}{{ include "tg.fullname" . | trunc 52 | trimSuffix "-" }}-data-plane{{- end -}}
@@ -147,4 +149,160 @@ seccompProfile:
 {{- if not (has .Values.dataPlane.service.type (list "LoadBalancer" "ClusterIP" "NodePort")) -}}
 {{- fail "dataPlane.service.type must be LoadBalancer, ClusterIP or NodePort" -}}
 {{- end -}}
+{{- if not (has .Values.dataPlane.mode (list "perGateway" "shared")) -}}
+{{- fail "dataPlane.mode must be perGateway or shared" -}}
+{{- end -}}
+{{- if and .Values.dataPlane.gatewayNamespaces (ne .Values.dataPlane.mode "perGateway") -}}
+{{- fail "dataPlane.gatewayNamespaces is for dataPlane.mode=perGateway" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The data-plane pod spec: the shared data plane's Deployment and, in the data-plane template
+(dataPlane.mode=perGateway), the one the controller gives each Gateway's own (it replaces the
+config volume's sources and the admin token's Secret with that data plane's, and uses the
+namespace's default ServiceAccount, whose token is never mounted). */}}
+{{- define "tg.dataPlanePodSpec" -}}
+{{- $d := .Values.dataPlane -}}
+serviceAccountName: {{ include "tg.dataPlaneServiceAccountName" . }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+terminationGracePeriodSeconds: {{ int $d.terminationGracePeriodSeconds }}
+securityContext:
+  {{- include "tg.podSecurityContext" . | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $d.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+containers:
+  - name: titanium
+    image: {{ include "tg.image" (dict "image" $d.image "chart" .Chart) | quote }}
+    imagePullPolicy: {{ $d.image.pullPolicy }}
+    command: ["titanium", "run", "--config", "/etc/titanium/twp.yaml", "--watch"]
+    {{- with $d.extraArgs }}
+    args:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    env:
+      - name: TITANIUM_ADMIN_TOKEN
+        valueFrom:
+          secretKeyRef:
+            name: {{ include "tg.adminTokenSecretName" . }}
+            key: token
+      {{- with $d.extraEnv }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    ports:
+      {{- range $d.ports }}
+      - name: {{ .name }}
+        containerPort: {{ int .containerPort }}
+        protocol: TCP
+      {{- end }}
+      - name: admin
+        containerPort: {{ int $d.adminPort }}
+        protocol: TCP
+    # Ready once a config is loaded (the admin /readyz answers 200).
+    readinessProbe:
+      httpGet:
+        path: /readyz
+        port: admin
+      initialDelaySeconds: 2
+      periodSeconds: 5
+      timeoutSeconds: 3
+      failureThreshold: 3
+    # Alive while the admin listener accepts connections: /readyz is 503 until the
+    # leader writes the first config, which must not restart the pod.
+    livenessProbe:
+      tcpSocket:
+        port: admin
+      initialDelaySeconds: 10
+      periodSeconds: 10
+      timeoutSeconds: 3
+      failureThreshold: 3
+    resources:
+      {{- toYaml $d.resources | nindent 6 }}
+    securityContext:
+      {{- include "tg.containerSecurityContext" . | nindent 6 }}
+    volumeMounts:
+      - name: config
+        mountPath: /etc/titanium
+        readOnly: true
+      - name: tmp
+        mountPath: /tmp
+volumes:
+  # One directory: twp.yaml, twp.part-<n>.yaml and the converted certificates.
+  - name: config
+    projected:
+      defaultMode: 0444
+      sources:
+        - configMap:
+            name: {{ include "tg.configMapName" . }}
+        {{- range $part := (include "tg.partNames" . | trim | splitList "\n") }}
+        {{- if $part }}
+        - configMap:
+            name: {{ $part }}
+            optional: true
+        {{- end }}
+        {{- end }}
+        - secret:
+            name: {{ include "tg.tlsSecretName" . }}
+  - name: tmp
+    emptyDir:
+      sizeLimit: {{ $d.tmpSizeLimit }}
+{{- with $d.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $d.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $d.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $d.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The settings of the data planes the controller creates for Gateways (dataPlane.mode=
+perGateway): the file of --data-plane-template (titanium_gateway/writers/plane_objects.py). */}}
+{{- define "tg.dataPlaneTemplate" -}}
+{{- $d := .Values.dataPlane -}}
+replicas: {{ int $d.replicas }}
+configParts: {{ int $d.configParts }}
+ports:
+  {{- range $d.ports }}
+  - {name: {{ .name | quote }}, port: {{ int .port }}, containerPort: {{ int .containerPort }}}
+  {{- end }}
+service:
+  type: {{ $d.service.type }}
+  annotations:
+    {{- toYaml ($d.service.annotations | default dict) | nindent 4 }}
+  loadBalancerClass: {{ $d.service.loadBalancerClass | quote }}
+  externalTrafficPolicy: {{ $d.service.externalTrafficPolicy | quote }}
+labels:
+  app.kubernetes.io/part-of: titanium-gateway
+  app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+  {{- with .Values.commonLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+pod:
+  metadata:
+    labels:
+      app.kubernetes.io/part-of: titanium-gateway
+      {{- with .Values.commonLabels }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+      {{- with $d.podLabels }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    annotations:
+      {{- toYaml ($d.podAnnotations | default dict) | nindent 6 }}
+  spec:
+    {{- include "tg.dataPlanePodSpec" . | nindent 4 }}
 {{- end -}}

@@ -44,6 +44,7 @@ from titanium_gateway.render.httproute.status import (
 )
 from titanium_gateway.render.listenerset import ListenerSetInfo
 from titanium_gateway.render.memo import Recording, RenderCache, resource_version
+from titanium_gateway.render.planes import SHARED
 from titanium_gateway.render.precedence import (
     TIER_DEGRADED,
     TIER_NORMAL,
@@ -134,13 +135,22 @@ class Translator:
         else:
             attached = list({id(li): li for p in parents if p.accepted for li in p.listeners}.values())
         serving = [li for li in attached if li.usable]
-        # rules are always validated (status), but only emitted when a programmed listener serves them
-        basis = serving or attached
-        ports = {(li.port, li.protocol) for li in basis}
-        one_port = next(iter(ports)) if len(ports) == 1 else None
-        hosts = effective_hosts(basis, route_hosts) if basis else (sorted({h.lower() for h in route_hosts}) or [None])
         problems = Problems()
-        emitted = self.emit_rules(route, ns, name, spec, hosts, one_port, problems, emit=bool(serving))
+        if not serving:
+            # rules are always validated (status), but only emitted when a programmed listener serves them
+            hosts = effective_hosts(attached, route_hosts) if attached else (
+                sorted({h.lower() for h in route_hosts}) or [None])
+            emitted = self.emit_rules(route, ns, name, spec, hosts, _one_port(attached), problems, emit=False)
+        else:
+            # the routes of each data plane serving it: the hosts and ports of its listeners there
+            emitted = 0
+            for plane, group in _by_plane(serving):
+                mine = problems if not emitted else Problems()
+                emitted += self.emit_rules(route, ns, name, spec, effective_hosts(group, route_hosts),
+                                           _one_port(group), mine, emit=True, plane=plane,
+                                           scope=self.scope(plane, group))
+                if mine is not problems:
+                    _merge(problems, mine)
         # accepted but not in the config: the status and an event say why
         unserved = "" if emitted or not attached else (
             not_served_reason(attached) if not serving
@@ -174,11 +184,23 @@ class Translator:
             return f"parent {kind} {ns}/{name} is not in the input"
         return f"parent {kind} {ns}/{name} is not ours ({why})"
 
+    def scope(self, plane: str, listeners: list[ListenerInfo]) -> tuple[int, ...]:
+        """The ``ports`` of the routes a route attached to ``listeners`` makes in the data plane
+        ``plane``: none (every listener) in the shared data plane, whose routes are global
+        (docs/contract.md); in a Gateway's own, the data-plane ports of those listeners when
+        they are not all of the plane's."""
+        if plane == SHARED:
+            return ()
+        mine = {li.dp_port for li in listeners}
+        every = self.ctx.plane_listeners.get(plane, {})
+        return () if mine >= every.keys() else tuple(sorted(mine))
+
     def emit_rules(self, route: Mapping[str, Any], ns: str, name: str, spec: Mapping[str, Any],
                    hosts: list[str | None], one_port: tuple[int, str] | None, problems: Problems, *,
-                   emit: bool) -> int:
-        """The rules' routes (when ``emit``), problems into ``problems``; returns how many routes
-        were added."""
+                   emit: bool, plane: str = SHARED, scope: tuple[int, ...] = ()) -> int:
+        """The rules' routes (when ``emit``) in the data plane ``plane``, matching on the
+        listener ports ``scope`` (none: every listener), problems into ``problems``; returns how
+        many routes were added."""
         ctx = self.ctx
         added = 0
         source = Source("HTTPRoute", ns, name)
@@ -221,7 +243,8 @@ class Translator:
                     rid = f"{id_prefix}{ri}m{mi}/{host}" if multi and host else f"{id_prefix}{ri}m{mi}"
                     b = behavior if behavior is not None else self._redirect_behavior(out, host, problems)
                     added += ctx.add_route(Route(rid, host, m.match, b,
-                                                 key_from_parts(tier, host_rank, m.ranks, owner, ri, mi), source, ri, mi))
+                                                 key_from_parts(tier, host_rank, m.ranks, owner, ri, mi), source, ri, mi,
+                                                 scope, plane))
             problems.unsupported += rule_unsupported
         return added
 
@@ -245,6 +268,30 @@ class Translator:
             problems.unsupported.append(_NO_REDIRECT_HOST)
             problems.firsts.append(_NO_REDIRECT_HOST)
         return Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}"))
+
+
+def _one_port(listeners: list[ListenerInfo]) -> tuple[int, str] | None:
+    """The (Gateway port, protocol) of the listeners when they have one (a redirect's port)."""
+    ports = {(li.port, li.protocol) for li in listeners}
+    return next(iter(ports)) if len(ports) == 1 else None
+
+
+def _by_plane(listeners: list[ListenerInfo]) -> list[tuple[str, list[ListenerInfo]]]:
+    """The listeners by data plane, in the order of their first listener (all usable: each has one)."""
+    groups: dict[str, list[ListenerInfo]] = {}
+    for li in listeners:
+        assert li.plane is not None
+        groups.setdefault(li.plane, []).append(li)
+    return list(groups.items())
+
+
+def _merge(into: Problems, more: Problems) -> None:
+    """The problems of another data plane's routes of the same rules, each told once."""
+    for mine, theirs in ((into.unsupported, more.unsupported), (into.refs, more.refs), (into.firsts, more.firsts),
+                         (into.ref_firsts, more.ref_firsts)):
+        for item in theirs:
+            if item not in mine:
+                mine.append(item)  # type: ignore[arg-type]
 
 
 def _answer(behavior: Behavior) -> Behavior:

@@ -39,7 +39,7 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
     parts = []
     for li in listeners[:_NAMED_LISTENERS]:
         resolved, _, message = li.resolved
-        why = "" if resolved else message
+        why = message if not resolved else "its Gateway has no data plane" if li.valid and li.plane is None else ""
         owner = f"ListenerSet {li.listener_set[0]}/{li.listener_set[1]}" if li.listener_set is not None else (
             f"Gateway {li.gateway_ns}/{li.gateway_name}")
         parts.append(f'listener "{li.name}" of {owner} is not programmed'

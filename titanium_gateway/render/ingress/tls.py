@@ -54,7 +54,4 @@ def bind(ctx: RenderContext, ing: IngressInfo, https_ok: bool, https_why: str) -
 def check_tls_secret(ctx: RenderContext, namespace: str, name: str) -> str:
     """Why the Secret ``namespace/name`` cannot be a certificate ("" when it can), with the
     same messages as ``ctx.bind_certificate``, but binding nothing."""
-    conversion = ctx.convert(namespace, name)
-    if conversion is None:
-        return ctx.missing_secret(namespace, name)
-    return "" if conversion.ok else f"Secret {namespace}/{name}: {conversion.error}"
+    return ctx.certificate_problem(namespace, name)

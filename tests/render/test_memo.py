@@ -375,3 +375,65 @@ def test_an_ingress_edit_replays_the_other_ingresses_paths() -> None:
     _same(render(snap, options, cache), render(snap, options))
     same = [rid for rid, v in cache.ingress_paths.items() if kept.get(rid) is v]
     assert len(same) >= len(kept) - 3  # only the edited Ingress's paths were recorded again
+
+
+def _plane_service(namespace: str, name: str, gateway: str, port: int) -> dict[str, Any]:
+    """A Service as the controller makes it for a Gateway's own data plane."""
+    from titanium_gateway.render import planes
+
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "5000",
+                         "labels": {planes.MANAGED_BY_LABEL: planes.MANAGED_BY, planes.GATEWAY_NAME_LABEL: gateway}},
+            "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": port, "targetPort": 8080}]}}
+
+
+
+@pytest.mark.parametrize("mode", ["shared", "per-gateway"])
+@pytest.mark.parametrize("named", [False, True])
+def test_data_plane_services_count_only_once_a_route_names_them(mode: str, named: bool) -> None:
+    """A Gateway's own data-plane Service appearing, getting its address or changing: the render
+    is the one without a cache; the routes are replayed, unless a route looked that Service up
+    (here while it did not exist yet): then they are translated again."""
+    objs = [copy.deepcopy(o) for o in workload.build(30).objects]
+    options = _options(mode)
+    route = _find(objs, "HTTPRoute", 5)
+    ns = route["metadata"]["namespace"]
+    if named:
+        route["spec"]["rules"][0]["backendRefs"] = [{"name": "gw-plane-named", "port": 80}]
+    objs = converged_objects(objs, options, render)
+    objs = converged_objects(objs, options, render)  # (the route's ResolvedRefs=False, written)
+    cache = RenderCache()
+    for _ in range(2):
+        snap = workload.snapshot(objs, now=NOW_2)
+        _same(render(snap, options, cache), render(snap, options))
+    routes = len([o for o in objs if o["kind"] == "HTTPRoute"])
+    assert f"{ns}/{route['metadata']['name']}" in cache.routes  # recorded (the Service missing, if named)
+
+    def appear(objs: list[dict[str, Any]]) -> None:
+        objs.append(_plane_service(ns, "gw-plane-named", "gw-00", 80))
+        objs.append(_plane_service(ns, "gw-plane-other", "gw-01", 80))
+
+    def address(objs: list[dict[str, Any]]) -> None:
+        for name in ("gw-plane-named", "gw-plane-other"):
+            svc = next(o for o in objs if o["metadata"]["name"] == name)
+            svc["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
+            _bump(svc)
+
+    def port(objs: list[dict[str, Any]]) -> None:
+        svc = next(o for o in objs if o["metadata"]["name"] == "gw-plane-named")
+        svc["spec"]["ports"][0]["port"] = 81
+        _bump(svc)
+
+    def other(objs: list[dict[str, Any]]) -> None:
+        svc = next(o for o in objs if o["metadata"]["name"] == "gw-plane-other")
+        svc["spec"]["ports"][0]["port"] = 82
+        _bump(svc)
+
+    for n, (change, looked_up) in enumerate([(appear, named), (address, named), (port, named), (other, False)]):
+        change(objs)
+        hits, misses = cache.hits, cache.misses
+        snap = workload.snapshot(objs, now=f"2026-01-01T01:{n:02d}:00Z")
+        got = render(snap, options, cache)
+        _same(got, render(snap, options))
+        translated = routes if looked_up else 0
+        assert (cache.hits - hits, cache.misses - misses) == (routes - translated, translated), change.__name__

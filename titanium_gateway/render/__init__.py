@@ -76,35 +76,37 @@ def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None
             raise
 
 
-def _route_deps(ctx: RenderContext, gateways: dict) -> tuple | None:
+def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple | None:
     """What every HTTPRoute translation may read besides the route itself (render/memo.py):
-    the Gateways not ours too (why, for ``not_ours``)."""
+    the Gateways not ours too (why, for ``not_ours``); last, the Services tracked by name."""
     snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
-             _memo.versions(snapshot.services), _memo.versions(snapshot.backend_tls_policies),
+             _memo.service_versions(snapshot.services), _memo.versions(snapshot.backend_tls_policies),
              _memo.versions(snapshot.config_maps) if snapshot.backend_tls_policies else ())
     if any(p is None for p in parts):
         return None
     return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
             _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_gateways("ListenerSet"))),
-            snapshot.unreadable.get("ReferenceGrant"), *parts)
+            snapshot.unreadable.get("ReferenceGrant"), *parts, ctx.backends.lookup_versions(cache.service_lookups))
 
 
-def _ingress_deps(ctx: RenderContext) -> tuple | None:
-    """What the Ingress translation (all Ingresses together) may read (render/memo.py)."""
+def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple | None:
+    """What the Ingress translation (all Ingresses together) may read (render/memo.py); last,
+    the Services tracked by name."""
     snap = ctx.snapshot
-    parts = tuple(_memo.versions(objs) for objs in (snap.ingresses, snap.ingress_classes, snap.services,
-                                                     snap.secrets, snap.namespaces))
+    parts = (*(_memo.versions(objs) for objs in (snap.ingresses, snap.ingress_classes)),
+             _memo.service_versions(snap.services), _memo.versions(snap.secrets), _memo.versions(snap.namespaces))
     if any(p is None for p in parts):
         return None
-    return (ctx.options, tuple(sorted(ctx.gateway_ports.items())), tuple(sorted(ctx.listeners.items())), *parts)
+    return (ctx.options, tuple(sorted(ctx.gateway_ports.items())), tuple(sorted(ctx.listeners.items())), *parts,
+            ctx.backends.lookup_versions(cache.service_lookups))
 
 
 def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
     if cache is None:
         _ingress.translate(ctx)
         return
-    deps = _ingress_deps(ctx)
+    deps = _ingress_deps(ctx, cache)
     if deps is not None and deps == cache.ingress_deps and cache.ingress is not None and ctx.replay(cache.ingress):
         cache.ingress_hits += 1
         return
@@ -139,9 +141,11 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     if cache is None:
         _httproute.translate(ctx, gateways)
     else:
-        _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways))
+        _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways, cache))
     _otherroutes.translate(ctx, gateways)  # (GRPCRoute, TLSRoute, TCPRoute, UDPRoute: not accepted, and why)
     _translate_ingresses(ctx, cache)
+    if cache is not None:
+        cache.track_lookups(ctx.backends.looked_up, ctx.backends.lookup_versions)
     ctx.end_translation()
 
     routes = tuple(ctx.take_ordered_routes())

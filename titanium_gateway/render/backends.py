@@ -28,11 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from titanium_gateway.render import fields as f
+from titanium_gateway.render import planes
 from titanium_gateway.render.memo import resource_version
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp.model import (
@@ -88,11 +89,17 @@ class BackendIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         self.services: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.slices: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        #: the Gateways' own data-plane Services (render/memo.py: looked up by name)
+        self.managed: set[tuple[str, str]] = set()
+        #: the Services looked up in this render that were missing or a data plane's own
+        self.looked_up: set[tuple[str, str]] = set()
         for svc in snapshot.services.values():
             meta = f.metadata(svc)
             name, ns = f.name_of(meta), f.namespace_of(meta)
             if name and ns:
                 self.services[(ns, name)] = svc
+                if planes.is_managed(meta.get("labels")):
+                    self.managed.add((ns, name))
         for key in sorted(snapshot.endpoint_slices):
             eps = snapshot.endpoint_slices[key]
             meta = f.metadata(eps)
@@ -121,7 +128,16 @@ class BackendIndex:
         return tuple(out)
 
     def service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.services.get((namespace, name))
+        key = (namespace, name)
+        svc = self.services.get(key)
+        if svc is None or key in self.managed:
+            self.looked_up.add(key)
+        return svc
+
+    def lookup_versions(self, keys: Iterable[tuple[str, str]]) -> tuple[Any, ...]:
+        """``(namespace, name, (uid, resourceVersion) or None)`` of each Service named, in order:
+        what the memo checks of the Services a translation looked up by name (render/memo.py)."""
+        return tuple((ns, name, resource_version(self.services.get((ns, name)))) for ns, name in sorted(keys))
 
     def service_port(self, namespace: str, name: str, port: int | str) -> Mapping[str, Any] | None:
         """The Service's ``spec.ports`` entry with this number (int) or name (str)."""
@@ -211,6 +227,7 @@ def resolve_backend(
         key = (namespace, service, port, type(port), settings)
     cached = index._cache.get(key)
     if cached is not None:
+        index.service(namespace, service)  # (a lookup the memo tracks: see BackendIndex.service)
         return cached
     svc = index.service(namespace, service)
     if svc is None:

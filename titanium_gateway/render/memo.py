@@ -17,10 +17,14 @@ Validity, conservatively:
   translation sees them (:func:`gateway_fingerprint`: never their status), and the
   ``(key, uid, resourceVersion)`` of every GatewayClass, Namespace, ReferenceGrant, Service
   and Secret. EndpointSlices are not among them: clusters are resolved again on every replay,
-  so endpoint churn re-translates nothing;
+  so endpoint churn re-translates nothing. Nor are the Gateways' own data-plane Services
+  (made by the controller, their status written by the load balancer): those, and Services
+  that do not exist, count by name, only once a translation looked them up
+  (``RenderCache.service_lookups``), so a Gateway's data plane appearing or getting its
+  address re-translates only what names it;
 * the Ingress translation (conflicts and canaries make Ingresses depend on each other) is
-  recorded as a whole, valid while every Ingress, IngressClass, Service, Secret and Namespace
-  version, the options and the ports Gateway listeners use are unchanged;
+  recorded as a whole, valid while every Ingress, IngressClass, Service (as above), Secret and
+  Namespace version, the options and the ports Gateway listeners use are unchanged;
 * an object without ``metadata.resourceVersion`` (an offline render of files) is never
   memoized, nor is a recording in which a condition stamped ``snapshot.now`` (a transition:
   the next render must stamp its own ``now``, exactly as a fresh render would; once the status
@@ -34,10 +38,11 @@ render's worth of text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway.render import planes
 from titanium_gateway.render.result import EventRecord, NotOurs, ObjectStatus
 from titanium_gateway.twp.emit import EmitCache
 
@@ -131,6 +136,20 @@ def versions(objects: Mapping[str, Any]) -> tuple[Any, ...] | None:
     return tuple(out)
 
 
+def service_versions(services: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """:func:`versions` of the Services but the Gateways' own data-plane Services (the module
+    doc: those count by name, once looked up)."""
+    out: list[tuple[str, str, str]] = []
+    for key in sorted(services):
+        svc = services[key]
+        ver = resource_version(svc)
+        if ver is None:
+            return None
+        if not planes.is_managed((svc.get("metadata") or {}).get("labels")):
+            out.append((key, *ver))
+    return tuple(out)
+
+
 def gateway_fingerprint(gateways: Mapping[tuple[str, str], Any]) -> tuple[Any, ...]:
     """Everything of our Gateways that an HTTPRoute's translation reads (``_attach``,
     ``_effective_hosts``): identity, acceptance and each listener's attachment facts. Never
@@ -171,9 +190,25 @@ class RenderCache:
         self.texts: dict[str, EmitCache] = {}
         #: the last render's routes (in order) and the unreachable rules found in them
         self.unreachable: tuple[Sequence[Any], Any] | None = None
+        #: (namespace, name) of the Services looked up that were missing or a data plane's own:
+        #: the last item of each of the dependencies above is their versions
+        self.service_lookups: set[tuple[str, str]] = set()
         self.hits = 0
         self.misses = 0
         self.ingress_hits = 0
+
+    def track_lookups(self, looked_up: set[tuple[str, str]],
+                      versions: Callable[[Iterable[tuple[str, str]]], tuple[Any, ...]]) -> None:
+        """After a render's translations: add the Services it looked up by name to the tracked
+        ones, with their versions now (the same snapshot the recordings were made from)."""
+        if looked_up <= self.service_lookups:
+            return
+        self.service_lookups |= looked_up
+        now = versions(self.service_lookups)
+        for name in ("route_deps", "ingress_deps", "ingress_path_deps"):
+            deps = getattr(self, name)
+            if deps is not None:
+                setattr(self, name, (*deps[:-1], now))
 
     def clear(self) -> None:
         self.route_deps = None
@@ -186,6 +221,7 @@ class RenderCache:
         self.clusters = {}
         self.texts = {}
         self.unreachable = None
+        self.service_lookups = set()
 
     @property
     def text(self) -> EmitCache:

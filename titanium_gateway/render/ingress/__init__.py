@@ -162,13 +162,15 @@ class Translator:
     # -- memo (render/memo.py) ---------------------------------------------------------------
     def _open_path_memo(self) -> None:
         """What ``Routes.emit(p)`` reads besides the path, its Ingress and its canary: the
-        options and the Services and Secrets (backends, upstream TLS settings)."""
+        options and the Services and Secrets (backends, upstream TLS settings), the Services
+        tracked by name last (render/memo.py)."""
         cache = self.cache
         if cache is None:
             return
         snap = self.ctx.snapshot
-        parts = (memo.versions(snap.services), memo.versions(snap.secrets))
-        deps = None if any(x is None for x in parts) else (self.options, *parts)
+        parts = (memo.service_versions(snap.services), memo.versions(snap.secrets))
+        deps = None if any(x is None for x in parts) else (
+            self.options, *parts, self.ctx.backends.lookup_versions(cache.service_lookups))  # (last: see memo)
         if deps is None or deps != cache.ingress_path_deps:
             cache.ingress_paths.clear()
             cache.ingress_path_deps = deps

@@ -16,7 +16,7 @@ import gc
 import operator
 from collections.abc import Sequence
 
-from titanium_gateway.render import backendtls as _backendtls
+from titanium_gateway.render import backendtlsstatus as _backendtlsstatus
 from titanium_gateway.render import fields as _fields
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
@@ -153,7 +153,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     # rules no request can reach (the routes are in their final order): events and status notes
     unreachable = _report_unreachable(ctx, _find_unreachable(routes, cache))
     # (each data plane's CA files, the policies' statuses)
-    _backendtls.finish(ctx, ctx.backend_tls, {key: document for key, (document, _) in documents.items()},
+    _backendtlsstatus.finish(ctx, ctx.backend_tls, {key: document for key, (document, _) in documents.items()},
                        _listenerset.parents(listener_sets))
     if cache is not None:
         cache.order, cache.clusters = routes, ctx.cluster_table()

@@ -81,7 +81,7 @@ def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple
     the Gateways not ours too (why, for ``not_ours``); last, the Services tracked by name."""
     snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
-             _memo.service_versions(snapshot.services), _memo.versions(snapshot.backend_tls_policies),
+             ctx.backends.service_versions, _memo.versions(snapshot.backend_tls_policies),
              _memo.versions(snapshot.config_maps) if snapshot.backend_tls_policies else ())
     if any(p is None for p in parts):
         return None
@@ -95,7 +95,7 @@ def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple | None:
     the Services tracked by name."""
     snap = ctx.snapshot
     parts = (*(_memo.versions(objs) for objs in (snap.ingresses, snap.ingress_classes)),
-             _memo.service_versions(snap.services), _memo.versions(snap.secrets), _memo.versions(snap.namespaces))
+             ctx.backends.service_versions, _memo.versions(snap.secrets), _memo.versions(snap.namespaces))
     if any(p is None for p in parts):
         return None
     return (ctx.options, tuple(sorted(ctx.gateway_ports.items())), tuple(sorted(ctx.listeners.items())), *parts,

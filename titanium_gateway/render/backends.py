@@ -93,13 +93,24 @@ class BackendIndex:
         self.managed: set[tuple[str, str]] = set()
         #: the Services looked up in this render that were missing or a data plane's own
         self.looked_up: set[tuple[str, str]] = set()
-        for svc in snapshot.services.values():
+        versions: list[tuple[str, str, str]] | None = []
+        for key in sorted(snapshot.services):
+            svc = snapshot.services[key]
             meta = f.metadata(svc)
             name, ns = f.name_of(meta), f.namespace_of(meta)
+            managed = planes.is_managed(meta.get("labels"))
             if name and ns:
                 self.services[(ns, name)] = svc
-                if planes.is_managed(meta.get("labels")):
+                if managed:
                     self.managed.add((ns, name))
+            ver = resource_version(svc)
+            if ver is None:
+                versions = None
+            elif versions is not None and not managed:
+                versions.append((key, *ver))
+        #: ``(key, uid, resourceVersion)`` of every Service but the data planes' own, in key
+        #: order; None when one has no resourceVersion (render/memo.py)
+        self.service_versions: tuple[Any, ...] | None = None if versions is None else tuple(versions)
         for key in sorted(snapshot.endpoint_slices):
             eps = snapshot.endpoint_slices[key]
             meta = f.metadata(eps)

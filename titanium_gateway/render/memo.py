@@ -20,8 +20,8 @@ Validity, conservatively:
   so endpoint churn re-translates nothing. Nor are the Gateways' own data-plane Services
   (made by the controller, their status written by the load balancer): those, and Services
   that do not exist, count by name, only once a translation looked them up
-  (``RenderCache.service_lookups``), so a Gateway's data plane appearing or getting its
-  address re-translates only what names it;
+  (``BackendIndex.service_versions`` leaves them out; ``RenderCache.service_lookups``), so a
+  Gateway's data plane appearing or getting its address re-translates only what names it;
 * the Ingress translation (conflicts and canaries make Ingresses depend on each other) is
   recorded as a whole, valid while every Ingress, IngressClass, Service (as above), Secret and
   Namespace version, the options and the ports Gateway listeners use are unchanged;
@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from titanium_gateway.render import planes
 from titanium_gateway.render.result import EventRecord, NotOurs, ObjectStatus
 from titanium_gateway.twp.emit import EmitCache
 
@@ -133,20 +132,6 @@ def versions(objects: Mapping[str, Any]) -> tuple[Any, ...] | None:
         if ver is None:
             return None
         out.append((key, *ver))
-    return tuple(out)
-
-
-def service_versions(services: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """:func:`versions` of the Services but the Gateways' own data-plane Services (the module
-    doc: those count by name, once looked up)."""
-    out: list[tuple[str, str, str]] = []
-    for key in sorted(services):
-        svc = services[key]
-        ver = resource_version(svc)
-        if ver is None:
-            return None
-        if not planes.is_managed((svc.get("metadata") or {}).get("labels")):
-            out.append((key, *ver))
     return tuple(out)
 
 

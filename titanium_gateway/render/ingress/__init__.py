@@ -168,7 +168,7 @@ class Translator:
         if cache is None:
             return
         snap = self.ctx.snapshot
-        parts = (memo.service_versions(snap.services), memo.versions(snap.secrets))
+        parts = (self.ctx.backends.service_versions, memo.versions(snap.secrets))
         deps = None if any(x is None for x in parts) else (
             self.options, *parts, self.ctx.backends.lookup_versions(cache.service_lookups))  # (last: see memo)
         if deps is None or deps != cache.ingress_path_deps:

@@ -3,7 +3,8 @@
 ``DataPlane(config_dir, ...)``: ``await start()`` serves the admin port at once (``/readyz``
 503 until a config is loaded), loads the config directory, binds the listeners of the first
 config that loads (``--bind-address`` replaces ``0.0.0.0``) and polls the directory for
-changes. Listeners are bound once: a later config with another listener set is logged, not
+changes. Each listener serves HTTP/1.1 (aiohttp) and HTTP/2 (``h2server``): h2c with prior
+knowledge on a plain listener, h2 by ALPN on a decrypting one. Listeners are bound once: a later config with another listener set is logged, not
 applied (the contract rolls the pods for that). ``run_in_thread()`` runs one in a background
 thread (tests).
 """
@@ -29,6 +30,8 @@ from aiohttp import web
 from titanium_gateway import __version__
 from titanium_gateway.contract.balancing import Balancer
 from titanium_gateway.contract.policies import FixedWindowLimiter
+from titanium_gateway.reference_dataplane.h2client import H2Pool
+from titanium_gateway.reference_dataplane.h2server import H2ServerConnection, ListenerProtocol
 from titanium_gateway.reference_dataplane.metrics import CONTENT_TYPE_LATEST, DataPlaneMetrics
 from titanium_gateway.reference_dataplane.proxy import Proxy
 from titanium_gateway.reference_dataplane.source import ConfigSource, LoadedState
@@ -61,6 +64,9 @@ class DataPlane:
         self.limiter = FixedWindowLimiter()
         self.proxy = Proxy(self, rnd)
         self.session: aiohttp.ClientSession = None  # type: ignore[assignment]  # made in start()
+        self.h2pool: H2Pool = None  # type: ignore[assignment]  # made in start()
+        self._servers: list[asyncio.Server] = []
+        self._h2_connections: set[H2ServerConnection] = set()
         #: config listener port -> (address, bound port) once bound
         self.bound: dict[int, tuple[str, int]] = {}
         self.bound_listeners: frozenset[tuple[str, int, bool]] | None = None
@@ -78,6 +84,7 @@ class DataPlane:
             connector=aiohttp.TCPConnector(limit=0),
             cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, skip_auto_headers=_NO_AUTO_HEADERS,
             timeout=aiohttp.ClientTimeout(total=None), trust_env=False)
+        self.h2pool = H2Pool()
         await self._start_admin()
         await self.poll(force=True)
         self._poll_task = asyncio.get_running_loop().create_task(self._poll_loop())
@@ -87,13 +94,24 @@ class DataPlane:
             self._poll_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._poll_task
+        for server in self._servers:
+            server.close()
+        for conn in list(self._h2_connections):
+            await conn.shutdown()
+        self._h2_connections.clear()
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 5)
+        self._servers.clear()
         if self._admin_runner is not None:
             await self._admin_runner.cleanup()
             self._admin_runner = None
         await self.proxy.close()
+        if self.h2pool is not None:
+            await self.h2pool.close()
         if self.session is not None:
             await self.session.close()
         if self.stopped is not None:
@@ -160,6 +178,7 @@ class DataPlane:
 
     async def _bind(self, listeners: tuple[m.Listener, ...]) -> None:
         bound: dict[int, tuple[str, int]] = {}
+        loop = asyncio.get_running_loop()
         for listener in listeners:
             host = self.bind_address if self.bind_address and listener.host == "0.0.0.0" else listener.host
             server = web.Server(partial(self.proxy.handle, listener), auto_decompress=False, access_log=None,
@@ -167,19 +186,27 @@ class DataPlane:
             runner = web.ServerRunner(server, handle_signals=False)
             await runner.setup()
             ssl_ctx = listener_context(self._certificates, self._tls_rejected) if listener.decrypt_ssl else None
-            site = web.TCPSite(runner, host, listener.port, ssl_context=ssl_ctx, reuse_address=True)
+            factory = partial(ListenerProtocol, server, partial(self._h2_connection, listener),
+                              listener.decrypt_ssl, self._h2_connections.add)
             try:
-                await site.start()
+                tcp = await loop.create_server(factory, host, listener.port, ssl=ssl_ctx, reuse_address=True)
             except OSError as exc:
                 await runner.cleanup()
                 self.fail(f"cannot bind listener {host}:{listener.port}: {exc}")
                 return
             self._runners.append(runner)
-            addr = runner.addresses[0]
+            self._servers.append(tcp)
+            addr = tcp.sockets[0].getsockname()
             bound[listener.port] = (str(addr[0]), int(addr[1]))
-            log.info("listening on %s:%d (%s)", host, listener.port, "TLS" if listener.decrypt_ssl else "HTTP")
+            log.info("listening on %s:%d (%s)", host, listener.port,
+                     "TLS; HTTP/1.1 and h2" if listener.decrypt_ssl else "HTTP/1.1 and h2c")
         self.bound = bound
         self.bound_listeners = frozenset((x.host, x.port, x.decrypt_ssl) for x in listeners)
+
+    def _h2_connection(self, listener: m.Listener) -> H2ServerConnection:
+        conn = H2ServerConnection(partial(self.proxy.handle_h2, listener))
+        conn.on_lost = self._h2_connections.discard
+        return conn
 
     # -- admin ---------------------------------------------------------------------------------
     async def _start_admin(self) -> None:

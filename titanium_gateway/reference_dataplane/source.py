@@ -22,7 +22,12 @@ from pathlib import Path
 
 from titanium_gateway.contract.files import read_file
 from titanium_gateway.contract.values import client_tls
-from titanium_gateway.reference_dataplane.tls import CertificateError, client_context, server_context_from_pfx
+from titanium_gateway.reference_dataplane.tls import (
+    H2_ALPN,
+    CertificateError,
+    client_context,
+    server_context_from_pfx,
+)
 from titanium_gateway.twp import model as m
 from titanium_gateway.twp.load import ROOT_FILE, Config, ConfigError, load_config
 
@@ -37,6 +42,8 @@ class LoadedState:
     root: bytes
     server_contexts: dict[str, ssl.SSLContext] = field(repr=False)  # by certificate file
     client_contexts: dict[m.UpstreamTls | None, ssl.SSLContext] = field(repr=False)
+    #: the same checks, offering h2 by ALPN (the HTTP/2 client's)
+    h2_client_contexts: dict[m.UpstreamTls | None, ssl.SSLContext] = field(repr=False, default_factory=dict)
     generation: int = 0
     loaded_at: float = 0.0
 
@@ -148,10 +155,12 @@ class ConfigSource:
             raise Unchanged
         servers = {c.file: server_context_from_pfx(files[c.file], c.file) for c in config.certificates}
         clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {None: client_context(files, None)}
+        h2_clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {None: client_context(files, None, H2_ALPN)}
         for cluster in config.clusters.values():
             tls = client_tls(cluster)
             if tls is not None and tls not in clients:
                 clients[tls] = client_context(files, tls)
+                h2_clients[tls] = client_context(files, tls, H2_ALPN)
         self.generation += 1
         self._loaded_digest = digest.digest()
-        return LoadedState(config, root, servers, clients, self.generation, time.time())
+        return LoadedState(config, root, servers, clients, h2_clients, self.generation, time.time())

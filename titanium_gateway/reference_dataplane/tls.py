@@ -19,7 +19,11 @@ from titanium_gateway.contract.certificates import select_certificate
 from titanium_gateway.contract.upstream import names_match
 from titanium_gateway.twp import model as m
 
+#: What a decrypting listener offers: HTTP/2 first, so a client that can picks it.
+SERVER_ALPN = ["h2", "http/1.1"]
+#: What the HTTP/1.1 client (aiohttp) offers a ``useHttps`` destination, and what the HTTP/2 one does.
 ALPN = ["http/1.1"]
+H2_ALPN = ["h2", "http/1.1"]
 
 
 class CertificateError(Exception):
@@ -41,7 +45,7 @@ def load_chain_from_memory(ctx: ssl.SSLContext, pem: bytes) -> None:
 def _server_context() -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.set_alpn_protocols(ALPN)
+    ctx.set_alpn_protocols(SERVER_ALPN)
     return ctx
 
 
@@ -93,7 +97,7 @@ def listener_context(current: Callable[[], tuple[tuple[m.Certificate, ...], dict
     return base
 
 
-def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None) -> ssl.SSLContext:
+def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None, alpn: list[str] = ALPN) -> ssl.SSLContext:
     """The context for ``useHttps`` destinations. The certificate chain is validated against
     ``caFile`` alone when given, else the system's trust store (``systemRoots: true`` says so
     explicitly). The name checked: ``serverName`` (also the SNI sent: the caller passes it as
@@ -101,7 +105,7 @@ def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None) -> ssl.SS
     entry against the certificate's DNS names, a URI entry against its URIs), checked once the
     handshake is done and before any request byte is sent; without either, the name connected
     to (the destination address). ``certFile``/``keyFile`` are the client certificate.
-    ``files`` holds the bytes of the named files (read by the config source)."""
+    ``alpn``: the protocols offered (the HTTP/2 client's context offers ``h2`` too). ``files`` holds the bytes of the named files (read by the config source)."""
     if tls is not None and tls.ca_file:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # (verifies the chain and the name; no default anchors)
         try:
@@ -110,7 +114,7 @@ def client_context(files: dict[str, bytes], tls: m.UpstreamTls | None) -> ssl.SS
             raise CertificateError(f"{tls.ca_file}: not PEM certificates ({exc})") from None
     else:
         ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-    ctx.set_alpn_protocols(ALPN)
+    ctx.set_alpn_protocols(alpn)
     if tls is not None and tls.subject_alt_names:
         ctx.check_hostname = False  # (the names are checked after the handshake instead)
         ctx.verify_mode = ssl.CERT_REQUIRED

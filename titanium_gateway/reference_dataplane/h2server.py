@@ -1,0 +1,137 @@
+"""A listener's connections: HTTP/1.1 (aiohttp) or HTTP/2 (h2), chosen per connection.
+
+On a decrypting listener the TLS handshake's ALPN decides (``h2``, else HTTP/1.1); on a plain
+one, a connection that starts with the HTTP/2 connection preface is h2c with prior knowledge,
+any other is HTTP/1.1. Each HTTP/2 stream runs the proxy's handler in a task of its own; a
+RST_STREAM from the client (or the connection's loss) cancels that task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import h2.events
+
+from titanium_gateway.reference_dataplane.h2conn import PREFACE, H2Endpoint, Stream
+
+log = logging.getLogger("titanium.reference_dataplane.h2")
+
+StreamHandler = Callable[[Stream, str], Awaitable[None]]
+
+
+class H2ServerConnection(H2Endpoint):
+    client_side = False
+
+    def __init__(self, handler: StreamHandler) -> None:
+        super().__init__()
+        self._handler = handler
+        self._tasks: dict[int, asyncio.Task] = {}
+        self.peer = ""
+        self.on_lost: Callable[[H2ServerConnection], None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        self.peer = str(peer[0]) if peer else ""
+        super().connection_made(transport)
+
+    def stream_opened(self, stream: Stream) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(stream))
+        self._tasks[stream.id] = task
+
+    async def _run(self, stream: Stream) -> None:
+        try:
+            await self._handler(stream, self.peer)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("HTTP/2 stream %d failed", stream.id)
+            stream.reset()
+        finally:
+            self._tasks.pop(stream.id, None)
+            self.forget_if_closed(stream)
+            if self.going_away and not self._tasks:
+                self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for task in list(self._tasks.values()):
+            task.cancel()
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+    def stream_lost(self, stream: Stream) -> None:
+        task = self._tasks.get(stream.id)
+        if task is not None and not task.done():
+            task.cancel()
+
+    def terminated(self, event: h2.events.ConnectionTerminated) -> None:
+        """GOAWAY from the client: the streams it opened run to their end, then the connection closes."""
+        self.going_away = True
+        if not self._tasks:
+            self.close()
+
+    async def shutdown(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close_connection()
+            self.flush()
+        for task in list(self._tasks.values()):
+            task.cancel()
+        self.close()
+
+
+class ListenerProtocol(asyncio.Protocol):
+    """The protocol of each accepted connection until it knows which one to hand it to."""
+
+    def __init__(self, http1: Callable[[], asyncio.Protocol], http2: Callable[[], H2ServerConnection],
+                 tls: bool, on_h2: Callable[[H2ServerConnection], None]) -> None:
+        self._http1, self._http2, self._tls, self._on_h2 = http1, http2, tls, on_h2
+        self._transport: asyncio.Transport | None = None
+        self._buffer = b""
+        self._chosen: asyncio.Protocol | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        if self._tls:  # asyncio reports the connection once the handshake is done
+            sslobj = transport.get_extra_info("ssl_object")
+            alpn = sslobj.selected_alpn_protocol() if sslobj is not None else None
+            self._hand_over(alpn == "h2")
+
+    def data_received(self, data: bytes) -> None:
+        if self._chosen is not None:  # (only when a protocol forwards to us; not expected)
+            self._chosen.data_received(data)
+            return
+        self._buffer += data
+        n = min(len(self._buffer), len(PREFACE))
+        if self._buffer[:n] != PREFACE[:n]:
+            self._hand_over(False)
+        elif len(self._buffer) >= len(PREFACE):
+            self._hand_over(True)
+
+    def eof_received(self) -> bool | None:
+        if self._chosen is None:
+            self._hand_over(False)
+            return self._chosen.eof_received() if self._chosen is not None else None  # type: ignore[union-attr]
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._chosen is not None:
+            self._chosen.connection_lost(exc)
+
+    def _hand_over(self, http2: bool) -> None:
+        assert self._transport is not None
+        proto: asyncio.Protocol
+        if http2:
+            conn = self._http2()
+            self._on_h2(conn)
+            proto = conn
+        else:
+            proto = self._http1()
+        self._chosen = proto
+        self._transport.set_protocol(proto)
+        proto.connection_made(self._transport)
+        data, self._buffer = self._buffer, b""
+        if data:
+            proto.data_received(data)

@@ -31,6 +31,7 @@ class Rule:
 
 C = "contract"
 D = "contract: Decisions"
+P = "contract: Protocols"
 B = "Gateway API page: Behavior that differs"
 ING = "Ingress page: Annotations"
 
@@ -163,6 +164,29 @@ _RULES = [
          "true trusts the data plane's system CA store instead of caFile"),
     Rule("c.tls.no-plaintext", f"{C}: clusters", "A destination with useHttps: true never falls back to plaintext",
          "a TLS or validation failure answers 502 for that request"),
+    # -- Protocols ---------------------------------------------------------------------------
+    Rule("proto.h2c", P, "cleartext h2c with prior knowledge on a plain one",
+         "a plain listener serves HTTP/2 to a client that starts with the connection preface"),
+    Rule("proto.h2-alpn", P, "ALPN h2 on a decrypting listener", "a decrypting listener offers h2 by ALPN"),
+    Rule("proto.h2-upstream", P, "is forwarded over HTTP/2 (h2c to a plain destination",
+         "an HTTP/2 client's request reaches a plain destination over h2c"),
+    Rule("proto.h2-upstream-tls", P, "h2 to a useHttps one",
+         "an HTTP/2 client's request reaches a useHttps destination over h2 by ALPN, with httpClient.tls"),
+    Rule("proto.h2-fallback", P, "Decision where the contract is silent: a destination that does not speak HTTP/2",
+         "is reached over HTTP/1.1 (Host = :authority)"),
+    Rule("proto.trailers", P, "trailers (grpc-status, grpc-message)", "relayed to the client"),
+    Rule("proto.reset", P, "resets are relayed", "a client's RST_STREAM reaches the destination as a reset"),
+    Rule("proto.streams", P, "streams", "concurrent streams on one connection, each its own request"),
+    Rule("proto.flow", P, "flow control", "bodies larger than every window pass both ways"),
+    Rule("proto.http1", P, "An HTTP/1.1 client is forwarded over HTTP/1.1", "HTTP/1.1 in, HTTP/1.1 out"),
+    Rule("proto.match", P, "Routes match HTTP/2 requests exactly as HTTP/1.1 ones",
+         ":authority is the host, :path the path"),
+    Rule("proto.direct", P, "A directResponse to an HTTP/2 request is an HTTP/2 response",
+         "and so are redirects, 404 and the other answers of the data plane"),
+    Rule("proto.features", P, "Transforms, policies, mirror, timeouts and weighted clusters",
+         "apply to HTTP/2 requests as to HTTP/1.1 ones"),
+    Rule("proto.websocket", P, "an HTTP/1.1 Upgrade: websocket request is passed through",
+         "after the destination's 101, bytes flow both ways until either side closes"),
     # -- Decisions ---------------------------------------------------------------------------
     Rule("d.precedence", D, "Route precedence is the full Gateway API order",
          "the render orders; the data plane follows order only"),
@@ -224,9 +248,7 @@ RULES: dict[str, Rule] = {r.id: r for r in _RULES}
 assert len(RULES) == len(_RULES), "duplicate rule id"
 
 #: Rules the reference data plane does not implement, with the reason (also in docs/reference-dataplane.md).
-KNOWN_GAPS: dict[str, str] = {
-    "i.h2": "the reference data plane speaks HTTP/1.1 only, to clients (ALPN http/1.1) and to destinations",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 #: Spec items that concern the render, the chart or the controller, not the data plane.
 NOT_DATA_PLANE: dict[str, str] = {

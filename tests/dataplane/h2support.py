@@ -6,7 +6,8 @@ The backend answers every stream with a JSON echo of the request (``protocol`` "
 ``method``, ``path``, ``authority``, ``scheme``, ``headers``, ``body_length``, ``body_sha256``).
 Controls (request headers): ``x-echo-size: N`` a body of N bytes instead (``b"x" * N``),
 ``x-echo-trailer: name: value`` (repeatable) trailers after the body, ``x-echo-status``,
-``x-echo-hold`` no answer at all (the stream stays open until the client resets it). It
+``x-echo-hold`` no answer at all (the stream stays open until the client resets it),
+``x-echo-reset: CODE`` the head and a first piece of body, then RST_STREAM with CODE. It
 records each stream's request and whether the stream was reset (``resets``).
 """
 
@@ -170,6 +171,11 @@ class H2EchoBackend:
         try:
             c.conn.send_headers(stream_id, out)
             await c.flush()
+            if "x-echo-reset" in h:
+                await c.send(stream_id, b"partial", end=False)
+                c.conn.reset_stream(stream_id, int(h["x-echo-reset"]))
+                await c.flush()
+                return
             await c.send(stream_id, payload, end=not trailers)
             if trailers:
                 c.conn.send_headers(stream_id, trailers, end_stream=True)

@@ -112,6 +112,8 @@ def test_h2c_client_to_an_http1_destination(harness, backends) -> None:
     assert header_lines(got, "host") == [f"{HOST}:8080"] and header_lines(got, "x-custom") == ["v"]
     # remembered: the next request goes straight to HTTP/1.1
     assert run(one(port, "GET", "/again")).json()["path"] == "/again"
+    head = run(one(port, "HEAD", "/head"))
+    assert head.status == 200 and head.body == b"" and int(head.header("content-length")) > 0
 
 
 @covers("proto.h2-alpn", "proto.h2-upstream")
@@ -208,6 +210,14 @@ def test_a_client_reset_reaches_the_destination_as_a_reset(harness, h2backends) 
 
     assert run(go()).status == 200
     assert be.resets == ["/held"]
+
+
+@covers("proto.reset")
+def test_a_destination_reset_reaches_the_client_as_a_reset(harness, h2backends) -> None:
+    be = h2backends("h2")
+    port = serve(harness, [route("r", 1)], [cluster("be", [be.destination()])])
+    r = run(one(port, "GET", "/x", headers=[("x-echo-reset", "11")]))  # ENHANCE_YOUR_CALM
+    assert r.status == 200 and r.reset == 11
 
 
 @covers("proto.streams")

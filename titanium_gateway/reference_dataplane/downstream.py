@@ -54,8 +54,9 @@ class Downstream(Protocol):
     async def finish(self, trailers: Headers = ()) -> None:
         """End the response (with trailers where the protocol carries them)."""
 
-    def abort(self) -> None:
-        """Give up on a started response: the client sees it end abnormally."""
+    def abort(self, code: int | None = None) -> None:
+        """Give up on a started response: the client sees it end abnormally (an HTTP/2 stream
+        is reset with ``code``, else INTERNAL_ERROR; an HTTP/1.1 connection is closed)."""
 
     def body(self) -> AsyncIterator[bytes]: ...
 
@@ -97,7 +98,7 @@ class H1Downstream:
         assert self.response is not None
         await self.response.write_eof()
 
-    def abort(self) -> None:
+    def abort(self, code: int | None = None) -> None:
         if self.request.transport is not None:
             self.request.transport.close()
 
@@ -155,16 +156,16 @@ class H2Downstream:
         await self.stream.send_head([(":status", str(status)), *fields], end=end)
 
     async def write(self, data: bytes) -> None:
-        if data:
+        if data and self.method != "HEAD":  # (a HEAD response has no body; its Content-Length stays)
             await self.stream.send_data(data)
 
     async def finish(self, trailers: Headers = ()) -> None:
         if not self.stream.local_ended:
             await self.stream.end(tuple(h2_fields(trailers)))
 
-    def abort(self) -> None:
+    def abort(self, code: int | None = None) -> None:
         with contextlib.suppress(Exception):
-            self.stream.reset(h2.errors.ErrorCodes.INTERNAL_ERROR)
+            self.stream.reset(h2.errors.ErrorCodes.INTERNAL_ERROR if code is None else code)
 
     def body(self) -> AsyncIterator[bytes]:
         return self.stream.chunks()

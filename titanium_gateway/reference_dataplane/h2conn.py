@@ -107,6 +107,8 @@ class Stream:
     def _fail(self, exc: BaseException) -> None:
         if self.error is None:
             self.error = exc
+        while self._chunks:  # nobody will read them: the connection's window reopens
+            self.endpoint.acknowledge(self.id, self._chunks.popleft()[1])
         if not self._head.done():
             self._head.set_exception(exc)
             self._head.exception()  # (retrieved: no "never retrieved" warning when nobody waits)
@@ -273,6 +275,7 @@ class H2Endpoint(asyncio.Protocol):
             self.transport.close()
 
     def acknowledge(self, stream_id: int, flow: int) -> None:
+        """Reopen the windows (a closed stream's: the connection's alone, as h2 does)."""
         if flow and not self.closed:
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self.conn.acknowledge_received_data(flow, stream_id)

@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+import h2.errors
 import h2.events
 
 from titanium_gateway.reference_dataplane.h2conn import PREFACE, H2Endpoint, Stream
@@ -51,6 +52,8 @@ class H2ServerConnection(H2Endpoint):
             stream.reset()
         finally:
             self._tasks.pop(stream.id, None)
+            if not stream.closed:  # the answer is complete (NO_ERROR) or given up (CANCEL): stop the body
+                stream.reset(h2.errors.ErrorCodes.NO_ERROR if stream.local_ended else h2.errors.ErrorCodes.CANCEL)
             self.forget_if_closed(stream)
             if self.going_away and not self._tasks:
                 self.close()

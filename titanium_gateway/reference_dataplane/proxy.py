@@ -372,7 +372,7 @@ class Proxy:
                 await down.write(chunk)
         except UPSTREAM_BODY_ERRORS as exc:
             log.debug("the upstream response of %s ended early: %r", dest.id, exc)
-            down.abort()
+            down.abort(exc.code if isinstance(exc, StreamReset) else None)  # (a destination's reset, relayed)
             return
         await down.finish(resp.trailers)
 

@@ -59,9 +59,9 @@ class H2ClientConnection(H2Endpoint):
 
     def open_stream(self, headers: list[tuple[str, str]], end: bool) -> Stream:
         stream_id = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(stream_id, headers, end_stream=end)
         stream = Stream(self, stream_id)
         self.streams[stream_id] = stream
-        self.conn.send_headers(stream_id, headers, end_stream=end)
         stream.local_ended = end
         self.flush()
         return stream

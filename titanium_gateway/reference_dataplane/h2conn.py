@@ -344,14 +344,12 @@ class H2Endpoint(asyncio.Protocol):
         log.debug("HTTP/2 protocol error: %s", exc)
 
     def terminated(self, event: h2.events.ConnectionTerminated) -> None:
-        """GOAWAY from a server: our streams above ``last_stream_id`` were not processed; the
-        others run on. (A server endpoint overrides this.)"""
+        """GOAWAY: the h2 library takes no frame of the connection after it, so every stream
+        still open ends (ConnectionError) and the connection closes."""
         self.going_away = True
-        last = event.last_stream_id or 0
+        error = ConnectionError(f"HTTP/2 connection closed by the peer (GOAWAY {_code_name(event.error_code)})")
         for stream in list(self.streams.values()):
-            if stream.id > last:
-                stream._fail(ConnectionError("HTTP/2 connection going away"))
-                self.streams.pop(stream.id, None)
-                self.stream_lost(stream)
-        if not self.streams:
-            self.close()
+            stream._fail(error)
+            self.stream_lost(stream)
+        self.streams.clear()
+        self.close()

@@ -70,12 +70,6 @@ class H2ServerConnection(H2Endpoint):
         if task is not None and not task.done():
             task.cancel()
 
-    def terminated(self, event: h2.events.ConnectionTerminated) -> None:
-        """GOAWAY from the client: the streams it opened run to their end, then the connection closes."""
-        self.going_away = True
-        if not self._tasks:
-            self.close()
-
     async def shutdown(self) -> None:
         with contextlib.suppress(Exception):
             self.conn.close_connection()

@@ -198,6 +198,9 @@ class Proxy:
             ex.status = ex.status or 499
         except ConnectionError:
             ex.status = ex.status or 499
+        except asyncio.CancelledError:  # an HTTP/2 client reset its stream, or left
+            ex.status = ex.status or 499
+            raise
         except Exception:
             log.exception("request %s %s failed", req.method, down.target)
             if not down.started:

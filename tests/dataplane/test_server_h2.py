@@ -298,8 +298,9 @@ def test_timeouts_answer_504_over_h2_and_reset_the_destination_stream(harness, h
 
 
 # -- gRPC (grpcio as client and server) ---------------------------------------------------------
-def test_grpc_through_the_data_plane(harness) -> None:
-    grpc = pytest.importorskip("grpc")
+def _grpc_server(grpc):
+    """A gRPC server of raw bytes: pkg.Echo/Say (unary, trailer x-trailer, "fail" -> PERMISSION_DENIED),
+    pkg.Echo/Count (server streaming), pkg.Echo/Chat (bidirectional: each message back, reversed)."""
     from concurrent import futures
 
     def unary(request: bytes, context) -> bytes:
@@ -313,19 +314,33 @@ def test_grpc_through_the_data_plane(harness) -> None:
         for i in range(int(request)):
             yield b"item-%d" % i
 
+    def chat(requests, context):
+        for message in requests:
+            yield message[::-1]
+
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("pkg.Echo", {
         "Say": grpc.unary_unary_rpc_method_handler(unary),
         "Count": grpc.unary_stream_rpc_method_handler(stream),
+        "Chat": grpc.stream_stream_rpc_method_handler(chat),
     }),))
     gport = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    return server, gport
+
+
+GRPC_OPTIONS = [("grpc.default_authority", HOST), ("grpc.enable_http_proxy", 0)]
+
+
+@covers("proto.trailers", "proto.streams", "proto.h2-upstream")
+def test_grpc_through_the_data_plane(harness) -> None:
+    grpc = pytest.importorskip("grpc")
+    server, gport = _grpc_server(grpc)
     try:
         port = serve(harness, [route("grpc", 1, {"host": HOST, "path": "/pkg.Echo/", "pathKind": "Prefix"})],
                      [cluster("be", [{"id": "g", "address": "127.0.0.1", "port": gport, "weight": 1,
                                       "useHttps": False}])])
-        options = [("grpc.default_authority", HOST), ("grpc.enable_http_proxy", 0)]
-        with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options=GRPC_OPTIONS) as channel:
             say = channel.unary_unary("/pkg.Echo/Say")
             reply, call = say.with_call(b"hello", metadata=(("x-meta", "m"),), timeout=10)
             assert reply == b"echo:hello:m" and call.code() == grpc.StatusCode.OK
@@ -338,6 +353,26 @@ def test_grpc_through_the_data_plane(harness) -> None:
             with pytest.raises(grpc.RpcError) as err:  # no route for the method: 404 -> UNIMPLEMENTED
                 channel.unary_unary("/other.Svc/M")(b"x", timeout=10)
             assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+            messages = [bytes([i % 256]) * (1000 + i * 997) for i in range(200)]  # ~20 MB each way
+            replies = list(channel.stream_stream("/pkg.Echo/Chat")(iter(messages), timeout=30))
+            assert replies == [m[::-1] for m in messages]
+    finally:
+        server.stop(0)
+
+
+@covers("proto.h2-alpn")
+def test_grpc_over_tls_by_alpn(harness, ca) -> None:
+    grpc = pytest.importorskip("grpc")
+    server, gport = _grpc_server(grpc)
+    try:
+        port = serve(harness, [route("grpc", 1, {"host": HOST})],
+                     [cluster("be", [{"id": "g", "address": "127.0.0.1", "port": gport, "weight": 1,
+                                      "useHttps": False}])], tls_ca=ca)
+        credentials = grpc.ssl_channel_credentials(root_certificates=ca.pem)
+        options = [*GRPC_OPTIONS, ("grpc.ssl_target_name_override", HOST)]
+        with grpc.secure_channel(f"127.0.0.1:{port}", credentials, options=options) as channel:
+            reply = channel.unary_unary("/pkg.Echo/Say")(b"tls", metadata=(("x-meta", "s"),), timeout=10)
+            assert reply == b"echo:tls:s"
     finally:
         server.stop(0)
 

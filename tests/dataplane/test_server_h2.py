@@ -8,7 +8,6 @@ import asyncio
 import hashlib
 import json
 import ssl
-from typing import Any
 
 import pytest
 
@@ -20,7 +19,7 @@ import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 
 from tests.dataplane.docs import cluster, document, listener, route  # noqa: E402
-from tests.dataplane.h2support import H2Client, H2EchoBackend, run  # noqa: E402
+from tests.dataplane.h2support import H2Client, run  # noqa: E402
 from tests.dataplane.rules import covers  # noqa: E402
 from tests.dataplane.support import (  # noqa: E402
     Issuer,
@@ -31,20 +30,6 @@ from tests.dataplane.support import (  # noqa: E402
 )
 
 HOST = "grpc.example.com"
-
-
-@pytest.fixture
-def h2backends():
-    made: list[H2EchoBackend] = []
-
-    def make(name: str = "h2be", **kw: Any) -> H2EchoBackend:
-        b = H2EchoBackend(name, **kw)
-        made.append(b)
-        return b
-
-    yield make
-    for b in made:
-        b.stop()
 
 
 @pytest.fixture(scope="module")

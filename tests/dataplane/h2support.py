@@ -130,8 +130,6 @@ class H2EchoBackend:
                 for ev in conn.receive_data(data):
                     if isinstance(ev, h2.events.RequestReceived):
                         streams[ev.stream_id] = {"headers": _text(ev.headers), "body": bytearray()}
-                        if ev.stream_ended:
-                            tasks.add(asyncio.ensure_future(self._answer(c, ev.stream_id, streams[ev.stream_id])))
                     elif isinstance(ev, h2.events.DataReceived):
                         streams[ev.stream_id]["body"] += ev.data
                         conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)

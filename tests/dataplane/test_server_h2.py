@@ -136,6 +136,27 @@ def test_h2_to_a_use_https_destination_with_the_cluster_tls(harness, ca, h2backe
     assert r.status == 200 and r.json()["scheme"] == "https" and r.json()["protocol"] == "HTTP/2"
 
 
+@covers("proto.h2-upstream-tls", "files.reload")
+def test_a_reloaded_ca_applies_to_new_h2_streams(harness, ca, h2backends) -> None:
+    """Pooled HTTP/2 connections made with the previous config's TLS context take no new stream."""
+    up_ca = Issuer("Upstream CA")
+    cert, key = up_ca.issue("backend", dns=["backend.internal"])
+    be = h2backends("h2tls", tls=server_context(cert, key))
+    tls = {"caFile": "up-ca.crt", "serverName": "backend.internal"}
+    doc = document([route("r", 1)], [cluster("be", [be.destination(https=True)], httpClient={"tls": tls})],
+                   listeners=[listener(free_port())])
+    port = doc["listeners"][0]["port"]
+    harness.write(doc, {"up-ca.crt": up_ca.pem})
+    harness.start()
+    wait_for(lambda: harness.dp is not None and harness.dp.ready)
+    assert run(one(port, "GET", "/before")).status == 200
+    generation = harness.dp.state.generation
+    harness.write(doc, {"up-ca.crt": Issuer("Another CA").pem})
+    wait_for(lambda: harness.dp.state.generation > generation)
+    assert run(one(port, "GET", "/after")).status == 502
+    assert [r["path"] for r in be.requests] == ["/before"], be.requests
+
+
 def test_h2_to_a_use_https_destination_signed_by_another_ca_answers_502(harness, ca, h2backends) -> None:
     other = Issuer("Other CA")
     cert, key = other.issue("backend", dns=["backend.internal"])

@@ -25,7 +25,7 @@ HTTP1_MEMORY = 60.0
 #: Seconds a plain destination has to answer the connection preface.
 PREFACE_TIMEOUT = 10.0
 
-Key = tuple[str, int, bool, int, str | None]
+Key = tuple[str, int, "ssl.SSLContext | None", "str | None"]
 
 
 class NotHttp2(Exception):
@@ -109,7 +109,7 @@ class H2Pool:
 
     @staticmethod
     def key(address: str, port: int, ssl_ctx: ssl.SSLContext | None, server_name: str | None) -> Key:
-        return (address, port, ssl_ctx is not None, id(ssl_ctx), server_name)
+        return (address, port, ssl_ctx, server_name)
 
     def http1_only(self, key: Key) -> bool:
         until = self._http1.get(key)
@@ -185,6 +185,17 @@ class H2Pool:
         except BaseException:
             response.close()
             raise
+
+    def retain(self, contexts: set[ssl.SSLContext]) -> None:
+        """A new config was loaded: connections made with a TLS context it no longer has take no
+        new stream, and close once their streams are done."""
+        for key in [k for k in self._connections if k[2] is not None and k[2] not in contexts]:
+            for conn in self._connections.pop(key):
+                conn.going_away = True
+                if not conn.streams:
+                    conn.close()
+        for key in [k for k in self._http1 if k[2] is not None and k[2] not in contexts]:
+            del self._http1[key]
 
     async def close(self) -> None:
         for conns in self._connections.values():

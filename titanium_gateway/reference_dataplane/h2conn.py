@@ -219,7 +219,7 @@ class H2Endpoint(asyncio.Protocol):
         self.streams: dict[int, Stream] = {}
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.going_away = False  # GOAWAY received: no new streams
+        self.going_away = False  # no new streams (a GOAWAY, or a pool connection retired): closes when idle
         self.settings_received = False
         self._writable = asyncio.Event()
         self._writable.set()

@@ -194,9 +194,7 @@ class Proxy:
                         down.abort()
             if ex.tunnel is not None:
                 await tunnel(*ex.tunnel)
-        except (ConnectionResetError, aiohttp.ClientConnectionResetError, StreamReset):
-            ex.status = ex.status or 499
-        except ConnectionError:
+        except (ConnectionError, aiohttp.ClientConnectionResetError, StreamReset):  # the client left
             ex.status = ex.status or 499
         except asyncio.CancelledError:  # an HTTP/2 client reset its stream, or left
             ex.status = ex.status or 499

@@ -150,6 +150,8 @@ class DataPlane:
         config = state.config
         self.metrics.loaded(config.config_hash, len(config.routes), len(config.clusters), state.loaded_at)
         self.balancer.retain(config.clusters.values())
+        if self.h2pool is not None:
+            self.h2pool.retain(set(state.h2_client_contexts.values()))
         if previous is None or previous.config_hash != state.config_hash:
             log.info("config %s loaded: %d listener(s), %d route(s), %d cluster(s), %d certificate(s)",
                      config.config_hash[:12], len(config.listeners), len(config.routes), len(config.clusters),

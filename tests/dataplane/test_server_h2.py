@@ -86,6 +86,36 @@ def test_h2c_prior_knowledge_to_an_h2c_destination(harness, h2backends) -> None:
     assert run(one(port, "GET", "/elsewhere")).status == 404
 
 
+@covers("proto.h2c", "proto.http1")
+def test_the_protocol_is_told_from_first_bytes_split_across_reads(harness, backends) -> None:
+    import socket
+    import time
+
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    be = backends("h1")
+    port = serve(harness, [route("r", 1)], [cluster("be", [be.destination()])])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:  # "P", then "UT ...": HTTP/1.1
+        sock.sendall(b"P")
+        time.sleep(0.1)
+        sock.sendall(b"UT /put HTTP/1.1\r\nHost: h.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200") and b'"path": "/put"' in answer
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    preface = conn.data_to_send()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:  # the preface in three pieces
+        for piece in (preface[:3], preface[3:20], preface[20:]):
+            sock.sendall(piece)
+            time.sleep(0.05)
+        events = conn.receive_data(sock.recv(65536))
+    assert any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events)
+
+
 @covers("proto.h2-fallback", "proto.match")
 def test_h2c_client_to_an_http1_destination(harness, backends) -> None:
     be = backends("h1")

@@ -21,6 +21,8 @@ from titanium_gateway.reference_dataplane.h2conn import PREFACE, H2Endpoint, Str
 log = logging.getLogger("titanium.reference_dataplane.h2")
 
 StreamHandler = Callable[[Stream, str], Awaitable[None]]
+#: Seconds a plain connection has to send enough bytes to tell HTTP/1.1 from h2c.
+FIRST_BYTES_TIMEOUT = 60.0
 
 
 class H2ServerConnection(H2Endpoint):
@@ -88,18 +90,17 @@ class ListenerProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._buffer = b""
         self._chosen: asyncio.Protocol | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
+        self._timer = asyncio.get_running_loop().call_later(FIRST_BYTES_TIMEOUT, self._silent)
         if self._tls:  # asyncio reports the connection once the handshake is done
             sslobj = transport.get_extra_info("ssl_object")
             alpn = sslobj.selected_alpn_protocol() if sslobj is not None else None
             self._hand_over(alpn == "h2")
 
     def data_received(self, data: bytes) -> None:
-        if self._chosen is not None:  # (only when a protocol forwards to us; not expected)
-            self._chosen.data_received(data)
-            return
         self._buffer += data
         n = min(len(self._buffer), len(PREFACE))
         if self._buffer[:n] != PREFACE[:n]:
@@ -108,17 +109,22 @@ class ListenerProtocol(asyncio.Protocol):
             self._hand_over(True)
 
     def eof_received(self) -> bool | None:
-        if self._chosen is None:
+        if self._chosen is None:  # (the client wrote less than a preface, then half-closed)
             self._hand_over(False)
-            return self._chosen.eof_received() if self._chosen is not None else None  # type: ignore[union-attr]
-        return None
+        return self._chosen.eof_received() if self._chosen is not None else None  # type: ignore[union-attr]
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._chosen is not None:
-            self._chosen.connection_lost(exc)
+    def connection_lost(self, exc: Exception | None) -> None:  # (before a hand-over; after it, the chosen one's)
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _silent(self) -> None:
+        if self._chosen is None and self._transport is not None:
+            self._transport.close()
 
     def _hand_over(self, http2: bool) -> None:
         assert self._transport is not None
+        if self._timer is not None:
+            self._timer.cancel()
         proto: asyncio.Protocol
         if http2:
             conn = self._http2()

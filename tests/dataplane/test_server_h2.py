@@ -131,6 +131,41 @@ def test_h2c_client_to_an_http1_destination(harness, backends) -> None:
     assert head.status == 200 and head.body == b"" and int(head.header("content-length")) > 0
 
 
+@covers("proto.h2-fallback")
+def test_a_destination_silent_after_the_preface_is_reached_over_http1(harness, monkeypatch) -> None:
+    import socketserver
+    import threading
+
+    from titanium_gateway.reference_dataplane import h2client
+
+    monkeypatch.setattr(h2client, "PREFACE_TIMEOUT", 0.3)
+
+    class Silent(socketserver.BaseRequestHandler):
+        """Says nothing to an HTTP/2 preface; answers anything else as HTTP/1.1."""
+
+        def handle(self) -> None:
+            data = self.request.recv(65536)
+            if data.startswith(b"PRI * HTTP/2.0"):
+                self.request.recv(65536)  # (until the client gives up)
+                return
+            body = data.split(b"\r\n", 1)[0]
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                                 % (len(body), body))
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = serve(harness, [route("r", 1)], [cluster("be", [{"id": "s", "address": "127.0.0.1",
+                                                                "port": server.server_address[1], "weight": 1,
+                                                                "useHttps": False}])])
+        r = run(one(port, "GET", "/quiet"))
+        assert r.status == 200 and r.body == b"GET /quiet HTTP/1.1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @covers("proto.h2-alpn", "proto.h2-upstream")
 def test_h2_by_alpn_to_h2c_and_http1_destinations(harness, ca, h2backends, backends) -> None:
     h2be, h1be = h2backends("h2"), backends("h1")

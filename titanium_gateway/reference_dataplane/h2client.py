@@ -167,6 +167,9 @@ class H2Pool:
                 raise NotHttp2("the destination's TLS handshake did not select h2")
         try:
             await asyncio.wait_for(asyncio.shield(conn.ready), PREFACE_TIMEOUT)
+        except asyncio.TimeoutError:
+            conn.close()
+            raise NotHttp2(f"no answer to the connection preface in {PREFACE_TIMEOUT:.0f} s") from None
         except BaseException:
             conn.close()
             raise

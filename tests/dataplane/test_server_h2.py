@@ -120,11 +120,13 @@ def test_the_protocol_is_told_from_first_bytes_split_across_reads(harness, backe
 def test_h2c_client_to_an_http1_destination(harness, backends) -> None:
     be = backends("h1")
     port = serve(harness, [route("r", 1, {"host": HOST})], [cluster("be", [be.destination()])])
-    r = run(one(port, "POST", "/a?b=1", authority=f"{HOST}:8080", headers=[("x-custom", "v")], body=b"hello"))
+    r = run(one(port, "POST", "/a?b=1", authority=f"{HOST}:8080", headers=[("x-custom", "v"), ("cookie", "a=1"),
+                                                                           ("cookie", "b=2")], body=b"hello"))
     assert r.status == 200 and r.header("x-backend") == "h1"
     got = r.json()
     assert got["path"] == "/a?b=1" and got["body"] == "hello" and got["method"] == "POST"
     assert header_lines(got, "host") == [f"{HOST}:8080"] and header_lines(got, "x-custom") == ["v"]
+    assert header_lines(got, "cookie") == ["a=1; b=2"]  # HTTP/2's cookie fields, one HTTP/1.1 line
     # remembered: the next request goes straight to HTTP/1.1
     assert run(one(port, "GET", "/again")).json()["path"] == "/again"
     head = run(one(port, "HEAD", "/head"))

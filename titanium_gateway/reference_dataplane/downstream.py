@@ -1,7 +1,8 @@
 """The client side of one request, whatever the protocol: what the proxy reads of the request and
 how it answers. :class:`H1Downstream` is an aiohttp request (HTTP/1.1), :class:`H2Downstream`
 an HTTP/2 stream. The proxy sees headers as HTTP/1.1 lines: an HTTP/2 request's ``:authority``
-is its ``Host`` line (first), its ``:path`` the request-target; an answer's headers go out as
+is its ``Host`` line (first), its ``:path`` the request-target, its ``cookie`` fields one
+line; an answer's headers go out as
 HTTP/2 fields (lower-case names, no connection-specific ones) on an HTTP/2 stream.
 """
 
@@ -143,7 +144,11 @@ class H2Downstream:
         authority = pseudo(head, ":authority")
         if authority is None:
             authority = next((v for k, v in fields if k == "host"), "")
-        self.headers: Headers = (("host", authority), *((k, v) for k, v in fields if k != "host"))
+        cookies = [v for k, v in fields if k == "cookie"]
+        lines = [(k, v) for k, v in fields if k not in ("host", "cookie")]
+        if cookies:  # (HTTP/2 may split the cookie line into fields, RFC 9113 8.2.3: one line again)
+            lines.append(("cookie", "; ".join(cookies)))
+        self.headers: Headers = (("host", authority), *lines)
         self.peer = peer
         self.has_body = not stream.head_ended
         self.started = False

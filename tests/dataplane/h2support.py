@@ -7,7 +7,7 @@ The backend answers every stream with a JSON echo of the request (``protocol`` "
 Controls (request headers): ``x-echo-size: N`` a body of N bytes instead (``b"x" * N``),
 ``x-echo-trailer: name: value`` (repeatable) trailers after the body, ``x-echo-status``,
 ``x-echo-hold`` no answer at all (the stream stays open until the client resets it),
-``x-echo-reset: CODE`` the head and a first piece of body, then RST_STREAM with CODE. It
+``x-echo-delay: S`` seconds before the answer, ``x-echo-reset: CODE`` the head and a first piece of body, then RST_STREAM with CODE. It
 records each stream's request and whether the stream was reset (``resets``).
 """
 
@@ -161,6 +161,8 @@ class H2EchoBackend:
         self._note(lambda: self.requests.append(record))
         if "x-echo-hold" in h:
             return
+        if "x-echo-delay" in h:
+            await asyncio.sleep(float(h["x-echo-delay"]))
         size = h.get("x-echo-size")
         payload = b"x" * int(size) if size else json.dumps(record).encode()
         trailers = [tuple(p.strip() for p in v.split(":", 1)) for k, v in headers if k == "x-echo-trailer"]

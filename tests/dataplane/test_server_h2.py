@@ -294,6 +294,27 @@ def test_a_destination_reset_reaches_the_client_as_a_reset(harness, h2backends) 
 
 
 @covers("proto.streams")
+def test_a_stop_answers_the_streams_in_flight(harness, h2backends) -> None:
+    be = h2backends("h2")
+    port = serve(harness, [route("r", 1)], [cluster("be", [be.destination()])])
+
+    async def go():
+        c = await H2Client.connect(port)
+        try:
+            sid = await c.start("GET", "/slow", HOST, [("x-echo-delay", "0.5")])
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, lambda: be.wait(lambda: be.requests))
+            stopping = loop.run_in_executor(None, harness.stop)
+            response = await asyncio.wait_for(c.done[sid], 10)
+            await stopping
+            return response
+        finally:
+            await c.close()
+
+    assert run(go()).status == 200
+
+
+@covers("proto.streams")
 def test_many_concurrent_streams_on_one_connection(harness, h2backends) -> None:
     be = h2backends("h2")
     port = serve(harness, [route("r", 1)], [cluster("be", [be.destination()])])

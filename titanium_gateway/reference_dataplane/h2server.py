@@ -72,12 +72,16 @@ class H2ServerConnection(H2Endpoint):
         if task is not None and not task.done():
             task.cancel()
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, timeout: float) -> None:
+        """The streams in flight are answered (up to ``timeout`` s), then GOAWAY and close. (The
+        h2 library sends no frame after a GOAWAY, so it cannot announce the drain first.)"""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks.values()), timeout=timeout)
+        for task in list(self._tasks.values()):
+            task.cancel()
         with contextlib.suppress(Exception):
             self.conn.close_connection()
             self.flush()
-        for task in list(self._tasks.values()):
-            task.cancel()
         self.close()
 
 

@@ -42,6 +42,8 @@ log = logging.getLogger("titanium.reference_dataplane")
 
 VERSION = f"{__version__}-reference"
 TOKEN_ENV = "TITANIUM_ADMIN_TOKEN"
+#: Seconds the HTTP/2 streams in flight have to finish at stop (aiohttp's own for HTTP/1.1).
+H2_SHUTDOWN_TIMEOUT = 60.0
 #: Headers the upstream client never makes up (the request's own are forwarded as they are).
 _NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
@@ -94,13 +96,11 @@ class DataPlane:
             self._poll_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._poll_task
-        for server in self._servers:
+        for server in self._servers:  # no new connection; the requests in flight are answered
             server.close()
-        for conn in list(self._h2_connections):
-            await conn.shutdown()
+        await asyncio.gather(*(conn.shutdown(H2_SHUTDOWN_TIMEOUT) for conn in list(self._h2_connections)),
+                             *(runner.cleanup() for runner in self._runners))
         self._h2_connections.clear()
-        for runner in self._runners:
-            await runner.cleanup()
         self._runners.clear()
         for server in self._servers:
             with contextlib.suppress(Exception):

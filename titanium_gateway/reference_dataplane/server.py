@@ -1,10 +1,12 @@
 """The reference data plane: admin port, listeners, config reloads.
 
+Each listener serves HTTP/1.1 (aiohttp) and HTTP/2 (``h2server``): h2c with prior knowledge on
+a plain listener, h2 by ALPN on a decrypting one.
+
 ``DataPlane(config_dir, ...)``: ``await start()`` serves the admin port at once (``/readyz``
 503 until a config is loaded), loads the config directory, binds the listeners of the first
 config that loads (``--bind-address`` replaces ``0.0.0.0``) and polls the directory for
-changes. Each listener serves HTTP/1.1 (aiohttp) and HTTP/2 (``h2server``): h2c with prior
-knowledge on a plain listener, h2 by ALPN on a decrypting one. Listeners are bound once: a later config with another listener set is logged, not
+changes. Listeners are bound once: a later config with another listener set is logged, not
 applied (the contract rolls the pods for that). ``run_in_thread()`` runs one in a background
 thread (tests).
 """

@@ -235,8 +235,13 @@ class H2Endpoint(asyncio.Protocol):
         try:
             events = self.conn.receive_data(data)
         except h2.exceptions.ProtocolError as exc:
-            self.protocol_error(exc)
-            self.flush()
+            if str(exc).endswith("in state ConnectionState.CLOSED"):
+                # A frame after the peer's GOAWAY (a PING, as gRPC sends when it closes), which
+                # the h2 library refuses: the peer is leaving, it gets no GOAWAY of ours.
+                self.conn.data_to_send()
+            else:
+                self.protocol_error(exc)
+                self.flush()
             self.close()
             return
         for event in events:

@@ -211,11 +211,14 @@ class H2Endpoint(asyncio.Protocol):
     def __init__(self) -> None:
         config = h2.config.H2Configuration(client_side=self.client_side, header_encoding=None)
         self.conn = h2.connection.H2Connection(config=config)
-        self.conn.local_settings = h2.settings.Settings(client=self.client_side, initial_values={
+        settings = {
             h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
             h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: WINDOW,
             h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: 65536,
-        })
+        }
+        if self.client_side:  # (no server push to the data plane: nothing would take it)
+            settings[h2.settings.SettingCodes.ENABLE_PUSH] = 0
+        self.conn.local_settings = h2.settings.Settings(client=self.client_side, initial_values=settings)
         self.streams: dict[int, Stream] = {}
         self.transport: asyncio.Transport | None = None
         self.closed = False

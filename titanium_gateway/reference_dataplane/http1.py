@@ -42,7 +42,7 @@ def end_to_end(headers: Headers, keep_te_trailers: bool = False) -> Headers:
                  or (keep_te_trailers and k.lower() == "te" and v.strip().lower() == "trailers"))
 
 
-def _decode(raw: tuple[tuple[bytes, bytes], ...]) -> Headers:
+def decode_raw(raw: tuple[tuple[bytes, bytes], ...]) -> Headers:
     return tuple((k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) for k, v in raw)
 
 
@@ -65,7 +65,7 @@ class H1Response:
         self.resp = resp
         self.status = resp.status
         self.reason: str | None = resp.reason
-        raw = _decode(resp.raw_headers)
+        raw = decode_raw(resp.raw_headers)
         self.headers = end_to_end(raw)
         self.upgrade = next((v for k, v in raw if k.lower() == "upgrade"), None)
 

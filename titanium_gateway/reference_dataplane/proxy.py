@@ -59,7 +59,7 @@ from titanium_gateway.reference_dataplane.h2client import HTTP1_MEMORY, H2Pool, 
 from titanium_gateway.reference_dataplane.h2conn import Stream, StreamReset
 from titanium_gateway.reference_dataplane.http1 import (
     H1Response,
-    _decode,
+    decode_raw,
     end_to_end,
     tunnel,
     websocket_upgrade,
@@ -160,7 +160,7 @@ class Proxy:
         if target.startswith(("http://", "https://")):  # absolute-form
             parts = urlsplit(target)
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        down = H1Downstream(request, target, _decode(request.raw_headers))
+        down = H1Downstream(request, target, decode_raw(request.raw_headers))
         await self.serve(listener, down)
         return down.response if down.response is not None else web.Response(status=500)
 
@@ -260,7 +260,7 @@ class Proxy:
             if ext_auth_admits(resp.status):
                 return None
             body = await asyncio.wait_for(_read_bounded(resp.content, EXT_AUTH_BODY_LIMIT), seconds(policy.timeout))
-            relayed = tuple((k, v) for k, v in end_to_end(_decode(resp.raw_headers)) if k.lower() != "content-length")
+            relayed = tuple((k, v) for k, v in end_to_end(decode_raw(resp.raw_headers)) if k.lower() != "content-length")
             return Answer(resp.status, relayed, body, "ExtAuth")  # type: ignore[arg-type]
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             log.debug("ExtAuth %s failed: %r", policy.url, exc)
@@ -304,8 +304,7 @@ class Proxy:
         headers_time: float | None = None
         try:
             try:
-                pending = self._upstream(ex, cluster, dest, path, headers, tee.chunks() if tee is not None else None,
-                                         upgrade=upgrade is not None)
+                pending = self._upstream(ex, cluster, dest, path, headers, tee.chunks() if tee is not None else None)
                 limit = upstream_timeout(cluster)
                 resp = await (asyncio.wait_for(pending, limit) if limit is not None else pending)
             except asyncio.TimeoutError:
@@ -332,7 +331,7 @@ class Proxy:
                 resp.close()
 
     async def _upstream(self, ex: Exchange, cluster: m.Cluster, dest: m.Destination, path: str, headers: Headers,
-                        body: AsyncIterator[bytes] | None, *, upgrade: bool = False) -> Upstream:
+                        body: AsyncIterator[bytes] | None) -> Upstream:
         """The destination's response head: over HTTP/2 when the client speaks it and the
         destination does, else over HTTP/1.1."""
         tls = client_tls(cluster)

@@ -191,16 +191,26 @@ def test_h2_by_alpn_to_h2c_and_http1_destinations(harness, ca, h2backends, backe
     assert b.status == 200 and b.json()["backend"] == "h1" and header_lines(b.json(), "host") == [HOST]
 
 
-@covers("proto.h2-upstream-tls", "c.tls", "c.tls.serverName")
-def test_h2_to_a_use_https_destination_with_the_cluster_tls(harness, ca, h2backends) -> None:
+@covers("proto.h2-upstream-tls", "c.tls", "c.tls.serverName", "c.tls.subjectAltNames")
+@pytest.mark.parametrize("names, status", [
+    ({"serverName": "backend.internal"}, 200),
+    ({"serverName": "other.internal"}, 502),
+    ({"serverName": "other.internal", "subjectAltNames": [{"type": "Hostname", "value": "backend.internal"}]}, 200),
+    ({"subjectAltNames": [{"type": "Hostname", "value": "nope.internal"}]}, 502),
+], ids=["serverName", "serverName-mismatch", "subjectAltNames", "subjectAltNames-mismatch"])
+def test_h2_to_a_use_https_destination_with_the_cluster_tls(harness, ca, h2backends, names, status) -> None:
     up_ca = Issuer("Upstream CA")
     cert, key = up_ca.issue("backend", dns=["backend.internal"])
     be = h2backends("h2tls", tls=server_context(cert, key))
-    tls = {"caFile": "up-ca.crt", "serverName": "backend.internal"}
+    tls = {"caFile": "up-ca.crt", **names}
     port = serve(harness, [route("r", 1)], [cluster("be", [be.destination(https=True)], httpClient={"tls": tls})],
                  files={"up-ca.crt": up_ca.pem})
     r = run(one(port, "GET", "/secure"))
-    assert r.status == 200 and r.json()["scheme"] == "https" and r.json()["protocol"] == "HTTP/2"
+    assert r.status == status
+    if status == 200:
+        assert r.json()["scheme"] == "https" and r.json()["protocol"] == "HTTP/2"
+    else:
+        assert be.requests == []  # never a byte of the request to a destination that failed the checks
 
 
 @covers("proto.h2-upstream-tls", "files.reload")
@@ -528,3 +538,39 @@ def test_websocket_round_trip(harness) -> None:
     hello, text, big_ok, refused = run(go())
     assert hello == {"path": "/ws/chat?room=1", "host": HOST}
     assert text == "echo:hi" and big_ok and refused == 404
+
+
+@covers("proto.websocket", "listeners.decryptSsl", "c.useHttps")
+def test_websocket_through_a_decrypting_listener_to_a_use_https_destination(harness, ca) -> None:
+    up_ca = Issuer("Upstream CA")
+    cert, key = up_ca.issue("backend", dns=["backend.internal"])
+
+    async def ws_handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for msg in ws:
+            await ws.send_str(f"{request.scheme}:{msg.data}")
+        return ws
+
+    async def go():
+        app = web.Application()
+        app.router.add_get("/ws", ws_handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context(cert, key)).start()
+        bport = runner.addresses[0][1]
+        tls = {"caFile": "up-ca.crt", "serverName": "backend.internal"}
+        port = await asyncio.get_running_loop().run_in_executor(None, lambda: serve(
+            harness, [route("ws", 1, {"host": HOST})],
+            [cluster("be", [{"id": "ws", "address": "127.0.0.1", "port": bport, "weight": 1, "useHttps": True}],
+                     httpClient={"tls": tls})], tls_ca=ca, files={"up-ca.crt": up_ca.pem}))
+        try:
+            async with aiohttp.ClientSession() as session, \
+                    session.ws_connect(f"wss://127.0.0.1:{port}/ws", ssl=client_tls(ca),
+                                       server_hostname=HOST, headers={"Host": HOST}) as ws:
+                await ws.send_str("hi")
+                return (await ws.receive(timeout=5)).data
+        finally:
+            await runner.cleanup()
+
+    assert run(go()) == "https:hi"

@@ -53,7 +53,7 @@ die() { echo "conformance/local.sh: $*" >&2; exit 2; }
 for tool in ip nsenter unshare go; do
   command -v "$tool" >/dev/null 2>&1 || die "needs $tool"
 done
-"$PYTHON" -c "import kubernetes, yaml, cryptography, aiohttp, prometheus_client" 2>/dev/null || die "needs the Python packages of: pip install -e '.[test]'"
+"$PYTHON" -c "import kubernetes, yaml, cryptography, aiohttp, prometheus_client, h2" 2>/dev/null || die "needs the Python packages of: pip install -e '.[test]'"
 supported_features="$(grep -v '^[[:space:]]*#' conformance/supported-features.txt | sed '/^[[:space:]]*$/d' | paste -sd, -)"
 [[ -n "$supported_features" ]] || die "conformance/supported-features.txt lists no feature"
 

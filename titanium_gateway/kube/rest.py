@@ -401,6 +401,11 @@ class RestApi:
     def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
         return self._json("POST", res.path(namespace), body=body, content_type="application/json")
 
+    def create_dry_run(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        """A create the API server runs through authorization and admission but never stores."""
+        return self._json("POST", res.path(namespace), [("dryRun", "All")], body=body,
+                          content_type="application/json")
+
     def replace(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
                 subresource: str | None = None) -> Obj:
         return self._json("PUT", res.path(namespace, name, subresource), body=body,

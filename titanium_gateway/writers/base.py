@@ -55,6 +55,14 @@ class LeaderGuard:
             raise NotLeader(f"not the leader: skipped {what}")
 
 
+def is_admission_refusal(e: ApiError, policy: str = "") -> bool:
+    """Whether ``e`` is a ValidatingAdmissionPolicy's refusal of a write (of ``policy`` when
+    named): lasting until someone changes the object or the policy, so told (on the Gateway's
+    status and in the log), never retried in a loop."""
+    marker = f"ValidatingAdmissionPolicy '{policy}'" if policy else "ValidatingAdmissionPolicy '"
+    return e.status in (403, 422) and marker in (e.message or str(e))
+
+
 def unreadable(e: ApiError, what: str) -> None:
     """A writer reads its object once by name before its first write of a term (after a start
     or a failover), so that content already there is not written again. When that read fails

@@ -106,8 +106,14 @@ class RecordingApi:
             elif patch_type == "json":
                 new = copy.deepcopy(cur)
                 for op in body:
-                    keys = op["path"].strip("/").split("/")
+                    keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].strip("/").split("/")]
                     tgt = new
+                    if op["op"] == "test":  # RFC 6902: the value must be there, equal
+                        for k in keys:
+                            tgt = tgt.get(k) if isinstance(tgt, dict) else None
+                        if tgt != op["value"]:
+                            raise ApiError(422, "Invalid", f"testing value {op['path']} failed: test failed")
+                        continue
                     for k in keys[:-1]:
                         tgt = tgt.setdefault(k, {})
                     if op["op"] in ("add", "replace"):

@@ -1,4 +1,4 @@
-"""The start check of the admission policy that fences the controller's writes.
+"""The admission policy that fences the controller's writes: its start check, and a refusal.
 
 With ``--admission-policy NAME`` (the chart sets it in ``per-gateway`` mode) the controller asks
 the API server, before it starts, to create a ConfigMap that carries none of the labels of a
@@ -7,6 +7,10 @@ succeed means the policy is missing, not bound, or not enforced (an API server o
 or the API turned off): the controller stops with that message rather than run with writes
 nothing fences (docs/security.md). An API server that cannot answer now is not a reason to
 stop: the check is logged as not done and the controller starts.
+
+A refusal of a Gateway's data-plane write (:func:`refused_by_admission`) is lasting until someone
+changes the object or the policy: it is logged once, becomes that Gateway's Programmed message,
+and the other data planes are written as usual (never a reconcile failure, never an exit).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import logging
 from typing import Any
 
 from titanium_gateway.kube.api import CONFIG_MAPS, ApiError
-from titanium_gateway.writers.base import is_admission_refusal
+from titanium_gateway.writers.base import Refused, is_admission_refusal
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +63,24 @@ def check_policy(api: Any, opts: Any) -> str:
             "later serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy; the chart installs the "
             f"policy and its binding {policy} (admissionPolicy.enabled): check `kubectl get "
             f"validatingadmissionpolicy,validatingadmissionpolicybinding {policy}`")
+
+
+def refused_by_admission(state: Any, plane: Any, error: ApiError | Refused | None, trigger: Any) -> bool:
+    """Record on a data plane's ``state`` (``refused``) that admission refused the write of its
+    config or certificates (``error``), or that the write went through (``error`` None); a change
+    triggers a reconcile (the Gateway's status says it). False: ``error`` is not a refusal of a
+    Gateway's own data plane, which the caller raises."""
+    if error is not None and (plane.gateway is None or not (
+            isinstance(error, Refused) or is_admission_refusal(error))):
+        return False
+    message = error.message if isinstance(error, ApiError) else str(error or "")
+    why = "" if error is None else f"the API server refused a write of this Gateway's data plane: {message}"
+    if why != state.refused:
+        extra = {"data_plane": state.key, "namespace": state.namespace}
+        if why:
+            log.error("write refused by admission", extra={**extra, "error": message})
+        else:
+            log.info("writes admitted again", extra=extra)
+        state.refused = why
+        trigger.trigger()
+    return True

@@ -20,6 +20,12 @@ class WriteError(Exception):
     """A write that cannot succeed without an operator (e.g. a pre-created object is missing)."""
 
 
+class Refused(WriteError):
+    """A write of a Gateway's own data plane that cannot succeed until someone acts (an object of
+    that name this controller did not make): said on that Gateway's status, never retried in a
+    loop."""
+
+
 #: Assumed Retry-After (seconds) for a 429 that names none (client-go waits 1 s then too).
 DEFAULT_RETRY_AFTER = 1.0
 

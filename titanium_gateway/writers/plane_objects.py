@@ -158,6 +158,17 @@ def plane_labels(gateway: Any, controller_name: str, template: DataPlaneTemplate
     return out
 
 
+def ours_test(labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """JSON-patch ``test`` operations that fail unless the object carries the controller labels
+    of ``labels`` (:func:`plane_labels`): a write that never reads, and never changes an object
+    of that name it did not make."""
+    def path(label: str) -> str:
+        return "/metadata/labels/" + label.replace("~", "~0").replace("/", "~1")
+
+    return [{"op": "test", "path": path(key), "value": labels[key]}
+            for key in (planes.MANAGED_BY_LABEL, planes.CONTROLLER_LABEL)]
+
+
 def selector(gateway: Any, controller_name: str) -> dict[str, str]:
     """The labels that select the pods of a Gateway's data plane."""
     return {"app.kubernetes.io/name": "titanium", "app.kubernetes.io/component": "data-plane",

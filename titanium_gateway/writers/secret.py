@@ -21,7 +21,8 @@ from typing import Any
 from titanium_gateway.kube.api import SECRETS, ApiError, KubeApi
 from titanium_gateway.metrics import Registry
 from titanium_gateway.render.result import RenderResult
-from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes, unreadable
+from titanium_gateway.writers.base import LeaderGuard, Refused, WriteError, config_writes, unreadable
+from titanium_gateway.writers.plane_objects import ours_test
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,12 @@ class SecretWriter:
                           "the controller never creates it (check --tls-secret and the release)")
 
     def _learn(self) -> None:
-        """What the Secret holds now, when this term has not written it yet (one GET)."""
+        """What the Secret holds now, when this term has not written it yet (one GET). Never for
+        the Secret of a Gateway's own data plane: it is written without being read (the write
+        tests this controller's labels first, so a Secret of that name it did not make is
+        neither read nor changed)."""
+        if self.create is not None:
+            return
         try:
             cur = self.api.get(SECRETS, self.namespace, self.name)
         except ApiError as e:
@@ -107,13 +113,17 @@ class SecretWriter:
     def _patch(self, data: dict[str, str]) -> bool:
         self.guard.check(f"write Secret {self.namespace}/{self.name}")
         body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
-        if self.create is not None:  # (the owner too: see _learn)
+        if self.create is not None:  # (ours only, and the owner too: see _learn)
+            body[:0] = ours_test(self.create(self.name).get("labels") or {})
             body.append({"op": "add", "path": "/metadata/ownerReferences",
                          "value": self.create(self.name).get("ownerReferences") or []})
         try:
             self.api.patch(SECRETS, self.namespace, self.name, body, patch_type="json")
         except ApiError as e:
             self._known = None
+            if self.create is not None and e.status in (409, 422):
+                raise Refused(f"Secret {self.namespace}/{self.name} exists and was not made by this controller: "
+                              "it is left alone (delete or rename it, or rename the Gateway)") from None
             if e.is_not_found and self.create is not None:
                 self.api.create(SECRETS, self.namespace, {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                                                           "metadata": self.create(self.name), "data": data})

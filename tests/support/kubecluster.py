@@ -136,6 +136,7 @@ class AuditLog:
         return [e for e in self.events(since, user=user)
                 if e.get("verb") in ("create", "update", "patch", "delete", "deletecollection")
                 and e.get("stage") == "ResponseComplete"
+                and "dryRun=All" not in str(e.get("requestURI") or "")  # (writes nothing)
                 and (resource is None or describe_resource(e) == resource)]
 
 

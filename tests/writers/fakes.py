@@ -70,6 +70,15 @@ class RecordingApi:
                 raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
             return copy.deepcopy(o)
 
+    def get_metadata(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        with self.lock:
+            self.calls.append({"verb": "get_metadata", "plural": res.plural, "namespace": namespace, "name": name})
+            self._maybe_fail("get", res.plural)
+            o = self.find(res, namespace, name)
+            if o is None:
+                raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
+            return {"kind": "PartialObjectMetadata", "metadata": copy.deepcopy(o["metadata"])}
+
     def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
         with self.lock:
             self.calls.append({"verb": "create", "plural": res.plural, "namespace": namespace, "body": body})

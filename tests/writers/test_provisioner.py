@@ -149,16 +149,23 @@ def test_ensure_creates_then_writes_only_what_changed_and_never_takes_over() -> 
     prov = _provisioner(api)
     plane = planes()["infra/public"]
     assert prov.ensure(plane, _cached(api)) == ""
-    # the admin-token Secret is never read: a patch that tests the labels (404), then a create
+    # the admin-token Secret's data is never read (its metadata only): a patch that tests the
+    # labels (404), then a create
     assert sorted((c["verb"], c["plural"]) for c in api.writes()) == [
         ("create", "deployments"), ("create", "secrets"), ("create", "services"), ("patch", "secrets")]
     assert not [c for c in api.calls if c["verb"] in ("get", "list") and c["plural"] == "secrets"]
+    assert [c["verb"] for c in api.calls if c["plural"] == "secrets"][0] == "get_metadata"
     assert api.obj(SECRETS, "infra", "public-titanium-admin")["metadata"]["labels"]["app.kubernetes.io/component"] \
         == "admin-token"
     n = len(api.writes())
     assert prov.ensure(plane, _cached(api)) == ""
     assert len(api.writes()) == n  # nothing changed: nothing written
-    # a new term writes the Secret once more, without reading it (and nothing else)
+    # a new term reads the Secret's metadata (its hash label), and writes nothing
+    prov.reset()
+    assert prov.ensure(plane, _cached(api)) == "" and len(api.writes()) == n
+    # a Secret whose token changed behind its back (the hash label no longer matches): written
+    api.objects[("secrets", "infra", "public-titanium-admin")]["data"]["token"] = "b3RoZXI="
+    api.objects[("secrets", "infra", "public-titanium-admin")]["metadata"]["labels"][po.DATA_HASH_LABEL] = "x"
     prov.reset()
     assert prov.ensure(plane, _cached(api)) == "" and len(api.writes()) == n + 1
     assert api.writes()[-1]["plural"] == "secrets" and api.writes()[-1]["body"][0]["op"] == "test"

@@ -150,21 +150,30 @@ class Provisioner:
         del cur
 
     def _secret(self, desired: dict[str, Any]) -> None:
-        """The admin-token Secret: written once per term, and again when its token or owner
-        changes, never read. A JSON patch tests the labels of this controller first, so a Secret
-        of that name it did not make is neither read nor changed (the patch fails: _Taken); a
-        missing one is created."""
+        """The admin-token Secret: its data is never read. Its metadata (only) is read once per
+        term: a hash label of ours saying it holds the token and owner wanted leaves it alone;
+        else a JSON patch that tests the labels of this controller first (so a Secret of that
+        name it did not make is neither read nor changed: _Taken), or a create when missing."""
         md = desired["metadata"]
         key = (md["namespace"], md["name"])
         wanted = (desired["data"], md["ownerReferences"])
         if self._secrets.get(key) == wanted:
+            return
+        digest = tpl.data_hash(desired["data"], md["ownerReferences"])
+        try:
+            meta: Mapping[str, Any] | None = self.api.get_metadata(SECRETS, md["namespace"], md["name"])
+        except ApiError:
+            meta = None
+        if meta is not None and tpl.held_hash(meta, md["labels"]) == digest:
+            self._secrets[key] = wanted
             return
         self.guard.check(f"write Secret {key[0]}/{key[1]}")
         try:
             self.api.patch(SECRETS, md["namespace"], md["name"], [
                 *tpl.ours_test(md["labels"]),
                 {"op": "add", "path": "/metadata/ownerReferences", "value": md["ownerReferences"]},
-                {"op": "add", "path": "/data", "value": desired["data"]}], patch_type="json")
+                {"op": "add", "path": "/data", "value": desired["data"]}, tpl.data_hash_op(digest)],
+                patch_type="json")
             self._writes.labels(kind="Secret", verb="patch").inc()
         except ApiError as e:
             if e.status in (409, 422):  # the test failed: not ours
@@ -172,7 +181,8 @@ class Provisioner:
             if not e.is_not_found:
                 raise
             self.guard.check(f"create Secret {key[0]}/{key[1]}")
-            self.api.create(SECRETS, md["namespace"], desired)
+            labelled = {**desired, "metadata": {**md, "labels": {**md["labels"], tpl.DATA_HASH_LABEL: digest}}}
+            self.api.create(SECRETS, md["namespace"], labelled)
             self._writes.labels(kind="Secret", verb="create").inc()
         self._secrets[key] = wanted
 

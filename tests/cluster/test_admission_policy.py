@@ -12,7 +12,9 @@ the chart's ValidatingAdmissionPolicy (templates/admission-policy.yaml, docs/sec
   plane; an HTTPS listener whose certificate Secret is in the Gateway's own namespace resolves
   and its certificate is written (certificates are read cluster-wide by default); a data-plane
   name taken by a ConfigMap it did not make is refused by admission and said on the Gateway's
-  Programmed condition, and the controller keeps running.
+  Programmed condition, and the controller keeps running;
+- a helm upgrade with a new data-plane image: the policy admits that image and no longer the old
+  one; with the binding gone, the controller stops at start with a message naming the policy.
 """
 
 from __future__ import annotations
@@ -232,3 +234,40 @@ def test_the_controller_runs_fenced_and_https_works_by_default(env: ClusterEnv) 
     refusals = env.cluster.audit.forbidden(mark, user=env.controller_user())
     assert refusals and all((e.get("objectRef") or {}).get("name") == taken.config_map for e in refusals)
     env.audit_mark = env.cluster.audit.mark()  # (the refusals were asked for)
+
+
+@pytest.mark.parametrize("env", [PER_GATEWAY], indirect=True)
+def test_the_policy_follows_a_helm_upgrade_and_its_absence_stops_the_start(env: ClusterEnv, sa: KubeApi) -> None:
+    """A new data-plane image in a helm upgrade is the one the policy admits (the old one no
+    longer); with the binding gone, the controller refuses to start, naming the policy."""
+    from tests.support.chartrelease import CHART, HELM_ENV
+
+    gw = env.gateway("web")
+    good = data_plane_deployment(env, env.apps, gw)
+    old_image = good["spec"]["template"]["spec"]["containers"][0]["image"]
+    env.cluster.run(env.kube.helm, "upgrade", env.release.rel.name, str(CHART), "--namespace", env.ns,
+                    "--reuse-values", "--set", "dataPlane.image.tag=next", timeout=180, env=HELM_ENV)
+    upgraded = data_plane_deployment(env, env.apps, gw)
+    new_image = upgraded["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert new_image != old_image and new_image.endswith(":next")
+
+    def admits_new_only() -> bool:
+        return refusal(sa.create, upgraded, params=DRY) == "" and bool(refusal(sa.create, good, params=DRY))
+
+    wait_for(admits_new_only, 30, 0.5, "the policy admits the upgraded image only")
+
+    policy = f"{env.release.rel.name}-controller-writes"
+    env.api.delete("ValidatingAdmissionPolicyBinding", None, policy)
+
+    def unfenced() -> bool:
+        return refusal(sa.create, {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "probe", "namespace": env.apps}}, params=DRY) == ""
+
+    wait_for(unfenced, 30, 0.5, "the API server dropped the binding")
+    ctrl = env.start_controller("ctrl-unfenced", wait_ready=False)
+    env.expect_alive.discard("ctrl-unfenced")
+    wait_for(lambda: not ctrl.alive(), 60, 0.5, "the controller stopped")
+    assert ctrl.proc is not None and ctrl.proc.returncode == 1
+    log = ctrl.log()
+    assert f"the ValidatingAdmissionPolicy {policy} does not fence the controller's writes" in log
+    assert not env.controller_writes(env.audit_mark)  # it wrote nothing

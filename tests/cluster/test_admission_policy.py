@@ -14,7 +14,9 @@ the chart's ValidatingAdmissionPolicy (templates/admission-policy.yaml, docs/sec
   name taken by a ConfigMap it did not make is refused by admission and said on the Gateway's
   Programmed condition, and the controller keeps running;
 - a helm upgrade with a new data-plane image: the policy admits that image and no longer the old
-  one; with the binding gone, the controller stops at start with a message naming the policy.
+  one; with the binding gone, the controller stops at start with a message naming the policy;
+- ``dataPlane.gatewayNamespaces`` listed: Secret reads and writes only there (RBAC refuses the
+  rest before admission), and a Gateway there still gets its data plane and certificate.
 """
 
 from __future__ import annotations
@@ -271,3 +273,50 @@ def test_the_policy_follows_a_helm_upgrade_and_its_absence_stops_the_start(env: 
     log = ctrl.log()
     assert f"the ValidatingAdmissionPolicy {policy} does not fence the controller's writes" in log
     assert not env.controller_writes(env.audit_mark)  # it wrote nothing
+
+
+@pytest.mark.parametrize("env", [PER_GATEWAY], indirect=True)
+def test_listed_gateway_namespaces_leave_nothing_cluster_wide_and_still_work(env: ClusterEnv) -> None:
+    """``dataPlane.gatewayNamespaces`` listed (a helm upgrade): Secret reads and data-plane
+    writes are Roles there only; the controller's start check runs in that namespace, a Gateway
+    there gets its data plane and its certificate, one elsewhere is NoResources."""
+    from tests.support.chartrelease import CHART, HELM_ENV
+
+    other = env.namespace(f"{env.release.rel.name}-other")
+    env.apply(make_tls_secret("shop-tls", env.apps, cn="shop.example.com"))
+    env.apply(make_tls_secret("elsewhere", other))
+    env.cluster.run(env.kube.helm, "upgrade", env.release.rel.name, str(CHART), "--namespace", env.ns,
+                    "--reuse-values", "--set", f"dataPlane.gatewayNamespaces={{{env.apps}}}", timeout=180,
+                    env=HELM_ENV)
+    sa = as_controller(env)
+    try:
+        for call, args in ((sa.get, ("Secret", env.apps, "shop-tls")), (sa.get, ("Secret", other, "elsewhere")),
+                           (sa.list, ("Secret", None))):
+            try:
+                call(*args)
+                status = 200
+            except KubeApiError as e:
+                status = e.status
+            assert status == (200 if args[1] == env.apps else 403), args
+        # no cluster-wide write left: RBAC, before any admission, refuses one elsewhere
+        with pytest.raises(KubeApiError) as refused:
+            sa.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": other}},
+                      params=DRY)
+        assert refused.value.status == 403 and "ValidatingAdmissionPolicy" not in refused.value.message
+    finally:
+        sa.close()
+    env.audit_mark = env.cluster.audit.mark()
+
+    env.service("api")
+    ctrl = env.start_controller()
+    assert "the admission policy fences the controller's writes" in ctrl.log()
+    env.gateway("web", listeners=[{"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
+                                   "tls": {"mode": "Terminate", "certificateRefs": [{"name": "shop-tls"}]}}])
+    env.gateway("edge", ns=other)
+    names = plane_names("web", env.release.rel.gateway_class)
+    wait_for(lambda: f"{env.apps}.shop-tls.pfx" in ((env.get("Secret", env.apps, names.tls_secret) or {})
+                                                     .get("data") or {}), 90, what="the PFX in the Gateway's Secret")
+    assert env.get("Deployment", env.apps, names.deployment)
+    c = wait_for(lambda: (c := condition(env.get("Gateway", other, "edge"), "Programmed")) and
+                 c["reason"] == "NoResources" and c, 90, what="Gateway edge NoResources")
+    assert env.apps in c["message"]

@@ -553,8 +553,8 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
 
 def _why(result: RenderResult, route: model.Route | None, reason: str) -> list[str]:
     """Why the route's source object answers 500 with ``reason``: the False conditions of its
-    status (an HTTPRoute's parents), then its Warning Events (an Ingress's), the ones of that
-    reason naming the route's path first; each as ``Reason: message``."""
+    status (an HTTPRoute's parents), then its Warning Events (an Ingress's): those of that reason
+    that name the route's path, else those of that reason, else all; each as ``Reason: message``."""
     if route is None or not route.source.kind:
         return []
     s = route.source
@@ -567,9 +567,12 @@ def _why(result: RenderResult, route: model.Route | None, reason: str) -> list[s
         out += [f"{c.get('reason')}: {c.get('message')}" for c in conditions if c.get("status") == "False"]
     events = [e for e in result.events if (e.kind, e.namespace, e.name) == (s.kind, s.namespace, s.name)
               and e.type == "Warning"]
-    path = f" {route.match.path} " if route.match.path else None  # an Ingress's Events name the path
-    events.sort(key=lambda e: (e.reason != reason, path is None or path not in f" {e.message} "))
-    out += [f"{e.reason}: {e.message}" for e in events]
+    of_reason = [e for e in events if e.reason == reason]
+    # an Ingress's Events name the path ("host h path /p (Prefix): ...", "rule 0 path 2: ...")
+    names = tuple(n for n in (f" {route.match.path} " if route.match.path else "",
+                              f" rule {route.rule_index} path {route.match_index}: ") if n)
+    of_route = [e for e in of_reason if any(n in f" {e.message} " for n in names)]
+    out += [f"{e.reason}: {e.message}" for e in of_route or of_reason or events]
     return list(dict.fromkeys(out))
 
 

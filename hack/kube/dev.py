@@ -33,6 +33,7 @@ import yaml
 
 from tests.support.chartrelease import CHART, HELM_ENV
 from tests.support.kubecluster import REPO, LocalCluster
+from titanium_gateway.render.listenerevents import SOUND, listener_problem
 
 VALUES = REPO / "hack" / "kube" / "dev-values.yaml"
 QUICKSTART = [REPO / "examples" / "quickstart" / "10-gateway.yaml", REPO / "examples" / "quickstart" / "20-httproute.yaml"]
@@ -93,22 +94,17 @@ def programmed_address(gw: dict[str, Any]) -> str:
     return next((a.get("value", "") for a in status.get("addresses") or []), "")
 
 
-#: A listener condition's status when the listener is sound.
-GOOD = {"Accepted": "True", "ResolvedRefs": "True", "Programmed": "True", "Conflicted": "False"}
+#: A listener's conditions in their good state: the render's (its InvalidListener Events), and
+#: Programmed, which the data plane's confirmation makes True.
+GOOD = {**SOUND, "Programmed": "True"}
 
 
 def listener_problems(gw: dict[str, Any]) -> list[str]:
     """Each listener of a Gateway with a condition not in its good state, as
-    ``Gateway NS/NAME listener "L": Type=Status (Reason): message; ...``."""
+    ``Gateway NS/NAME: listener "L" cannot serve: Type=Status (Reason): message; ...``."""
     md = gw.get("metadata") or {}
-    out = []
-    for listener in (gw.get("status") or {}).get("listeners") or []:
-        bad = [c for c in listener.get("conditions") or []
-               if c.get("type") in GOOD and c.get("status") != GOOD[c["type"]]]
-        if bad:
-            said = "; ".join(f"{c.get('type')}={c.get('status')} ({c.get('reason')}): {c.get('message')}" for c in bad)
-            out.append(f"Gateway {md.get('namespace')}/{md.get('name')} listener \"{listener.get('name')}\": {said}")
-    return out
+    found = (listener_problem(li, GOOD) for li in (gw.get("status") or {}).get("listeners") or [])
+    return [f"Gateway {md.get('namespace')}/{md.get('name')}: {p}" for p in found if p]
 
 
 def flatten(values: Any, prefix: str = "") -> dict[str, Any]:

@@ -189,7 +189,7 @@ def test_make_dev_serves_the_quick_start_and_follows_edits_restarts_and_crashes(
     out = make_dev(DEV_VALUES=str(mine)).stderr
     shown = str(mine.relative_to(REPO)) if mine.is_relative_to(REPO) else str(mine)
     assert f"--values hack/kube/dev-values.yaml --values {shown}" in out
-    assert 'Gateway apps/web listener "https": ' in out and "no-such-secret" in out, out[-3000:]
+    assert 'Gateway apps/web: listener "https" cannot serve: ' in out and "no-such-secret" in out, out[-3000:]
     assert min_reconcile_ms(cluster) == "300"
     again = make_dev(DEV_VALUES="").stderr
     assert f"with your values from an earlier run: {mine}" in again and f"--values {shown}" in again

@@ -54,6 +54,6 @@ def test_listener_problems_name_each_condition_not_in_its_good_state() -> None:
                 cond("Programmed", "False", "Invalid", "the listener is not valid")]},
         ]}}
     assert dev.listener_problems(gw) == [
-        'Gateway apps/web listener "https": ResolvedRefs=False (InvalidCertificateRef): Secret apps/shop-tls cannot '
-        'be read; Programmed=False (Invalid): the listener is not valid']
+        'Gateway apps/web: listener "https" cannot serve: ResolvedRefs=False (InvalidCertificateRef): Secret '
+        'apps/shop-tls cannot be read; Programmed=False (Invalid): the listener is not valid']
     assert dev.listener_problems({"metadata": {"namespace": "apps", "name": "new"}}) == []

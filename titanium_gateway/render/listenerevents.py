@@ -17,12 +17,12 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.result import EventRecord
 
-__all__ = ["INVALID_LISTENER", "listener_events"]
+__all__ = ["INVALID_LISTENER", "SOUND", "listener_events", "listener_problem"]
 
 INVALID_LISTENER = "InvalidListener"
 #: A listener condition and the status it has when the listener is sound (Programmed follows
 #: these, and is False while the data plane has not loaded the config, which is no fault).
-_GOOD = {"Accepted": "True", "ResolvedRefs": "True", "Conflicted": "False"}
+SOUND = {"Accepted": "True", "ResolvedRefs": "True", "Conflicted": "False"}
 
 
 def listener_events(ctx: RenderContext) -> None:
@@ -37,18 +37,18 @@ def listener_events(ctx: RenderContext) -> None:
             continue
         uid = f.string(f.metadata(objects.get(f"{status.namespace}/{status.name}")).get("uid"))
         for listener in f.items(status.status.get("listeners")):
-            problem = _problem(listener) if isinstance(listener, Mapping) else ""
+            problem = listener_problem(listener) if isinstance(listener, Mapping) else ""
             if problem:
                 ctx.add_event(EventRecord(kind=status.kind, namespace=status.namespace, name=status.name,
                                           type="Warning", reason=INVALID_LISTENER, message=problem, uid=uid,
                                           api_version=status.api_version))
 
 
-def _problem(listener: Mapping[str, Any]) -> str:
-    """``listener "https": ResolvedRefs=False (InvalidCertificateRef): <message>; ...``, or ""
-    when the listener is sound."""
+def listener_problem(listener: Mapping[str, Any], sound: Mapping[str, str] = SOUND) -> str:
+    """``listener "https" cannot serve: ResolvedRefs=False (InvalidCertificateRef): <message>; ...``
+    for a listener status with a condition of ``sound`` in another state, else ""."""
     bad = [c for c in f.items(listener.get("conditions"))
-           if isinstance(c, Mapping) and c.get("type") in _GOOD and c.get("status") != _GOOD[c["type"]]]
+           if isinstance(c, Mapping) and c.get("type") in sound and c.get("status") != sound[c["type"]]]
     if not bad:
         return ""
     said = "; ".join(f"{c.get('type')}={c.get('status')} ({c.get('reason')}): {c.get('message')}" for c in bad)

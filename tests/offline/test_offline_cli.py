@@ -470,10 +470,14 @@ def test_the_summary_lists_what_could_not_take_part_and_why(tmp_path: Path, caps
     section = err.split("Not taking part (7):\n", 1)[1]
     assert [line.strip() for line in section.splitlines()[:7]] == expected
     assert "Secrets not read (outside --secret-namespaces): vault/elsewhere" in err
+    assert ("Secrets and ConfigMaps assumed readable: those of namespace(s) apps only (--secret-namespaces; "
+            "the chart's controller.secretNamespaces)") in err
     assert "Namespaces assumed (not in the input): gateway-system, infra, team" in err
     # with the flag the legacy annotation is read
     assert main(["-f", str(QUICKSTART), "-f", str(path), "--watch-legacy-annotation"]) == 0
     err = capsys.readouterr().err
+    assert "Secrets and ConfigMaps assumed readable: those of every namespace (the default; " in err
+    assert "Secrets not read" not in err
     assert "Ingress apps/legacy: owned" in err and "Ingress apps/legacy (" not in err
 
 
@@ -764,7 +768,7 @@ def test_a_field_of_a_newer_release_is_warned_as_such_and_its_500_shows_in_the_s
     twp = yaml.safe_load((out / "gateways/apps/web/twp.yaml").read_text())
     (retried,) = [r for r in twp["routes"] if r["id"].startswith("httproute/apps/retried/")]
     assert retried["directResponse"]["status"] == 500
-    assert "spec.rules[0].retry is not supported" in retried["directResponse"]["body"]
+    assert retried["directResponse"]["body"] == "UnsupportedValue"  # the why is in status (above)
 
 
 def test_foreign_annotation_events_show_in_the_summary_and_events_yaml(

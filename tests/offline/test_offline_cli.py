@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -551,10 +550,10 @@ def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
 
     controller = parse_options([], _chart_controller_environ()).to_render_options()
     render = options_from_args(_parser().parse_args(["-f", "x"]))
-    # except the Secrets: the chart reads those of its own namespace only (and the ones listed in
-    # controller.secretNamespaces); the offline render reads every Secret it is given unless told
-    assert controller.secret_namespaces == ("gateway-system",)
-    assert render == dataclasses.replace(controller, secret_namespaces=())
+    # the Secrets too: with no namespaces listed the chart reads certificates in every namespace,
+    # as the offline render reads every Secret it is given
+    assert controller.secret_namespaces == ()
+    assert render == controller
 
 
 @settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "40")), deadline=None, derandomize=True)

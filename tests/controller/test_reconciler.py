@@ -10,7 +10,8 @@ from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
 from titanium_gateway.controller.reconciler import Controller
 from titanium_gateway.controller.wiring import build_controller
-from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
+from titanium_gateway.kinds import GATEWAYS
+from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, ProbeResult
 from titanium_gateway.render import programmed
@@ -340,7 +341,7 @@ def test_429_on_a_status_write_pauses_the_status_worker_not_the_config_path() ->
 def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> None:
     import threading
 
-    from titanium_gateway.kube.api import HTTPROUTES
+    from titanium_gateway.kinds import HTTPROUTES
 
     ctrl, api, render, prober = setup()
     first_pass(ctrl)

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.controller.gatewayapi import GatewayApiWatch
 from titanium_gateway.controller.options import ControllerOptions
 from titanium_gateway.controller.transform import CA_KEY
@@ -69,7 +70,6 @@ from titanium_gateway.writers.events import EventWriter
 from titanium_gateway.writers.pods import PodPoker
 from titanium_gateway.writers.provisioner import Provisioner
 from titanium_gateway.writers.secret import SecretWriter
-from titanium_gateway.writers.status import RESOURCES as STATUS_RESOURCES
 from titanium_gateway.writers.status import StatusWriter, WriteGuard, merged_status, status_differs
 
 log = logging.getLogger(__name__)
@@ -82,12 +82,7 @@ SLICE_SERVICE_INDEX = "service"
 #: kinds (and the ConfigMaps of BackendTLSPolicies) are watched where installed, at the version
 #: served (controller/gatewayapi.py)
 WATCHED: Mapping[str, tuple[k.Resource, str | None]] = {
-    "Namespace": (k.NAMESPACES, "namespaces"),
-    "Service": (k.SERVICES, "services"),
-    "EndpointSlice": (k.ENDPOINT_SLICES, "endpoint_slices"),
-    "Secret": (k.SECRETS, "secrets"),
-    "IngressClass": (k.INGRESS_CLASSES, "ingress_classes"),
-    "Ingress": (k.INGRESSES, "ingresses"),
+    **{row.kind: (row.resource, row.field) for row in kinds.KINDS if row.informer == kinds.ALWAYS},
     "Pod": (k.PODS, None),
 }
 
@@ -100,7 +95,7 @@ NOT_RENDERED = frozenset({"Pod", *PLANE_WATCHED})
 
 StatusKey = tuple[str, str, str]
 #: kinds whose status the status writer writes (their echo does not trigger a reconcile)
-STATUS_KINDS = frozenset(STATUS_RESOURCES)
+STATUS_KINDS = kinds.STATUS_KINDS
 RECONCILE_KEY = "reconcile"
 #: Seconds the worker rests after a reconcile before the next one may start (the next start is
 #: also at least ``--min-reconcile-ms`` after this one's: at most 2 reconciles a second by
@@ -111,7 +106,7 @@ RECONCILE_MIN_IDLE = 0.1
 FREEZE_AFTER_CHANGES = 2000
 #: The kinds whose ownership the controller remembers from one render to the next: the render
 #: cannot tell from such an object that it was ours (an HTTPRoute's parent entries name us).
-REMEMBERED_KINDS = frozenset({"GatewayClass", "Gateway", "ListenerSet", "Ingress"})
+REMEMBERED_KINDS = kinds.REMEMBERED_KINDS
 
 
 def _meta_rv(obj: Mapping[str, Any] | None) -> str:
@@ -745,7 +740,7 @@ class Controller:
         current = {p.key for p in own}
         for key in [key for key in self._gateway_planes if key not in current]:
             del self._gateway_planes[key]
-        if "Gateway" in snap.unreadable or not self.gateway_api.synced():
+        if kinds.GATEWAY.kind in snap.unreadable or not self.gateway_api.synced():
             return
         services = [svc for svc in self.informers["Service"].list()
                     if _planes.is_managed((svc.get("metadata") or {}).get("labels"))]
@@ -794,7 +789,7 @@ class Controller:
         """One Programmed series per Gateway this controller owns (the statuses it submits)."""
         seen: set[tuple[str, str]] = set()
         for st in result.statuses:
-            if st.kind != "Gateway":
+            if st.kind != kinds.GATEWAY.kind:
                 continue
             conditions = st.status.get("conditions") or ()
             programmed = any(c.get("type") == "Programmed" and c.get("status") == "True" for c in conditions)

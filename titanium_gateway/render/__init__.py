@@ -16,6 +16,7 @@ import gc
 import operator
 from collections.abc import Sequence
 
+from titanium_gateway import kinds
 from titanium_gateway.render import backendtlsstatus as _backendtlsstatus
 from titanium_gateway.render import fields as _fields
 from titanium_gateway.render import gateway as _gateway
@@ -86,8 +87,8 @@ def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple
     if any(p is None for p in parts):
         return None
     return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
-            _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_gateways("ListenerSet"))),
-            snapshot.unreadable.get("ReferenceGrant"), *parts, ctx.backends.lookup_versions(cache.service_lookups))
+            _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_listener_sets())),
+            snapshot.unreadable.get(kinds.REFERENCE_GRANT.kind), *parts, ctx.backends.lookup_versions(cache.service_lookups))
 
 
 def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple | None:
@@ -262,7 +263,7 @@ def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreach
     for u in told:
         by_source.setdefault(u.source, []).append(u)
     for source, rules in by_source.items():
-        if source.kind == "HTTPRoute":
+        if source.kind == kinds.HTTP_ROUTE.kind:
             _httproute_status.shadowed_rules(ctx, source, rules)
         else:
             _ingress_status.shadowed_paths(ctx, source, rules)

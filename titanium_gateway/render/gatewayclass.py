@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import bound_message, existing_conditions
 from titanium_gateway.render.gatewayapi import class_notes, supported_features
 from titanium_gateway.render.result import NotOurs, ObjectStatus
 
-API_VERSION = "gateway.networking.k8s.io/v1"
+API_VERSION = kinds.GATEWAY_API_VERSION
 
 
 class GatewayClasses:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from titanium_gateway import kinds
+
 if TYPE_CHECKING:
     from titanium_gateway.render.reach import Unreachable
     from titanium_gateway.twp.model import Document
@@ -71,32 +73,12 @@ class ObjectStatus:
 
 _new = object.__new__
 
-#: Released at 1970-01-01 like the Gateway API CRDs' own default status ("Waiting for controller").
-_EPOCH = "1970-01-01T00:00:00Z"
-
-
-def _waiting(ctype: str) -> dict[str, str]:
-    return {"type": ctype, "status": "Unknown", "reason": "Pending", "message": "Waiting for controller",
-            "lastTransitionTime": _EPOCH}
-
-
 #: What a released object's status becomes once merged (see :class:`Released`): a route (of any
 #: kind) keeps only the parent entries of other controllers, a BackendTLSPolicy their ancestors;
 #: a GatewayClass, Gateway or ListenerSet the Gateway API CRDs' default status, which claims nothing (other fields of ours, listeners and
-#: addresses, go too); an Ingress loses the load-balancer address we published.
-#: (Plain data, as the writer sends it: never modified.)
-RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
-    "HTTPRoute": {"parents": []},
-    "GRPCRoute": {"parents": []},
-    "TLSRoute": {"parents": []},
-    "TCPRoute": {"parents": []},
-    "UDPRoute": {"parents": []},
-    "BackendTLSPolicy": {"ancestors": []},
-    "GatewayClass": {"conditions": [_waiting("Accepted")]},
-    "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
-    "ListenerSet": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
-    "Ingress": {"loadBalancer": None},
-})
+#: addresses, go too); an Ingress loses the load-balancer address we published (``Kind.released``).
+RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {row.kind: row.released for row in kinds.KINDS if row.released is not None})
 
 
 @dataclass(frozen=True)
@@ -231,8 +213,8 @@ class RenderResult:
         plane, serving every Gateway it has a status for."""
         if self.planes:
             return self.planes
-        gateways = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == "Gateway"))
-        sets = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == "ListenerSet"))
+        gateways = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == kinds.GATEWAY.kind))
+        sets = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == kinds.LISTENER_SET.kind))
         return (Plane("", self.config, self.config_hash, self.parts, self.tls_files, self.certificates,
                       self.listeners, self.delivery_error, self.document, None, gateways, listener_sets=sets),)
 

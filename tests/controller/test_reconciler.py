@@ -50,8 +50,8 @@ class FakeRender:
                                     confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message)
         cond = make_condition("Programmed", *programmed.condition("gateway", True, state), observed_generation=1,
                               now=snap.now)
-        return RenderResult(
-            config=self.config, config_hash=h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
+        return RenderResult.of_config(
+            self.config, h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
             statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond]}),),
             events=(EventRecord("Ingress", "apps", "i", "Warning", "InvalidPath", "bad"),),
             listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error)
@@ -365,7 +365,7 @@ def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> N
 
     def with_storm(snap: Snapshot, opts: RenderOptions) -> RenderResult:
         res = base(snap, opts)
-        return RenderResult(config=res.config, config_hash=res.config_hash, tls_files=res.tls_files,
+        return RenderResult.of_config(res.config, res.config_hash, tls_files=res.tls_files,
                             statuses=res.statuses + storm, events=res.events, listeners=res.listeners)
 
     ctrl.render_fn = with_storm

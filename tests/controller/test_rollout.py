@@ -34,7 +34,8 @@ class ListenerRender(FakeRender):
 
     def __call__(self, snap: Snapshot, opts: RenderOptions) -> RenderResult:
         res = super().__call__(snap, opts)
-        return dataclasses.replace(res, listeners=self.listeners, tls_files=dict(self.tls_files))
+        shared = dataclasses.replace(res.shared, listeners=self.listeners, tls_files=dict(self.tls_files))
+        return dataclasses.replace(res, planes=(shared, *res.planes[1:]))
 
 
 def _gateway_programmed(api: RecordingApi) -> dict[str, Any]:

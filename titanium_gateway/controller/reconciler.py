@@ -158,6 +158,37 @@ class ReconcileMetrics:
             "titanium_gateway_programmed",
             "1 while the Programmed condition this controller writes on a Gateway is True, else 0.",
             ["namespace", "name"])
+        self._cert_series: set[tuple[str, str]] = set()
+        self._gateway_series: set[tuple[str, str]] = set()
+
+    def certificates(self, result: RenderResult) -> None:
+        """One expiry series per certificate converted for any data plane (the shared one's and
+        each Gateway's own); those of certificates gone are removed."""
+        seen: set[tuple[str, str]] = set()
+        for plane in result.planes:
+            for cert in plane.certificates:
+                if cert.not_after is None:
+                    continue
+                ns, _, name = cert.source.partition("/")
+                self.cert_expiry.labels(ns, name).set(cert.not_after)
+                seen.add((ns, name))
+        for key in self._cert_series - seen:
+            self.cert_expiry.remove(*key)
+        self._cert_series = seen
+
+    def gateways(self, result: RenderResult) -> None:
+        """One Programmed series per Gateway this controller owns (the statuses it submits)."""
+        seen: set[tuple[str, str]] = set()
+        for st in result.statuses:
+            if st.kind != kinds.GATEWAY.kind:
+                continue
+            conditions = st.status.get("conditions") or ()
+            programmed = any(c.get("type") == "Programmed" and c.get("status") == "True" for c in conditions)
+            self.programmed.labels(st.namespace, st.name).set(1 if programmed else 0)
+            seen.add((st.namespace, st.name))
+        for key in self._gateway_series - seen:
+            self.programmed.remove(*key)
+        self._gateway_series = seen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,8 +321,6 @@ class Controller:
         self.reprograms = 0
         self.reconciles = 0
         self._memo_seen = (0, 0)
-        self._cert_series: set[tuple[str, str]] = set()
-        self._gateway_series: set[tuple[str, str]] = set()
         self._subscribe()
 
     # the shared data plane's confirmed hash and probe message
@@ -608,7 +637,7 @@ class Controller:
                 self._m.memo.labels("translated").inc(memo.misses - self._memo_seen[1])
                 self._memo_seen = (memo.hits, memo.misses)
             self.last_result = result
-            self._certificate_metrics(result)
+            self._m.certificates(result)
             log.debug("rendered", extra={"config_hash": result.config_hash,
                                          "duration_ms": round(render_s * 1000, 1)})
         delivered = self._deliver(result, snap)
@@ -635,7 +664,7 @@ class Controller:
             released, guards = self._released_statuses(result)
             statuses = (*result.statuses, *result.released, *released)
             self.status_writer.submit(statuses, guards, _seen_versions(snap, statuses))
-            self._gateway_metrics(result)
+            self._m.gateways(result)
         self.event_writer.write(result.events)
         event_wait = self.event_writer.paused_for()
         if event_wait > 0:  # 429 on an Event: the rest are posted once the Retry-After has passed
@@ -702,8 +731,8 @@ class Controller:
             if st.confirmed == plane.config_hash:
                 st.config_writer.confirm(plane.config_hash)
                 st.secret_writer.confirm(plane.config_hash)
-            st.secret_writer.write(plane)  # type: ignore[arg-type]
-            if st.config_writer.write(plane):  # type: ignore[arg-type]
+            st.secret_writer.write(plane)
+            if st.config_writer.write(plane):
                 log.info("config written", extra={"config_hash": plane.config_hash, "data_plane": plane.key,
                                                    "bytes": len(plane.config), "parts": len(plane.parts)})
             own = plane.gateway is not None
@@ -772,33 +801,6 @@ class Controller:
             for done in [pool.submit(self._probe_plane, *d) for d in delivered]:
                 done.result()
 
-    def _certificate_metrics(self, result: RenderResult) -> None:
-        """One expiry series per converted certificate; those of certificates gone are removed."""
-        seen: set[tuple[str, str]] = set()
-        for cert in result.certificates:
-            if cert.not_after is None:
-                continue
-            ns, _, name = cert.source.partition("/")
-            self._m.cert_expiry.labels(ns, name).set(cert.not_after)
-            seen.add((ns, name))
-        for key in self._cert_series - seen:
-            self._m.cert_expiry.remove(*key)
-        self._cert_series = seen
-
-    def _gateway_metrics(self, result: RenderResult) -> None:
-        """One Programmed series per Gateway this controller owns (the statuses it submits)."""
-        seen: set[tuple[str, str]] = set()
-        for st in result.statuses:
-            if st.kind != kinds.GATEWAY.kind:
-                continue
-            conditions = st.status.get("conditions") or ()
-            programmed = any(c.get("type") == "Programmed" and c.get("status") == "True" for c in conditions)
-            self._m.programmed.labels(st.namespace, st.name).set(1 if programmed else 0)
-            seen.add((st.namespace, st.name))
-        for key in self._gateway_series - seen:
-            self._m.programmed.remove(*key)
-        self._gateway_series = seen
-
     def _still_ours(self, cur: Mapping[str, Any], ours: ObjectStatus) -> bool:
         """The object still carries the status we rendered for it (nobody wrote since)."""
         return not status_differs(cur, merged_status(ours.kind, cur, ours.status, self.opts.controller_name))
@@ -832,8 +834,8 @@ class Controller:
         return out, guards
 
     def _probe(self, result: RenderResult, dp: DataPlane) -> None:
-        """Probe the shared data plane (``result``'s own fields)."""
-        self._probe_plane(self._shared, result.data_planes()[0], dp)
+        """Probe the shared data plane."""
+        self._probe_plane(self._shared, result.shared, dp)
 
     def _probe_plane(self, st: PlaneState, plane: Plane, dp: DataPlane) -> None:
         eps = dp.endpoints
@@ -883,9 +885,5 @@ class Controller:
 
 
 def _with_planes(result: RenderResult, changed: Mapping[str, Plane]) -> RenderResult:
-    """``result`` with some of its data planes replaced (the shared one's fields too)."""
-    planes = tuple(changed.get(p.key, p) for p in result.planes)
-    shared = changed.get(_planes.SHARED)
-    if shared is None:
-        return dataclasses.replace(result, planes=planes)
-    return dataclasses.replace(result, planes=planes, parts=shared.parts)
+    """``result`` with some of its data planes replaced."""
+    return dataclasses.replace(result, planes=tuple(changed.get(p.key, p) for p in result.planes))

@@ -150,7 +150,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     ctx.end_translation()
 
     routes = tuple(ctx.take_ordered_routes())
-    documents = _documents(ctx, routes, every_cluster=options.data_plane_mode == _planes.SHARED_MODE)
+    documents = _documents(ctx, routes, options.data_plane_mode)
     # rules no request can reach (the routes are in their final order): events and status notes
     unreachable = _report_unreachable(ctx, _find_unreachable(routes, cache))
     # (each data plane's CA files, the policies' statuses)
@@ -164,8 +164,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     for key, (document, entries) in documents.items():
         out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                          cache=cache.plane_text(key) if cache is not None else None)
-        confirmed, message = ((snapshot.confirmed_config_hash, snapshot.probe_message) if key == _planes.SHARED
-                              else snapshot.plane_probes.get(key, (None, "")))
+        confirmed, message = snapshot.probe(key)
         deliveries[key] = _programmed.delivery(out.config_hash, out.delivery_error,
                                                assume_programmed=options.assume_programmed,
                                                confirmed_hash=confirmed, probe_message=message)
@@ -183,19 +182,10 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         _gateway.status(ctx, info, _plane_delivery(info, deliveries))
     for key in sorted(listener_sets):  # (a ListenerSet's Programmed follows its Gateway's data plane)
         _listenerset.status(ctx, listener_sets[key], _plane_delivery(listener_sets[key].gateway, deliveries))
-    shared = planes[0]
-    assert shared.key == _planes.SHARED
+    assert planes[0].key == _planes.SHARED
     return RenderResult(
-        config=shared.config,
-        config_hash=shared.config_hash,
-        parts=shared.parts,
-        tls_files=shared.tls_files,
-        certificates=shared.certificates,
         statuses=ctx.sorted_statuses(),
         events=ctx.events(),
-        listeners=shared.listeners,
-        delivery_error=shared.delivery_error,
-        document=shared.document,
         unreachable=unreachable,
         released=ctx.released(),
         not_ours=ctx.not_ours_records(),
@@ -203,7 +193,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     )
 
 
-def _documents(ctx: RenderContext, routes: Sequence[_Route], *, every_cluster: bool
+def _documents(ctx: RenderContext, routes: Sequence[_Route], mode: str
                ) -> dict[str, tuple[Document, tuple[CertificateEntry, ...]]]:
     """Each data plane's document (the shared one first) and its certificate entries: its
     listeners, certificates and routes (in order), and the clusters its routes name
@@ -218,7 +208,7 @@ def _documents(ctx: RenderContext, routes: Sequence[_Route], *, every_cluster: b
     out: dict[str, tuple[Document, tuple[CertificateEntry, ...]]] = {}
     for key in keys:
         mine = by_plane[key]
-        if every_cluster:
+        if _planes.every_cluster(mode, key):
             clusters = tuple(ctx.sorted_clusters())
         else:
             named: set[str] = set()

@@ -386,7 +386,7 @@ def translate(ctx: RenderContext, classes: GatewayClasses) -> dict[tuple[str, st
         elif f.is_mapping(spec):
             gateways.append(gw)
     gateways.sort(key=_gateway_sort_key)
-    shared = _addresses(ctx) if ctx.options.data_plane_mode == _planes.SHARED_MODE else []
+    shared = [] if _planes.per_gateway(ctx.options.data_plane_mode) else _addresses(ctx)
     ports = _Ports()
     result: dict[tuple[str, str], GatewayInfo] = {}
     for gw in gateways:
@@ -421,7 +421,7 @@ def _requested_address(ctx: RenderContext, addresses: Any) -> tuple[str | None, 
 def _plane_of(ctx: RenderContext, ns: str, name: str, rejected: bool) -> tuple[str | None, str]:
     """The data plane of a Gateway of ours, and why it has none ("" when it has one or is
     rejected)."""
-    if ctx.options.data_plane_mode == _planes.SHARED_MODE:
+    if not _planes.per_gateway(ctx.options.data_plane_mode):
         return _planes.SHARED, ""
     if rejected:
         return None, ""
@@ -443,7 +443,7 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
     old_listeners = {
         f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
     } if isinstance(status.get("listeners"), list) else {}
-    per_gateway = ctx.options.data_plane_mode != _planes.SHARED_MODE
+    per_gateway = _planes.per_gateway(ctx.options.data_plane_mode)
     requested, address_error = (None, "")
     if not spec.get("addresses"):
         pass

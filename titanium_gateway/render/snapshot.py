@@ -15,6 +15,7 @@ from typing import Any
 
 from titanium_gateway import kinds
 from titanium_gateway.render.gatewayapi import GatewayApiInfo
+from titanium_gateway.render.planes import SHARED
 
 Obj = Mapping[str, Any]
 
@@ -72,6 +73,12 @@ class Snapshot:
     #: no clock: the controller passes "now", the offline render a fixed stand-in.
     now: str = "1970-01-01T00:00:00Z"
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    def probe(self, key: str) -> tuple[str | None, str]:
+        """What the pods of the data plane ``key`` confirmed (hash or None) and why not."""
+        if key == SHARED:
+            return self.confirmed_config_hash, self.probe_message
+        return self.plane_probes.get(key, (None, ""))
 
     @classmethod
     def from_objects(cls, objects: Iterable[Obj], **kwargs: Any) -> Snapshot:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from titanium_gateway.controller.reconciler import ReconcileMetrics
+from titanium_gateway.controller.reconcile_metrics import ReconcileMetrics
 from titanium_gateway.metrics import Registry
 from titanium_gateway.render.result import CertificateEntry, GatewayRef, Plane, RenderResult
 

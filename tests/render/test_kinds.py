@@ -51,3 +51,15 @@ def test_a_kind_of_the_other_routes_is_spelled_in_the_table_only():
         spelled = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                    if re.search(rf"[\"']{row.kind}[\"']", p.read_text())]
         assert spelled == ["kinds.py"], (row.kind, spelled)
+
+
+def test_a_kind_is_spelled_in_at_most_four_files():
+    """The table answers for every Gateway API and Ingress kind: its name (quoted) appears in few
+    files besides it (a feature name, a field check keyed by kind, a docstring). (The core kinds,
+    Service, Secret and the like, also name informers and the objects the controller makes.)"""
+    sources = {str(p.relative_to(PACKAGE)): p.read_text() for p in PACKAGE.rglob("*.py")}
+    for row in kinds.KINDS:
+        if row.resource.group in ("", "discovery.k8s.io"):
+            continue
+        spelled = sorted(name for name, text in sources.items() if re.search(rf"[\"']{row.kind}[\"']", text))
+        assert len(spelled) <= 4, (row.kind, spelled)

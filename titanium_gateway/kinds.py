@@ -76,8 +76,6 @@ class Kind:
     remembered: bool = False
     #: the module of the render that translates it (``render/<translator>``; "" only read)
     translator: str = ""
-    #: the render reads it only where a route of another kind names it (not a route it serves)
-    other_route: bool = False
 
     @property
     def kind(self) -> str:
@@ -119,6 +117,8 @@ def _gw(plural: str, kind: str, field: str, *, namespaced: bool = True, **kw: An
 
 
 _ROUTE_RELEASED: Mapping[str, Any] = {PARENTS: []}
+#: the translator of the route kinds that are answered, never served
+_OTHER_ROUTES = "otherroutes.py"
 _PARENT_RELEASED: Mapping[str, Any] = {"conditions": [_waiting("Accepted"), _waiting("Programmed")]}
 
 GATEWAY_CLASS = _gw("gatewayclasses", "GatewayClass", "gateway_classes", namespaced=False, versions=("v1", "v1beta1"),
@@ -131,13 +131,13 @@ LISTENER_SET = _gw("listenersets", "ListenerSet", "listener_sets", needed_for="L
 HTTP_ROUTE = _gw("httproutes", "HTTPRoute", "httproutes", versions=("v1", "v1beta1"), required=True,
                  needed_for="HTTPRoutes", status=PARENTS, released=_ROUTE_RELEASED, translator="httproute/")
 GRPC_ROUTE = _gw("grpcroutes", "GRPCRoute", "grpcroutes", needed_for="GRPCRoutes", status=PARENTS,
-                 released=_ROUTE_RELEASED, translator="otherroutes.py", other_route=True)
+                 released=_ROUTE_RELEASED, translator=_OTHER_ROUTES)
 TLS_ROUTE = _gw("tlsroutes", "TLSRoute", "tlsroutes", needed_for="TLSRoutes", status=PARENTS,
-                released=_ROUTE_RELEASED, translator="otherroutes.py", other_route=True)
+                released=_ROUTE_RELEASED, translator=_OTHER_ROUTES)
 TCP_ROUTE = _gw("tcproutes", "TCPRoute", "tcproutes", needed_for="TCPRoutes", status=PARENTS,
-                released=_ROUTE_RELEASED, translator="otherroutes.py", other_route=True)
+                released=_ROUTE_RELEASED, translator=_OTHER_ROUTES)
 UDP_ROUTE = _gw("udproutes", "UDPRoute", "udproutes", needed_for="UDPRoutes", status=PARENTS,
-                released=_ROUTE_RELEASED, translator="otherroutes.py", other_route=True)
+                released=_ROUTE_RELEASED, translator=_OTHER_ROUTES)
 BACKEND_TLS_POLICY = _gw("backendtlspolicies", "BackendTLSPolicy", "backend_tls_policies",
                          needed_for="BackendTLSPolicies", status=ANCESTORS,
                          released={ANCESTORS: []}, translator="backendtls.py")
@@ -172,8 +172,8 @@ STATUS_KINDS = frozenset(row.kind for row in KINDS if row.status)
 ROUTE_KINDS = frozenset(row.kind for row in KINDS if row.status == PARENTS)
 #: the kinds whose ownership the controller remembers (``Kind.remembered``)
 REMEMBERED_KINDS = frozenset(row.kind for row in KINDS if row.remembered)
-#: the route kinds this controller answers but does not serve (render/otherroutes.py)
-OTHER_ROUTES: tuple[Kind, ...] = tuple(row for row in KINDS if row.other_route)
+#: the route kinds this controller answers but does not serve (their translator: render/otherroutes.py)
+OTHER_ROUTES: tuple[Kind, ...] = tuple(row for row in KINDS if row.translator == _OTHER_ROUTES)
 #: the kinds a route's parentRef may name, with listeners
 PARENT_KINDS = frozenset({GATEWAY.kind, LISTENER_SET.kind})
 _RANK = MappingProxyType({row.kind: i for i, row in enumerate(KINDS)})

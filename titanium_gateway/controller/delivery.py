@@ -10,8 +10,10 @@ ConfigMap, pod pokes, and the shared Deployment's stamp. A change of one Gateway
 only that Gateway's ConfigMaps (the writers write only what changed).
 
 :meth:`Delivery.deliver` returns a :class:`DeliveryReport`: the planes delivered with their pods
-(to probe), the result with the part bytes released that were written, and which planes' config
-is written whole; the controller reads the report, never the writers.
+(to probe) and the result with the part bytes released that were written; whether a result can
+be delivered again (its released parts still written) is :meth:`Delivery.still_written`, from
+what each plane's last delivery left written (``PlaneState.written``). The controller reads the
+report and asks the delivery, never the writers.
 """
 
 from __future__ import annotations
@@ -92,8 +94,6 @@ class DeliveryReport:
     delivered: tuple[DeliveredPlane, ...]
     #: the result delivered, with the part bytes that were written released
     result: RenderResult
-    #: plane key -> its config is written whole (root and every part)
-    complete: Mapping[str, bool]
 
 
 class Delivery:
@@ -173,7 +173,6 @@ class Delivery:
             self._provision(result, snap)
         out: list[DeliveredPlane] = []
         released: dict[str, Plane] = {}
-        complete: dict[str, bool] = {}
         for plane in result.planes:
             st = self.state(plane)
             if plane.delivery_error:
@@ -189,7 +188,7 @@ class Delivery:
             if st.config_writer.write(plane):
                 log.info("config written", extra={"config_hash": plane.config_hash, "data_plane": plane.key,
                                                    "bytes": len(plane.config), "parts": len(plane.parts)})
-            whole = complete[plane.key] = st.config_writer.is_complete(plane.config_hash)
+            whole = st.config_writer.is_complete(plane.config_hash)
             st.written = plane.config_hash if whole else None
             own = plane.gateway is not None
             if (plane.parts or own) and not st.parts_released and whole:
@@ -207,7 +206,7 @@ class Delivery:
             out.append(DeliveredPlane(st, released.get(plane.key, plane), dp))
         if released:
             result = dataclasses.replace(result, planes=tuple(released.get(p.key, p) for p in result.planes))
-        return DeliveryReport(tuple(out), result, complete)
+        return DeliveryReport(tuple(out), result)
 
     def _provision(self, result: RenderResult, snap: Snapshot) -> None:
         """Make the objects of each Gateway's own data plane, and delete those of Gateways that

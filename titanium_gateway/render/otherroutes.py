@@ -25,7 +25,7 @@ from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import NotOurs, ObjectStatus, Released
 
 API_VERSION = kinds.GATEWAY_API_VERSION
-#: kind -> its Snapshot attribute (the table of kinds' ``other_route`` rows)
+#: kind -> its Snapshot attribute (the table of kinds' rows translated here: ``kinds.OTHER_ROUTES``)
 KINDS: tuple[tuple[str, str], ...] = tuple((row.kind, row.field) for row in kinds.OTHER_ROUTES)
 _GATEWAY = kinds.GATEWAY.kind
 _LISTENER_SET = kinds.LISTENER_SET.kind

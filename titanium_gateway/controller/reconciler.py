@@ -34,7 +34,6 @@ The parts of the loop, each in a module of its own:
 * ``controller/reconcile_metrics.py``: the loop's metrics.
 """
 
-
 from __future__ import annotations
 
 import dataclasses

@@ -1,7 +1,7 @@
 """The controller's API calls stay inside the chart's RBAC.
 
 Every call `<api>.<verb>(RESOURCE, ...)` in titanium_gateway/ whose first argument is one of the
-resource constants of titanium_gateway/kube/api.py (CONFIG_MAPS, GATEWAYS, ...) must be granted
+resource constants of titanium_gateway/kube/api.py and titanium_gateway/kinds.py (CONFIG_MAPS, GATEWAYS, ...) must be granted
 by the rendered ClusterRole or Role (status calls: the `<plural>/status` subresource). A call the
 chart does not grant would fail with 403 in a cluster, so it fails here first.
 """
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import ast
 
+from titanium_gateway import kinds
 from titanium_gateway.kube import api as kube_api
 
 from .conftest import NAMESPACE, ROOT, by_kind
 
 VERBS = {"get": "get", "list": "list", "watch": "watch", "create": "create", "replace": "update",
          "patch": "patch", "delete": "delete"}
-RESOURCES = {name: value for name, value in vars(kube_api).items() if isinstance(value, kube_api.Resource)}
+RESOURCES = {name: value for module in (kube_api, kinds) for name, value in vars(module).items()
+             if isinstance(value, kube_api.Resource)}
 
 
 def granted(docs) -> dict[tuple[str, str], set[str]]:

@@ -150,11 +150,11 @@ def test_only_the_data_planes_pods_trigger_a_reconcile() -> None:
         """Whether the pod's add and delete (or this update) trigger; never only one of them."""
         calls.clear()
         if old is None:
-            c.ctrl._on_pod_add(new)
-            c.ctrl._on_pod_delete(new)
+            c.ctrl.events.on_pod_add(new)
+            c.ctrl.events.on_pod_delete(new)
             assert len(calls) in (0, 2)
             return len(calls) == 2
-        c.ctrl._on_pod_update(old, new)
+        c.ctrl.events.on_pod_update(old, new)
         return len(calls) == 1
 
     edge0 = _pod("edge-0", "10.0.0.1", {})

@@ -10,7 +10,8 @@ from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
 from titanium_gateway.controller.reconciler import Controller
 from titanium_gateway.controller.wiring import build_controller
-from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
+from titanium_gateway.kinds import GATEWAYS
+from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, ProbeResult
 from titanium_gateway.render import programmed
@@ -49,8 +50,8 @@ class FakeRender:
                                     confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message)
         cond = make_condition("Programmed", *programmed.condition("gateway", True, state), observed_generation=1,
                               now=snap.now)
-        return RenderResult(
-            config=self.config, config_hash=h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
+        return RenderResult.of_config(
+            self.config, h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
             statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond]}),),
             events=(EventRecord("Ingress", "apps", "i", "Warning", "InvalidPath", "bad"),),
             listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error)
@@ -340,7 +341,7 @@ def test_429_on_a_status_write_pauses_the_status_worker_not_the_config_path() ->
 def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> None:
     import threading
 
-    from titanium_gateway.kube.api import HTTPROUTES
+    from titanium_gateway.kinds import HTTPROUTES
 
     ctrl, api, render, prober = setup()
     first_pass(ctrl)
@@ -364,7 +365,7 @@ def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> N
 
     def with_storm(snap: Snapshot, opts: RenderOptions) -> RenderResult:
         res = base(snap, opts)
-        return RenderResult(config=res.config, config_hash=res.config_hash, tls_files=res.tls_files,
+        return RenderResult.of_config(res.config, res.config_hash, tls_files=res.tls_files,
                             statuses=res.statuses + storm, events=res.events, listeners=res.listeners)
 
     ctrl.render_fn = with_storm

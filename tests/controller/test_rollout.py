@@ -11,7 +11,8 @@ from tests.writers.fakes import RecordingApi
 from titanium_gateway.controller.options import parse_options
 from titanium_gateway.controller.reconciler import Controller
 from titanium_gateway.controller.wiring import build_controller
-from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, SECRETS
+from titanium_gateway.kinds import GATEWAYS
+from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import ProbeResult
 from titanium_gateway.render.options import RenderOptions
@@ -33,7 +34,8 @@ class ListenerRender(FakeRender):
 
     def __call__(self, snap: Snapshot, opts: RenderOptions) -> RenderResult:
         res = super().__call__(snap, opts)
-        return dataclasses.replace(res, listeners=self.listeners, tls_files=dict(self.tls_files))
+        shared = dataclasses.replace(res.shared, listeners=self.listeners, tls_files=dict(self.tls_files))
+        return dataclasses.replace(res, planes=(shared, *res.planes[1:]))
 
 
 def _gateway_programmed(api: RecordingApi) -> dict[str, Any]:

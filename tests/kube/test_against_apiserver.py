@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.support.apiserver import FakeApiServer
-from titanium_gateway.kube.api import CONFIG_MAPS, GATEWAYS, LEASES, SECRETS, SERVICES, ApiError
+from titanium_gateway.kinds import GATEWAYS
+from titanium_gateway.kube.api import CONFIG_MAPS, LEASES, SECRETS, SERVICES, ApiError
 from titanium_gateway.kube.clock import FakeClock
 from titanium_gateway.kube.informer import SharedInformer
 from titanium_gateway.kube.leaderelection import LeaderElectionConfig, LeaderElector, LeaseLock

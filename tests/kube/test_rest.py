@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from tests.support.apiserver import FakeApiServer
-from titanium_gateway.kube.api import CONFIG_MAPS, HTTPROUTES
+from titanium_gateway.kinds import HTTPROUTES
+from titanium_gateway.kube.api import CONFIG_MAPS
 from titanium_gateway.kube.rest import (
     PATCH_CONTENT_TYPES,
     RestApi,

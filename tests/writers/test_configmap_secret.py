@@ -7,7 +7,7 @@ import pytest
 
 from titanium_gateway.kube.api import CONFIG_MAPS, SECRETS, ApiError
 from titanium_gateway.metrics import Registry
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, WriteError
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.secret import SecretWriter
@@ -18,11 +18,11 @@ NS = "gw"
 
 
 def result(root: str, parts: list[str] = (), tls: dict[str, bytes] | None = None,  # type: ignore[assignment]
-           delivery_error: str = "") -> RenderResult:
+           delivery_error: str = "") -> Plane:
     data = root.encode()
-    return RenderResult(config=data, config_hash=hashlib.sha256(data).hexdigest(),
-                        parts=tuple((f"twp.part-{i}.yaml", p.encode()) for i, p in enumerate(parts, 1)),
-                        tls_files=tls or {}, delivery_error=delivery_error)
+    return Plane("", data, hashlib.sha256(data).hexdigest(),
+                 parts=tuple((f"twp.part-{i}.yaml", p.encode()) for i, p in enumerate(parts, 1)),
+                 tls_files=tls or {}, delivery_error=delivery_error)
 
 
 @pytest.fixture
@@ -143,7 +143,6 @@ def test_secret_missing_is_clear(api: RecordingApi) -> None:
 def test_configmap_writer_remembers_digests_not_texts() -> None:
     import re
 
-    from titanium_gateway.render.result import RenderResult as _RR
     from titanium_gateway.writers.base import LeaderGuard as _LG
     from titanium_gateway.writers.configmap import EMPTY, ConfigMapWriter, data_digest
 
@@ -152,12 +151,12 @@ def test_configmap_writer_remembers_digests_not_texts() -> None:
         api.put(CONFIG_MAPS, {"metadata": {"name": name, "namespace": "gw"}})
     w = ConfigMapWriter(api, "gw", "tp", max_parts=2, guard=_LG(), registry=Registry())
     big = b"x" * 100_000
-    res = _RR(config=b"root", config_hash="h1", parts=(("twp.part-1.yaml", big),))
+    res = Plane("", b"root", "h1", parts=(("twp.part-1.yaml", big),))
     assert w.write(res)
     assert all(re.fullmatch(r"[0-9a-f]{64}", d) for d in w._known.values())
     assert w._known["tp-part-1"] == data_digest({"twp.part-1.yaml": big}) != EMPTY
     n = len(api.writes())
-    assert not w.write(_RR(config=b"root", config_hash="h1", parts=(("twp.part-1.yaml", b"x" * 100_000),)))
+    assert not w.write(Plane("", b"root", "h1", parts=(("twp.part-1.yaml", b"x" * 100_000),)))
     assert len(api.writes()) == n
     assert api.obj(CONFIG_MAPS, "gw", "tp-part-1")["data"] == {"twp.part-1.yaml": big.decode()}
 

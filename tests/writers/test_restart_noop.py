@@ -12,7 +12,7 @@ import pytest
 
 from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, SECRETS, ApiError
 from titanium_gateway.metrics import Registry
-from titanium_gateway.render.result import ListenerKey, RenderResult
+from titanium_gateway.render.result import ListenerKey, Plane
 from titanium_gateway.writers.base import LeaderGuard, WriteError
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import LISTENERS_ANNOTATION, DeploymentStamper
@@ -24,11 +24,10 @@ NS = "gw"
 PARTS = 4
 
 
-def result(root: str, parts: list[str], tls: dict[str, bytes] | None = None) -> RenderResult:
+def result(root: str, parts: list[str], tls: dict[str, bytes] | None = None) -> Plane:
     data = root.encode()
-    return RenderResult(config=data, config_hash=hashlib.sha256(data).hexdigest(),
-                        parts=tuple((f"twp.part-{i}.yaml", p.encode()) for i, p in enumerate(parts, 1)),
-                        tls_files=tls or {})
+    return Plane("", data, hashlib.sha256(data).hexdigest(),
+                 parts=tuple((f"twp.part-{i}.yaml", p.encode()) for i, p in enumerate(parts, 1)), tls_files=tls or {})
 
 
 @pytest.fixture
@@ -50,7 +49,7 @@ def writers(api: RecordingApi) -> tuple[ConfigMapWriter, SecretWriter, Deploymen
             DeploymentStamper(api, NS, "dp", guard=guard), reg)
 
 
-def run_term(api: RecordingApi, res: RenderResult, listeners: set[ListenerKey]) -> Registry:
+def run_term(api: RecordingApi, res: Plane, listeners: set[ListenerKey]) -> Registry:
     """What a reconcile writes, then what the confirmation by every pod empties."""
     cm, sec, dep, reg = writers(api)
     sec.write(res)

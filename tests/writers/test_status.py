@@ -4,7 +4,8 @@ import threading
 import time
 from typing import Any
 
-from titanium_gateway.kube.api import GATEWAYS, HTTPROUTES, INGRESSES, ApiError
+from titanium_gateway.kinds import GATEWAYS, HTTPROUTES
+from titanium_gateway.kube.api import INGRESSES, ApiError
 from titanium_gateway.metrics import Registry
 from titanium_gateway.render.result import ObjectStatus
 from titanium_gateway.writers.base import LeaderGuard

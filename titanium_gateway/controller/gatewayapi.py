@@ -29,10 +29,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.controller.crds import Served, crd_transform
 from titanium_gateway.kube import api as k
 from titanium_gateway.kube.api import KubeApi, Resource
@@ -47,42 +48,12 @@ log = logging.getLogger(__name__)
 GATEWAY_GROUP = k.GATEWAY_GROUP
 
 
-@dataclass(frozen=True)
-class WatchedKind:
-    resource: Resource
-    #: the versions read, in preference order (the fields the controller reads are the same in each)
-    versions: tuple[str, ...]
-    #: the Snapshot attribute of its objects
-    field: str
-    #: no reconcile before its cache synced, and a failing watch keeps its last cache (the render
-    #: cannot do without it); otherwise its objects become unknown to the render while it fails
-    required: bool = False
-    #: watched only while this kind is watched (a core kind, always served)
-    with_kind: str = ""
-    #: what does not work without it (log lines)
-    needed_for: str = ""
-
-    @property
-    def kind(self) -> str:
-        return self.resource.kind
-
-
-KINDS: tuple[WatchedKind, ...] = (
-    WatchedKind(k.GATEWAY_CLASSES, ("v1", "v1beta1"), "gateway_classes", required=True,
-                needed_for="every Gateway API object"),
-    WatchedKind(k.GATEWAYS, ("v1", "v1beta1"), "gateways", required=True, needed_for="Gateways"),
-    WatchedKind(k.HTTPROUTES, ("v1", "v1beta1"), "httproutes", required=True, needed_for="HTTPRoutes"),
-    WatchedKind(k.REFERENCE_GRANTS, ("v1", "v1beta1"), "reference_grants",
-                needed_for="references across namespaces (refused while the grants are unknown)"),
-    WatchedKind(k.GRPCROUTES, ("v1",), "grpcroutes", needed_for="GRPCRoutes"),
-    WatchedKind(k.TLSROUTES, ("v1",), "tlsroutes", needed_for="TLSRoutes"),
-    WatchedKind(k.TCPROUTES, ("v1",), "tcproutes", needed_for="TCPRoutes"),
-    WatchedKind(k.UDPROUTES, ("v1",), "udproutes", needed_for="UDPRoutes"),
-    WatchedKind(k.LISTENER_SETS, ("v1",), "listener_sets", needed_for="ListenerSets"),
-    WatchedKind(k.BACKEND_TLS_POLICIES, ("v1",), "backend_tls_policies", needed_for="BackendTLSPolicies"),
-    WatchedKind(k.CONFIG_MAPS, ("v1",), "config_maps", with_kind="BackendTLSPolicy",
-                needed_for="the CA certificates BackendTLSPolicies name"),
-)
+#: The kinds watched where installed (the table of kinds' ``DISCOVERED`` rows): ``resource``,
+#: ``versions`` read in preference order, the Snapshot ``field``, whether ``required`` (no reconcile
+#: before its cache synced, and a failing watch keeps its last cache), ``with_kind`` (a core kind
+#: watched only while that kind is), ``needed_for`` (log lines).
+WatchedKind = kinds.Kind
+KINDS: tuple[WatchedKind, ...] = tuple(row for row in kinds.KINDS if row.informer == kinds.DISCOVERED)
 BY_KIND: Mapping[str, WatchedKind] = MappingProxyType({w.kind: w for w in KINDS})
 
 #: name -> (resource) of the informers; SharedInformer factory of the controller
@@ -114,8 +85,8 @@ def assumed_plan() -> Plan:
 def info_for(served: Served, plan: Plan) -> GatewayApiInfo:
     bundles = served.bundles()
     watched = {kind: res.api_version for kind, res in plan.items() if res.group == GATEWAY_GROUP}
-    gwc = plan.get("GatewayClass")
-    crd = served.crds.get("GatewayClass")
+    gwc = plan.get(kinds.GATEWAY_CLASS.kind)
+    crd = served.crds.get(kinds.GATEWAY_CLASS.kind)
     features = crd.features.get(gwc.version, "") if gwc is not None and crd is not None else ""
     return GatewayApiInfo(bundle=next(iter(bundles)) if len(bundles) == 1 else "",
                           watched=MappingProxyType(watched), supported_features=features)

@@ -25,7 +25,7 @@ from titanium_gateway.render.options import (
     parse_port_map,
     parse_ports,
 )
-from titanium_gateway.render.planes import MODES, PER_GATEWAY, SHARED_MODE
+from titanium_gateway.render.planes import MODES, SHARED_MODE, per_gateway
 
 ENV_PREFIX = "TITANIUM_GATEWAY_"
 ADMIN_TOKEN_ENV = "TITANIUM_ADMIN_TOKEN"  # not an option: the data plane's bearer token
@@ -255,7 +255,7 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         raise OptionsError(f"--data-plane-mode: {mode!r} is not one of {', '.join(MODES)}")
     gateway_ns = tuple(sorted({x.strip() for x in (s("gateway-namespaces") or "").split(",") if x.strip()}))
     template = s("data-plane-template")
-    if mode == PER_GATEWAY and not template:
+    if per_gateway(mode) and not template:
         raise OptionsError("--data-plane-mode per-gateway needs --data-plane-template (the chart sets it)")
     timings = LeaseTimings(
         lease_duration=_float("lease-duration", s("lease-duration") or "15"),

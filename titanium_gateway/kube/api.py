@@ -7,7 +7,7 @@ configured by the official ``kubernetes`` package's loaders, without model deser
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -30,7 +30,7 @@ class Resource:
     @property
     def is_custom(self) -> bool:
         """CRD-backed (Gateway API): takes merge or JSON patches, never strategic (415)."""
-        return self.group == "gateway.networking.k8s.io"
+        return self.group == GATEWAY_GROUP
 
     def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
@@ -48,18 +48,8 @@ def _r(group: str, version: str, plural: str, kind: str, namespaced: bool = True
     return Resource(group, version, plural, kind, namespaced)
 
 
+#: the Gateway API's group; its kinds' resources are in the table of kinds (``titanium_gateway/kinds.py``)
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-GATEWAY_CLASSES = _r(GATEWAY_GROUP, "v1", "gatewayclasses", "GatewayClass", False)
-GATEWAYS = _r(GATEWAY_GROUP, "v1", "gateways", "Gateway")
-HTTPROUTES = _r(GATEWAY_GROUP, "v1", "httproutes", "HTTPRoute")
-#: v1 where served (Gateway API v1.5+); the controller falls back to v1beta1 (controller/gatewayapi.py)
-REFERENCE_GRANTS = _r(GATEWAY_GROUP, "v1", "referencegrants", "ReferenceGrant")
-GRPCROUTES = _r(GATEWAY_GROUP, "v1", "grpcroutes", "GRPCRoute")
-TLSROUTES = _r(GATEWAY_GROUP, "v1", "tlsroutes", "TLSRoute")
-TCPROUTES = _r(GATEWAY_GROUP, "v1", "tcproutes", "TCPRoute")
-UDPROUTES = _r(GATEWAY_GROUP, "v1", "udproutes", "UDPRoute")
-LISTENER_SETS = _r(GATEWAY_GROUP, "v1", "listenersets", "ListenerSet")
-BACKEND_TLS_POLICIES = _r(GATEWAY_GROUP, "v1", "backendtlspolicies", "BackendTLSPolicy")
 CUSTOM_RESOURCE_DEFINITIONS = _r("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                  "CustomResourceDefinition", False)
 NAMESPACES = _r("", "v1", "namespaces", "Namespace", False)
@@ -74,16 +64,6 @@ DEPLOYMENTS = _r("apps", "v1", "deployments", "Deployment")
 LEASES = _r("coordination.k8s.io", "v1", "leases", "Lease")
 INGRESS_CLASSES = _r("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False)
 INGRESSES = _r("networking.k8s.io", "v1", "ingresses", "Ingress")
-
-BY_KIND: Mapping[str, Resource] = {
-    r.kind: r
-    for r in (
-        GATEWAY_CLASSES, GATEWAYS, HTTPROUTES, REFERENCE_GRANTS, GRPCROUTES, TLSROUTES, TCPROUTES, UDPROUTES,
-        LISTENER_SETS, BACKEND_TLS_POLICIES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, SERVICES,
-        ENDPOINT_SLICES, SECRETS, CONFIG_MAPS, PODS, EVENTS, DEPLOYMENTS, LEASES,
-        INGRESS_CLASSES, INGRESSES,
-    )
-}
 
 
 class ApiError(Exception):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from titanium_gateway import contract
+from titanium_gateway import contract, kinds
 from titanium_gateway.contract.policies import permits
 from titanium_gateway.contract.routing import Check, ForwardTo, NotFound, RedirectTo, Respond, hostname_of
 from titanium_gateway.contract.transforms import apply_request_transforms
@@ -188,7 +188,7 @@ def gateway_addresses(result: RenderResult, prepared: Prepared) -> dict[str, lis
     ours (the same data-plane Service)."""
     out: dict[str, list[str]] = {}
     for st in result.statuses:
-        if st.kind != "Gateway":
+        if st.kind != kinds.GATEWAY.kind:
             continue
         key = f"{st.namespace}/{st.name}"
         values = _address_values(st.status.get("addresses"))
@@ -203,7 +203,7 @@ def gateway_addresses(result: RenderResult, prepared: Prepared) -> dict[str, lis
     if out:
         return out
     for st in result.statuses:
-        if st.kind == "Ingress":
+        if st.kind == kinds.INGRESS.kind:
             lb = st.status.get("loadBalancer")
             entries = lb.get("ingress") if isinstance(lb, Mapping) else None
             values = [str(e.get("ip") or e.get("hostname")) for e in entries if isinstance(e, Mapping)
@@ -314,7 +314,7 @@ def _source(route: model.Route | None, snapshot: Snapshot | None = None) -> dict
     s = route.source
     out: dict[str, Any] = {"kind": s.kind, "namespace": s.namespace, "name": s.name, "rule": route.rule_index,
                            "match": route.match_index}
-    if s.kind == "HTTPRoute" and snapshot is not None:
+    if s.kind == kinds.HTTP_ROUTE.kind and snapshot is not None:
         name = rule_name(snapshot.httproutes.get(f"{s.namespace}/{s.name}"), route.rule_index)
         if name:
             out["ruleName"] = name
@@ -595,7 +595,7 @@ def _source_text(source: Mapping[str, Any] | None) -> str:
     if source is None:
         return "(source unknown)"
     where = f"{source['kind']} {source['namespace']}/{source['name']}"
-    if source["kind"] == "Ingress":
+    if source["kind"] == kinds.INGRESS.kind:
         if source["rule"] < 0:
             return f"{where}, defaultBackend"
         return f"{where}, rule {source['rule']}, path {source['match']}"

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.offline import fieldcheck
 from titanium_gateway.offline.manifests import Manifest, Origin, ReadNotes, read_manifests
-from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, object_key
+from titanium_gateway.render.snapshot import CLUSTER_SCOPED, object_key
 
 __all__ = ["LoadReport", "SERVED_VERSIONS", "apply_defaults", "load_manifests", "load_objects"]
 
@@ -27,29 +27,9 @@ STANDIN_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
 #: The label the API server puts on every Namespace.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
-#: kind -> {served apiVersion: the apiVersion the controller reads it as}. The v1beta1 and v1
-#: schemas of these kinds are identical; the API server converts, so the render sees v1.
-SERVED_VERSIONS: Mapping[str, Mapping[str, str]] = {
-    "GatewayClass": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
-    "Gateway": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
-    "HTTPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
-    "ReferenceGrant": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1", f"{GATEWAY_GROUP}/v1beta1": f"{GATEWAY_GROUP}/v1"},
-    "Namespace": {"v1": "v1"},
-    "Service": {"v1": "v1"},
-    "EndpointSlice": {"discovery.k8s.io/v1": "discovery.k8s.io/v1"},
-    "Secret": {"v1": "v1"},
-    "IngressClass": {"networking.k8s.io/v1": "networking.k8s.io/v1"},
-    "Ingress": {"networking.k8s.io/v1": "networking.k8s.io/v1"},
-    # (v1 of the kinds the v1.5+ standard channel serves at v1; the controller reads only v1)
-    "BackendTLSPolicy": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
-    "ListenerSet": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
-    "GRPCRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
-    "TLSRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
-    "TCPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
-    "UDPRoute": {f"{GATEWAY_GROUP}/v1": f"{GATEWAY_GROUP}/v1"},
-    "ConfigMap": {"v1": "v1"},
-}
-assert set(SERVED_VERSIONS) == set(KIND_FIELDS)
+#: kind -> {served apiVersion: the apiVersion the controller reads it as} (``Kind.versions``: the
+#: v1beta1 and v1 schemas of these kinds are identical; the API server converts, so the render sees v1).
+SERVED_VERSIONS: Mapping[str, Mapping[str, str]] = {row.kind: row.served_versions for row in kinds.KINDS}
 
 
 @dataclass
@@ -119,7 +99,7 @@ def apply_defaults(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
             meta["creationTimestamp"] = standin_time(index)
         if not meta.get("uid"):
             meta["uid"] = _standin_uid(index)
-        if kind == "Namespace" and isinstance(meta.get("name"), str):
+        if kind == kinds.NAMESPACE.kind and isinstance(meta.get("name"), str):
             labels = meta.get("labels")
             labels = dict(labels) if isinstance(labels, Mapping) else {}
             labels.setdefault(NAMESPACE_NAME_LABEL, meta["name"])

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.offline.args import CommandLineParser
 from titanium_gateway.offline.manifests import InputError, Manifest, Origin, ReadNotes, read_manifests
 from titanium_gateway.render.ingress import nginx as na
@@ -81,7 +82,7 @@ def nginx_classes(manifests: Sequence[Manifest], treat: Sequence[str]) -> set[st
     names = set(treat)
     for m in manifests:
         obj = m.obj
-        if obj.get("kind") == "IngressClass" and _str(_map(obj.get("spec")).get("controller")) == NGINX_CONTROLLER:
+        if obj.get("kind") == kinds.INGRESS_CLASS.kind and _str(_map(obj.get("spec")).get("controller")) == NGINX_CONTROLLER:
             names.add(_str(_map(obj.get("metadata")).get("name")))
     return names
 
@@ -152,7 +153,7 @@ def convert(ingress: Mapping[str, Any], target_class: str = DEFAULT_TARGET_CLASS
                 notes.append(f"path {p.get('path')!r} is ImplementationSpecific: a Prefix here, which ends at a "
                              f"segment boundary ({p.get('path')!r} does not match {str(p.get('path')).rstrip('/') + 'x'!r}; "
                              "ingress-nginx's plain prefix does)")
-    converted = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": new_meta, "spec": new_spec}
+    converted = {"apiVersion": kinds.INGRESS.api_version, "kind": kinds.INGRESS.kind, "metadata": new_meta, "spec": new_spec}
     return converted, analysis, notes, errors
 
 
@@ -166,7 +167,7 @@ def migrate(
     reports: list[IngressReport] = []
     for m in manifests:
         obj = m.obj
-        if obj.get("kind") != "Ingress":
+        if obj.get("kind") != kinds.INGRESS.kind:
             continue
         meta = _map(obj.get("metadata"))
         namespace, name = _str(meta.get("namespace")) or "default", _str(meta.get("name"))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render.options import DEFAULT_CONTROLLER_NAME
 from titanium_gateway.render.result import ObjectStatus, Plane, RenderResult
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, KIND_FIELDS, Snapshot
@@ -22,9 +23,6 @@ __all__ = [
     "status_documents", "status_yaml", "to_yaml", "write_outputs",
 ]
 
-#: Order of kinds in status.yaml and in the summary.
-_KIND_RANK = {"GatewayClass": 0, "Gateway": 1, "ListenerSet": 2, "HTTPRoute": 3, "GRPCRoute": 4, "TLSRoute": 5,
-              "TCPRoute": 6, "UDPRoute": 7, "BackendTLSPolicy": 8, "IngressClass": 9, "Ingress": 10}
 
 
 def to_yaml(value: Any) -> str:
@@ -33,7 +31,7 @@ def to_yaml(value: Any) -> str:
 
 
 def _status_sort_key(s: ObjectStatus) -> tuple[int, str, str, str]:
-    return (_KIND_RANK.get(s.kind, 9), s.kind, s.namespace, s.name)
+    return (kinds.rank(s.kind), s.kind, s.namespace, s.name)  # (the order of the table of kinds)
 
 
 def sorted_statuses(result: RenderResult) -> list[Any]:

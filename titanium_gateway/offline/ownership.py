@@ -5,6 +5,7 @@ read."""
 
 from __future__ import annotations
 
+from titanium_gateway import kinds
 from titanium_gateway.offline.load import LoadReport
 from titanium_gateway.render.result import RenderResult
 
@@ -19,9 +20,9 @@ def not_taking_part(result: RenderResult, report: LoadReport | None = None) -> l
     report = report if report is not None else LoadReport()
     lines: list[str] = []
     for r in result.not_ours:
-        if r.kind == "GatewayClass":
+        if r.kind == kinds.GATEWAY_CLASS.kind:
             continue
         key = f"{r.namespace}/{r.name}"
-        why = f"not served: {r.reason}" if r.kind == "Ingress" else r.reason
+        why = f"not served: {r.reason}" if r.kind == kinds.INGRESS.kind else r.reason
         lines.append(f"{r.kind} {key}{report.where(r.kind, key)}: {why}")
     return lines

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.offline.load import NAMESPACE_NAME_LABEL, apply_defaults, standin_time
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.snapshot import CLUSTER_SCOPED, Snapshot, object_key
@@ -40,9 +41,11 @@ def _filter_refs(filters: Any) -> Iterator[str]:
 
 
 #: The route kinds this controller answers but does not serve: their parentRefs name namespaces.
-_OTHER_ROUTES = frozenset({"GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
+_OTHER_ROUTES = frozenset(row.kind for row in kinds.OTHER_ROUTES)
+_HTTP_ROUTE, _GATEWAY, _LISTENER_SET = kinds.HTTP_ROUTE.kind, kinds.GATEWAY.kind, kinds.LISTENER_SET.kind
+_REFERENCE_GRANT = kinds.REFERENCE_GRANT.kind
 #: The kinds whose references can name other namespaces.
-_REFERRING = frozenset({"Gateway", "HTTPRoute", "ReferenceGrant", "ListenerSet", *_OTHER_ROUTES})
+_REFERRING = frozenset({_GATEWAY, _HTTP_ROUTE, _REFERENCE_GRANT, _LISTENER_SET, *_OTHER_ROUTES})
 #: The kinds the controller reads in the Secret namespaces only (``--secret-namespaces``).
 _SECRET_NAMESPACED = frozenset({"Secret", "ConfigMap"})
 
@@ -53,7 +56,7 @@ def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
     and mirror backendRefs, a ReferenceGrant's ``from``."""
     if not isinstance(spec, Mapping):
         return
-    if kind == "HTTPRoute":
+    if kind == _HTTP_ROUTE:
         yield from _ns_of(spec.get("parentRefs"))
         for rule in f.items(spec.get("rules")):
             if not isinstance(rule, Mapping):
@@ -64,15 +67,15 @@ def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
             for b in backends if isinstance(backends, list) else ():
                 if isinstance(b, Mapping) and b.get("filters"):
                     yield from _filter_refs(b.get("filters"))
-    elif kind in ("Gateway", "ListenerSet"):
+    elif kind in kinds.PARENT_KINDS:
         for listener in f.items(spec.get("listeners")):
             if isinstance(listener, Mapping) and isinstance(listener.get("tls"), Mapping):
                 yield from _ns_of(listener["tls"].get("certificateRefs"))
-        if kind == "ListenerSet":
+        if kind == _LISTENER_SET:
             yield from _ns_of([spec.get("parentRef")])
     elif kind in _OTHER_ROUTES:
         yield from _ns_of(spec.get("parentRefs"))
-    elif kind == "ReferenceGrant":
+    elif kind == _REFERENCE_GRANT:
         yield from _ns_of(spec.get("from"))
 
 
@@ -85,7 +88,7 @@ def _namespace_names(objects: Iterable[Mapping[str, Any]]) -> tuple[set[str], se
         if not isinstance(meta, Mapping):
             continue
         kind = obj.get("kind")
-        if kind == "Namespace":
+        if kind == kinds.NAMESPACE.kind:
             present.add(str(meta.get("name")))
         if kind in CLUSTER_SCOPED:
             continue

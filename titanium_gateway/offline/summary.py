@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.offline.load import LoadReport
 from titanium_gateway.offline.outputs import plane_directory, sorted_statuses
 from titanium_gateway.offline.ownership import not_taking_part
@@ -103,7 +104,7 @@ def reach_lines(result: RenderResult, snapshot: Snapshot | None = None) -> list[
         routes = snapshot.httproutes if snapshot is not None else {}
 
         def names(source: Source, index: int) -> str:
-            return rule_name(routes.get(f"{source.namespace}/{source.name}"), index) if source.kind == "HTTPRoute" else ""
+            return rule_name(routes.get(f"{source.namespace}/{source.name}"), index) if source.kind == _HTTP_ROUTE else ""
 
         lines.append(f"Unreachable rules ({len(result.unreachable)}):")
         lines.extend(f"  {u.source.kind} {u.source.namespace}/{u.source.name} {u.message(limit=8, names=names)}"
@@ -130,9 +131,10 @@ def plane_file(plane: Plane) -> str:
 #: their good state are counted instead (the GatewayClasses, Gateways and every object with a
 #: problem are still listed).
 SUMMARY_EVERY_OBJECT_UP_TO = 200
-_CONDENSED_KINDS = frozenset({"HTTPRoute", "Ingress"})
+_HTTP_ROUTE, _INGRESS, _GATEWAY = kinds.HTTP_ROUTE.kind, kinds.INGRESS.kind, kinds.GATEWAY.kind
+_CONDENSED_KINDS = frozenset({_HTTP_ROUTE, _INGRESS})
 #: the kinds whose status is a list of parent entries
-_ROUTE_KINDS = frozenset({"HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"})
+_ROUTE_KINDS = kinds.ROUTE_KINDS
 
 
 def _good(conditions: Any) -> bool:
@@ -146,7 +148,7 @@ def _good(conditions: Any) -> bool:
 
 
 def _healthy(kind: str, status: Mapping[str, Any]) -> bool:
-    if kind == "HTTPRoute":
+    if kind == _HTTP_ROUTE:
         parents = _seq(status.get("parents"))
         return bool(parents) and all(_good(_map(p).get("conditions")) for p in parents)
     return True  # an Ingress's status is its addresses; its problems are Events
@@ -173,8 +175,9 @@ def summary(
                 and _healthy(st.kind, status):
             quiet[st.kind] = quiet.get(st.kind, 0) + 1
             continue
-        if st.kind in _ROUTE_KINDS or st.kind == "BackendTLSPolicy":
-            entries = _seq(status.get("parents" if st.kind in _ROUTE_KINDS else "ancestors"))
+        shared = kinds.BY_KIND[st.kind].shared_list if st.kind in kinds.BY_KIND else None
+        if shared is not None:
+            entries = _seq(status.get(shared))
             lines.append(f"{st.kind} {name}: {len(entries)} " + ("parent(s)" if st.kind in _ROUTE_KINDS
                                                                 else "ancestor(s): the Gateways it is used through"))
             for p in entries:
@@ -184,12 +187,12 @@ def summary(
                     target += f"/{ref['sectionName']}"
                 if ref.get("port"):
                     target += f":{ref['port']}"
-                if ref.get("kind") not in (None, "Gateway"):
+                if ref.get("kind") not in (None, _GATEWAY):
                     target = f"{ref['kind']} {target}"
                 lines.append(f"  {'parent' if st.kind in _ROUTE_KINDS else 'ancestor'} {target}: "
                              f"{_conditions_text(p.get('conditions'))}")
                 lines.extend(f"    {m}" for m in _messages(p.get("conditions")))
-        elif st.kind == "Ingress":
+        elif st.kind == _INGRESS:
             ingress = _seq(_map(status.get("loadBalancer")).get("ingress"))
             addrs = ", ".join(str(i.get("ip") or i.get("hostname")) for i in ingress if isinstance(i, Mapping))
             lines.append(f"{st.kind} {name}: owned; addresses: {addrs or 'none'}")
@@ -203,11 +206,11 @@ def summary(
                 )
                 lines.extend(f"    {m}" for m in _messages(listener.get("conditions")))
             addresses = status.get("addresses")
-            if st.kind == "Gateway":
+            if st.kind == _GATEWAY:
                 vals = ", ".join(str(a.get("value")) for a in _seq(addresses) if isinstance(a, Mapping))
                 lines.append(f"  addresses: {vals or 'none'}")
     for kind, n in quiet.items():
-        what = "every parent Accepted, references resolved" if kind == "HTTPRoute" else "served, no Event"
+        what = "every parent Accepted, references resolved" if kind == _HTTP_ROUTE else "served, no Event"
         lines.append(f"{kind}: {n} not listed: {what} (status.yaml with --out has them all)")
     for e in result.events:
         lines.append(f"Event {e.type} {e.reason} on {e.kind} {e.namespace}/{e.name}: {e.message}")

@@ -16,6 +16,7 @@ import gc
 import operator
 from collections.abc import Sequence
 
+from titanium_gateway import kinds
 from titanium_gateway.render import backendtlsstatus as _backendtlsstatus
 from titanium_gateway.render import fields as _fields
 from titanium_gateway.render import gateway as _gateway
@@ -87,8 +88,8 @@ def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple
     if any(p is None for p in parts):
         return None
     return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
-            _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_gateways("ListenerSet"))),
-            snapshot.unreadable.get("ReferenceGrant"), *parts, ctx.backends.lookup_versions(cache.service_lookups))
+            _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_listener_sets())),
+            snapshot.unreadable.get(kinds.REFERENCE_GRANT.kind), *parts, ctx.backends.lookup_versions(cache.service_lookups))
 
 
 def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple | None:
@@ -150,7 +151,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     ctx.end_translation()
 
     routes = tuple(ctx.take_ordered_routes())
-    documents = _documents(ctx, routes, every_cluster=options.data_plane_mode == _planes.SHARED_MODE)
+    documents = _documents(ctx, routes, options.data_plane_mode)
     # rules no request can reach (the routes are in their final order): events and status notes
     unreachable = _report_unreachable(ctx, _find_unreachable(routes, cache))
     # (each data plane's CA files, the policies' statuses)
@@ -164,8 +165,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     for key, (document, entries) in documents.items():
         out = _emit.emit(document, part_limit=options.part_limit_bytes, max_parts=options.max_parts,
                          cache=cache.plane_text(key) if cache is not None else None)
-        confirmed, message = ((snapshot.confirmed_config_hash, snapshot.probe_message) if key == _planes.SHARED
-                              else snapshot.plane_probes.get(key, (None, "")))
+        confirmed, message = snapshot.probe(key)
         deliveries[key] = _programmed.delivery(out.config_hash, out.delivery_error,
                                                assume_programmed=options.assume_programmed,
                                                confirmed_hash=confirmed, probe_message=message)
@@ -184,19 +184,10 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     for key in sorted(listener_sets):  # (a ListenerSet's Programmed follows its Gateway's data plane)
         _listenerset.status(ctx, listener_sets[key], _plane_delivery(listener_sets[key].gateway, deliveries))
     _listenerevents.listener_events(ctx)  # (from the statuses just made)
-    shared = planes[0]
-    assert shared.key == _planes.SHARED
+    assert planes[0].key == _planes.SHARED
     return RenderResult(
-        config=shared.config,
-        config_hash=shared.config_hash,
-        parts=shared.parts,
-        tls_files=shared.tls_files,
-        certificates=shared.certificates,
         statuses=ctx.sorted_statuses(),
         events=ctx.events(),
-        listeners=shared.listeners,
-        delivery_error=shared.delivery_error,
-        document=shared.document,
         unreachable=unreachable,
         released=ctx.released(),
         not_ours=ctx.not_ours_records(),
@@ -204,7 +195,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     )
 
 
-def _documents(ctx: RenderContext, routes: Sequence[_Route], *, every_cluster: bool
+def _documents(ctx: RenderContext, routes: Sequence[_Route], mode: str
                ) -> dict[str, tuple[Document, tuple[CertificateEntry, ...]]]:
     """Each data plane's document (the shared one first) and its certificate entries: its
     listeners, certificates and routes (in order), and the clusters its routes name
@@ -219,7 +210,7 @@ def _documents(ctx: RenderContext, routes: Sequence[_Route], *, every_cluster: b
     out: dict[str, tuple[Document, tuple[CertificateEntry, ...]]] = {}
     for key in keys:
         mine = by_plane[key]
-        if every_cluster:
+        if _planes.every_cluster(mode, key):
             clusters = tuple(ctx.sorted_clusters())
         else:
             named: set[str] = set()
@@ -264,7 +255,7 @@ def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreach
     for u in told:
         by_source.setdefault(u.source, []).append(u)
     for source, rules in by_source.items():
-        if source.kind == "HTTPRoute":
+        if source.kind == kinds.HTTP_ROUTE.kind:
             _httproute_status.shadowed_rules(ctx, source, rules)
         else:
             _ingress_status.shadowed_paths(ctx, source, rules)

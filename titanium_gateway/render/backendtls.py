@@ -32,6 +32,7 @@ from typing import Any
 
 from cryptography import x509
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.conditions import bound_message
 from titanium_gateway.render.precedence import creation_timestamp
@@ -42,8 +43,8 @@ from titanium_gateway.twp.model import (
     SubjectAltName,
 )
 
-API_VERSION = "gateway.networking.k8s.io/v1"
-KIND = "BackendTLSPolicy"
+API_VERSION = kinds.GATEWAY_API_VERSION
+KIND = kinds.BACKEND_TLS_POLICY.kind
 CA_KEY = "ca.crt"
 #: The Gateway API keeps at most this many ancestors in a policy's status.
 MAX_ANCESTORS = 16

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backendtls import API_VERSION, KIND, MAX_ANCESTORS, BackendTlsPolicies, Policy
 from titanium_gateway.render.conditions import existing_conditions
@@ -22,6 +23,10 @@ from titanium_gateway.twp.model import Document, cluster_ids
 if TYPE_CHECKING:
     from titanium_gateway.render.builder import RenderContext
 
+_GATEWAY = kinds.GATEWAY.kind
+_LISTENER_SET = kinds.LISTENER_SET.kind
+_HTTP_ROUTE = kinds.HTTP_ROUTE.kind
+
 
 def _services_used(ctx: RenderContext, documents: Iterable[Document]) -> dict[tuple[str, str], set[tuple[str, str]]]:
     """(namespace, Service) -> the HTTPRoutes (namespace, name) of the documents that send it traffic."""
@@ -30,7 +35,7 @@ def _services_used(ctx: RenderContext, documents: Iterable[Document]) -> dict[tu
     for document in documents:
         for route in document.routes:
             source = route.source
-            if source.kind != "HTTPRoute":
+            if source.kind != _HTTP_ROUTE:
                 continue
             behavior = route.behavior
             ids = cluster_ids(behavior.action) + ((behavior.mirror.cluster_id,) if behavior.mirror is not None else ())
@@ -49,7 +54,7 @@ def _services_used(ctx: RenderContext, documents: Iterable[Document]) -> dict[tu
 def _route_gateways(ctx: RenderContext, route: tuple[str, str], set_parents: Mapping[tuple[str, str], tuple[str, str]]
                     ) -> set[tuple[str, str]]:
     """The Gateways of ours an HTTPRoute is accepted by (its status made in this render)."""
-    status = ctx.statuses.get(("HTTPRoute", *route))
+    status = ctx.statuses.get((_HTTP_ROUTE, *route))
     out: set[tuple[str, str]] = set()
     if status is None or type(status) is not ObjectStatus:
         return out
@@ -58,10 +63,10 @@ def _route_gateways(ctx: RenderContext, route: tuple[str, str], set_parents: Map
             continue
         ref = f.mapping(entry.get("parentRef"))
         key = (f.text(ref.get("namespace")) or route[0], f.text(ref.get("name")))
-        kind = f.string(ref.get("kind")) or "Gateway"
-        if kind == "Gateway":
+        kind = f.string(ref.get("kind")) or _GATEWAY
+        if kind == _GATEWAY:
             out.add(key)
-        elif kind == "ListenerSet" and key in set_parents:
+        elif kind == _LISTENER_SET and key in set_parents:
             out.add(set_parents[key])
     return out
 
@@ -117,12 +122,12 @@ def _policy_status(ctx: RenderContext, policy: Policy, gateways: list[tuple[str,
     room = max(0, MAX_ANCESTORS - others)
     entries = []
     for ns, name in gateways[:room]:
-        ref = {"group": GATEWAY_GROUP, "kind": "Gateway", "namespace": ns, "name": name}
+        ref = {"group": GATEWAY_GROUP, "kind": _GATEWAY, "namespace": ns, "name": name}
         previous: list[Mapping[str, Any]] = []
         for a in old:
             got = f.mapping(a.get("ancestorRef"))
             if f.text(got.get("name")) == name and (f.text(got.get("namespace")) or policy.namespace) == ns \
-                    and (f.string(got.get("kind")) or "Gateway") == "Gateway":
+                    and (f.string(got.get("kind")) or _GATEWAY) == _GATEWAY:
                 previous = existing_conditions(a)
                 break
         conds = ctx.conditions(policy.obj, previous)

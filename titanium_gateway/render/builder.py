@@ -65,6 +65,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backends import BackendIndex, resolve_backend
 from titanium_gateway.render.backendtls import BackendTlsPolicies
@@ -92,8 +93,6 @@ from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-_KIND_ORDER = {"GatewayClass": 0, "Gateway": 1, "ListenerSet": 2, "HTTPRoute": 3, "GRPCRoute": 4, "TLSRoute": 5,
-               "TCPRoute": 6, "UDPRoute": 7, "Ingress": 8}
 
 
 def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
@@ -102,7 +101,7 @@ def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
 
 def _not_ours_order(key: tuple[str, str, str]) -> tuple[int, str, str]:
     kind, namespace, name = key
-    return (_KIND_ORDER.get(kind, 9), f"{namespace}/{name}" if namespace else name, kind)
+    return (kinds.rank(kind), f"{namespace}/{name}" if namespace else name, kind)
 #: The sort key of the routes: precedence key, then id (ids are unique, so the sort never
 #: compares further).
 route_order = operator.attrgetter("key", "id")
@@ -326,9 +325,17 @@ class RenderContext:
             self.recording.statuses.append(status)
         self.statuses[status.key] = status
 
-    def foreign_gateways(self, kind: str = "Gateway") -> dict[tuple[str, str], str]:
+    def foreign_gateways(self, kind: str = kinds.GATEWAY.kind) -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""
         return {(r.namespace, r.name): r.reason for r in self._not_ours.values() if r.kind == kind}
+
+    def foreign_listener_sets(self) -> dict[tuple[str, str], str]:
+        """(namespace, name) -> why a ListenerSet is not ours (after its translation)."""
+        return self.foreign_gateways(kinds.LISTENER_SET.kind)
+
+    def foreign_parents(self) -> dict[str, dict[tuple[str, str], str]]:
+        """Each kind a route's parentRef may name -> (namespace, name) -> why not ours."""
+        return {kind: self.foreign_gateways(kind) for kind in kinds.PARENT_KINDS}
 
     def not_ours(self, record: NotOurs) -> None:
         if self.recording is not None:

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import planes as _planes
 from titanium_gateway.render import programmed
@@ -44,8 +45,9 @@ from titanium_gateway.render.programmed import Delivery
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import NotOurs, ObjectStatus
 
-API_VERSION = "gateway.networking.k8s.io/v1"
-HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": "HTTPRoute"}
+API_VERSION = kinds.GATEWAY_API_VERSION
+KIND = kinds.GATEWAY.kind
+HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": kinds.HTTP_ROUTE.kind}
 
 
 # -- hostnames ------------------------------------------------------------------------------
@@ -180,7 +182,7 @@ class GatewayInfo:
     allowed_listeners: tuple[str, Any] = ("None", None)
     #: ``status.attachedListenerSets`` (render/listenerset.py); None: not written (no ListenerSets served)
     attached_listener_sets: int | None = None
-    kind: ClassVar[str] = "Gateway"
+    kind: ClassVar[str] = KIND
     #: the data plane that serves it (and its ListenerSets): ``""`` the shared one,
     #: ``namespace/name`` its own; None: none (a rejected Gateway, or ``no_plane`` says why)
     plane: str | None = _planes.SHARED
@@ -232,7 +234,7 @@ def _gateway_sort_key(gw: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def _certificates(
     ctx: RenderContext, gw_ns: str, gw_created: str, gw_name: str, li: ListenerInfo, tls: Mapping[str, Any],
-    owner_kind: str = "Gateway",
+    owner_kind: str = KIND,
 ) -> tuple[bool, str, str]:
     """Bind the listener's certificates into its data plane (with none, the conversion is only
     checked); returns (any valid, error reason, error message)."""
@@ -380,11 +382,11 @@ def translate(ctx: RenderContext, classes: GatewayClasses) -> dict[tuple[str, st
         why = classes.why_not(class_name)
         if why:
             meta = f.metadata(gw)
-            ctx.not_ours(NotOurs("Gateway", f.text(meta.get("namespace")) or "default", f.text(meta.get("name")), why))
+            ctx.not_ours(NotOurs(KIND, f.text(meta.get("namespace")) or "default", f.text(meta.get("name")), why))
         elif f.is_mapping(spec):
             gateways.append(gw)
     gateways.sort(key=_gateway_sort_key)
-    shared = _addresses(ctx) if ctx.options.data_plane_mode == _planes.SHARED_MODE else []
+    shared = [] if _planes.per_gateway(ctx.options.data_plane_mode) else _addresses(ctx)
     ports = _Ports()
     result: dict[tuple[str, str], GatewayInfo] = {}
     for gw in gateways:
@@ -419,7 +421,7 @@ def _requested_address(ctx: RenderContext, addresses: Any) -> tuple[str | None, 
 def _plane_of(ctx: RenderContext, ns: str, name: str, rejected: bool) -> tuple[str | None, str]:
     """The data plane of a Gateway of ours, and why it has none ("" when it has one or is
     rejected)."""
-    if ctx.options.data_plane_mode == _planes.SHARED_MODE:
+    if not _planes.per_gateway(ctx.options.data_plane_mode):
         return _planes.SHARED, ""
     if rejected:
         return None, ""
@@ -441,7 +443,7 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
     old_listeners = {
         f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
     } if isinstance(status.get("listeners"), list) else {}
-    per_gateway = ctx.options.data_plane_mode != _planes.SHARED_MODE
+    per_gateway = _planes.per_gateway(ctx.options.data_plane_mode)
     requested, address_error = (None, "")
     if not spec.get("addresses"):
         pass
@@ -499,7 +501,7 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
 
 def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str, gateway: tuple[str, str, str],
               frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports, plane: str | None,
-              owner_kind: str = "Gateway") -> ListenerInfo:
+              owner_kind: str = KIND) -> ListenerInfo:
     """One listener: accepted (protocol, fields, hostname, port), the routes it allows, its
     conflicts, its certificates; a usable one opens its data-plane port. ``gateway``: (created,
     namespace, name) of the object that holds it (``owner_kind``: a Gateway or a ListenerSet)."""
@@ -562,7 +564,7 @@ def set_listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: 
     spec = f.mapping(gw.obj.get("spec"))
     frontend = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
     li = _listener(ctx, raw, index, lname, owner, frontend, not gw.acceptance[0], ports, gw.plane,
-                   owner_kind="ListenerSet")
+                   owner_kind=kinds.LISTENER_SET.kind)
     li.gateway_ns, li.gateway_name, li.listener_set = gw.namespace, gw.name, (owner[1], owner[2])
     if li.accepted[1] == "UnsupportedProtocol" and li.port and any(
             other.protocol != li.protocol for other in ports.local.get(li.dp_port, ())):
@@ -613,7 +615,7 @@ def _allowed_routes(raw: Mapping[str, Any], li: ListenerInfo, accepted_reason: s
         li.serves_httproute = False
         for k in kinds:
             if isinstance(k, Mapping) and (f.string(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
-                    and k.get("kind") == "HTTPRoute":
+                    and k.get("kind") == HTTPROUTE_KIND["kind"]:
                 li.serves_httproute = True
             else:
                 kinds_ok = False
@@ -669,4 +671,4 @@ def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
                             "listeners": listeners}
     if info.attached_listener_sets is not None:
         body["attachedListenerSets"] = info.attached_listener_sets
-    ctx.add_status(ObjectStatus(API_VERSION, "Gateway", info.namespace, info.name, body))
+    ctx.add_status(ObjectStatus(API_VERSION, KIND, info.namespace, info.name, body))

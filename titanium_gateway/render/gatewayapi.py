@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render.features import SUPPORTED_FEATURES
 
 #: ``status.supportedFeatures`` of the served GatewayClass version: a list of ``{name: ...}``
@@ -21,7 +22,7 @@ FEATURES_AS_OBJECTS = "objects"
 FEATURES_AS_STRINGS = "strings"
 
 #: The kinds the render reads whose absence changes what it does, and what then happens.
-_WITHOUT = {"ReferenceGrant": "cross-namespace references are refused"}
+_WITHOUT = {kinds.REFERENCE_GRANT.kind: "cross-namespace references are refused"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def supported_features(info: GatewayApiInfo | None) -> list[Any] | None:
 def listener_sets_served(info: GatewayApiInfo | None, listener_sets: Mapping[str, Any]) -> bool:
     """Whether the Gateway status has ``attachedListenerSets`` to write: ListenerSets are served
     (the same bundles add the kind and the field), or offline (unknown) the input has some."""
-    return bool(listener_sets) if info is None else "ListenerSet" in info.watched
+    return bool(listener_sets) if info is None else kinds.LISTENER_SET.kind in info.watched
 
 
 def class_notes(info: GatewayApiInfo | None, unreadable: Mapping[str, str]) -> list[str]:

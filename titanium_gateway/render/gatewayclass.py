@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import bound_message, existing_conditions
 from titanium_gateway.render.gatewayapi import class_notes, supported_features
 from titanium_gateway.render.result import NotOurs, ObjectStatus
 
-API_VERSION = "gateway.networking.k8s.io/v1"
+API_VERSION = kinds.GATEWAY_API_VERSION
+KIND = kinds.GATEWAY_CLASS.kind
 
 
 class GatewayClasses:
@@ -54,7 +56,7 @@ def translate(ctx: RenderContext) -> GatewayClasses:
             controller = f.string(controller)
             theirs[name or key] = controller
             if name:
-                ctx.not_ours(NotOurs("GatewayClass", "", name, f"it belongs to controller {controller or 'none'}"))
+                ctx.not_ours(NotOurs(KIND, "", name, f"it belongs to controller {controller or 'none'}"))
             continue
         if not name:
             continue
@@ -64,5 +66,5 @@ def translate(ctx: RenderContext) -> GatewayClasses:
         status: dict[str, Any] = {"conditions": conds.as_list()}
         if features is not None:
             status["supportedFeatures"] = features
-        ctx.add_status(ObjectStatus(API_VERSION, "GatewayClass", "", name, status))
+        ctx.add_status(ObjectStatus(API_VERSION, KIND, "", name, status))
     return GatewayClasses(ours, theirs)

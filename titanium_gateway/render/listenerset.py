@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
@@ -50,8 +51,9 @@ from titanium_gateway.render.programmed import Delivery
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import NotOurs, ObjectStatus
 
-API_VERSION = "gateway.networking.k8s.io/v1"
-KIND = "ListenerSet"
+API_VERSION = kinds.GATEWAY_API_VERSION
+KIND = kinds.LISTENER_SET.kind
+_GATEWAY = kinds.GATEWAY.kind
 Outcome = tuple[bool, str, str]
 
 
@@ -83,7 +85,7 @@ def _parent(obj: Mapping[str, Any], ns: str) -> tuple[str, str, str, str]:
     """(group, kind, namespace, name) of ``spec.parentRef``, defaults filled."""
     ref = f.mapping(f.mapping(obj.get("spec")).get("parentRef"))
     group = ref.get("group")
-    return (group if isinstance(group, str) else GATEWAY_GROUP, f.string(ref.get("kind")) or "Gateway",
+    return (group if isinstance(group, str) else GATEWAY_GROUP, f.string(ref.get("kind")) or _GATEWAY,
             f.text(ref.get("namespace")) or ns, f.text(ref.get("name")))
 
 
@@ -100,7 +102,7 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo],
         if not name:
             continue
         group, kind, gw_ns, gw_name = _parent(obj, ns)
-        if group != GATEWAY_GROUP or kind != "Gateway":
+        if group != GATEWAY_GROUP or kind != _GATEWAY:
             ctx.not_ours(NotOurs(KIND, ns, name, f"its parent {kind} {gw_name} is not a Gateway"))
             continue
         if (gw_ns, gw_name) not in gateways:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import existing_conditions
@@ -23,15 +24,16 @@ from titanium_gateway.render.httproute.attach import parent_ref_echo, ref_identi
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import NotOurs, ObjectStatus, Released
 
-API_VERSION = "gateway.networking.k8s.io/v1"
-#: kind -> its Snapshot attribute
-KINDS: tuple[tuple[str, str], ...] = (("GRPCRoute", "grpcroutes"), ("TLSRoute", "tlsroutes"),
-                                      ("TCPRoute", "tcproutes"), ("UDPRoute", "udproutes"))
+API_VERSION = kinds.GATEWAY_API_VERSION
+#: kind -> its Snapshot attribute (the table of kinds' rows translated here: ``kinds.OTHER_ROUTES``)
+KINDS: tuple[tuple[str, str], ...] = tuple((row.kind, row.field) for row in kinds.OTHER_ROUTES)
+_GATEWAY = kinds.GATEWAY.kind
+_LISTENER_SET = kinds.LISTENER_SET.kind
 
 
 def translate(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo]) -> None:
     """Every route of the other kinds, in key order."""
-    foreign = {"Gateway": ctx.foreign_gateways(), "ListenerSet": ctx.foreign_gateways("ListenerSet")}
+    foreign = ctx.foreign_parents()
     for kind, attr in KINDS:
         objs = getattr(ctx.snapshot, attr)
         for key in sorted(objs):
@@ -43,9 +45,9 @@ def translate(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo
 def _parent(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo], ident: tuple[Any, ...]) -> Any:
     if ident[0] != GATEWAY_GROUP:
         return None
-    if ident[1] == "Gateway":
+    if ident[1] == _GATEWAY:
         return gateways.get((ident[2], ident[3]))
-    if ident[1] == "ListenerSet":
+    if ident[1] == _LISTENER_SET:
         return ctx.listener_sets.get((ident[2], ident[3]))
     return None
 
@@ -101,7 +103,7 @@ def _why(parent: Any, ident: tuple[Any, ...], kind: str) -> tuple[str, str]:
     section, port = ident[4], ident[5]
     selected = [li for li in parent.listeners
                 if (not section or li.name == section) and (port is None or li.port == port)
-                and (li.listener_set is None or parent.kind != "Gateway")]
+                and (li.listener_set is None or parent.kind != _GATEWAY)]
     where = f"{parent.kind} {parent.namespace}/{parent.name}"
     if not selected:
         what = f"sectionName {f.brief(section)}" if section else ""

@@ -32,6 +32,18 @@ MAX_BASE = 52
 _NOT_LABEL = re.compile(r"[^a-z0-9-]")
 
 
+def per_gateway(mode: str) -> bool:
+    """Whether ``mode`` gives each Gateway of ours a data plane of its own (the one place the
+    mode is decided: the render, the controller and the offline commands ask it)."""
+    return mode == PER_GATEWAY
+
+
+def every_cluster(mode: str, key: str) -> bool:
+    """Whether the document of the data plane ``key`` holds every cluster of the render (the one
+    data plane of ``shared`` mode), not only those its routes name."""
+    return key == SHARED and not per_gateway(mode)
+
+
 def gateway_plane(namespace: str, name: str) -> str:
     """The plane key of a Gateway's own data plane."""
     return f"{namespace}/{name}"

@@ -30,6 +30,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render.conditions import make_condition
 from titanium_gateway.render.result import ObjectStatus, RenderResult
 
@@ -92,9 +93,9 @@ def reprogram(result: RenderResult, *, assume_programmed: bool, confirmed_hash: 
         state = delivery(plane.config_hash, plane.delivery_error, assume_programmed=assume_programmed,
                          confirmed_hash=confirmed, probe_message=message)
         for ns, name in plane.gateways:
-            served[("Gateway", ns, name)] = (state, plane.address_problem)
+            served[(kinds.GATEWAY.kind, ns, name)] = (state, plane.address_problem)
         for ns, name in plane.listener_sets:
-            served[("ListenerSet", ns, name)] = (state, "")
+            served[(kinds.LISTENER_SET.kind, ns, name)] = (state, "")
     statuses = tuple(_gateway(st, *served[(st.kind, st.namespace, st.name)], now)
                      if st.kind in _WITH_LISTENERS and (st.kind, st.namespace, st.name) in served else st
                      for st in result.statuses)
@@ -102,7 +103,7 @@ def reprogram(result: RenderResult, *, assume_programmed: bool, confirmed_hash: 
 
 
 #: the kinds whose status has Programmed conditions for itself and its listeners
-_WITH_LISTENERS = frozenset({"Gateway", "ListenerSet"})
+_WITH_LISTENERS = kinds.PARENT_KINDS
 #: the reasons :func:`delivery` and :func:`condition` give from the data plane: a Programmed
 #: condition with another reason (Invalid, or a ListenerSet's reason for not being accepted) does
 #: not depend on it

@@ -29,8 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from titanium_gateway import kinds
 from titanium_gateway.contract import routing
 from titanium_gateway.twp.model import DirectResponse, Match, Route, Source
+
+_INGRESS = kinds.INGRESS.kind
 
 #: the Match fields whose coverage is decided here; a route with another field set (one this
 #: module does not know yet) never covers another
@@ -82,7 +85,7 @@ class Unreachable:
     def what(self, names: RuleNames | None = None) -> str:
         """``rule 1`` / ``rule 1 ("checkout")`` / ``path /x of host h (rule 0 path 1)`` / ``the
         default backend``."""
-        if self.source.kind == "Ingress":
+        if self.source.kind == _INGRESS:
             return _ingress_path(self.rule_index, self.match_index, self.host, self.path)
         return f"rule {self.rule_index}" + _named(names(self.source, self.rule_index) if names is not None else "")
 
@@ -109,7 +112,7 @@ def _named(name: str) -> str:
 
 def describe_unit(source: Source, rule: int, match: int, host: str | None, path: str | None,
                   of: Source | None = None, name: str = "") -> str:
-    if source.kind == "Ingress":
+    if source.kind == _INGRESS:
         what = _ingress_path(rule, match, host, path)
         return what + " of this Ingress" if of == source else f"Ingress {source.namespace}/{source.name} {what}"
     if of == source:
@@ -195,7 +198,7 @@ def unit_of(route: Route) -> Unit | None:
     source = route.source
     if source is None:
         return None
-    return (source, route.rule_index, route.match_index if source.kind == "Ingress" else -1)
+    return (source, route.rule_index, route.match_index if source.kind == _INGRESS else -1)
 
 
 def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
@@ -277,7 +280,7 @@ def _first_cover(bucket: list[Route], r: Route) -> Route | None:
     if source is None:
         return None
     rhost, rmatch, rule, rports = r.host, r.match, r.rule_index, r.ports
-    index = r.match_index if source.kind == "Ingress" else -1
+    index = r.match_index if source.kind == _INGRESS else -1
     for w in bucket:
         if w.source == source and w.rule_index == rule and (index == -1 or w.match_index == index):
             continue  # (a route of the same rule)
@@ -294,6 +297,6 @@ SHADOWED_RULE = "ShadowedRule"
 def is_route_conflict(u: Unreachable) -> bool:
     """An Ingress path taken by older Ingresses with the very same host and path: the
     RouteConflict event already says so."""
-    return u.source.kind == "Ingress" and all(
-        t.source.kind == "Ingress" and t.source != u.source and (t.host, t.path, t.path_kind) == (u.host, u.path, u.path_kind)
+    return u.source.kind == _INGRESS and all(
+        t.source.kind == _INGRESS and t.source != u.source and (t.host, t.path, t.path_kind) == (u.host, u.path, u.path_kind)
         for t in u.takers)

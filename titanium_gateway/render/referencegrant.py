@@ -14,16 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from titanium_gateway import kinds
 from titanium_gateway.render.fields import plain, string
 from titanium_gateway.render.snapshot import Snapshot
 
-GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_GROUP = kinds.GATEWAY_GROUP
 
 
 class ReferenceGrantIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         #: why the grants are unknown ("" when they are read)
-        self.unknown = snapshot.unreadable.get("ReferenceGrant", "")
+        self.unknown = snapshot.unreadable.get(kinds.REFERENCE_GRANT.kind, "")
         # target namespace -> list of (from set, to list)
         self._by_ns: dict[str, list[tuple[set[tuple[str, str, str]], list[tuple[str, str, str]]]]] = {}
         for key in sorted(snapshot.reference_grants):

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from titanium_gateway import kinds
+
 if TYPE_CHECKING:
     from titanium_gateway.render.reach import Unreachable
     from titanium_gateway.twp.model import Document
@@ -71,32 +73,12 @@ class ObjectStatus:
 
 _new = object.__new__
 
-#: Released at 1970-01-01 like the Gateway API CRDs' own default status ("Waiting for controller").
-_EPOCH = "1970-01-01T00:00:00Z"
-
-
-def _waiting(ctype: str) -> dict[str, str]:
-    return {"type": ctype, "status": "Unknown", "reason": "Pending", "message": "Waiting for controller",
-            "lastTransitionTime": _EPOCH}
-
-
 #: What a released object's status becomes once merged (see :class:`Released`): a route (of any
 #: kind) keeps only the parent entries of other controllers, a BackendTLSPolicy their ancestors;
 #: a GatewayClass, Gateway or ListenerSet the Gateway API CRDs' default status, which claims nothing (other fields of ours, listeners and
-#: addresses, go too); an Ingress loses the load-balancer address we published.
-#: (Plain data, as the writer sends it: never modified.)
-RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
-    "HTTPRoute": {"parents": []},
-    "GRPCRoute": {"parents": []},
-    "TLSRoute": {"parents": []},
-    "TCPRoute": {"parents": []},
-    "UDPRoute": {"parents": []},
-    "BackendTLSPolicy": {"ancestors": []},
-    "GatewayClass": {"conditions": [_waiting("Accepted")]},
-    "Gateway": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
-    "ListenerSet": {"conditions": [_waiting("Accepted"), _waiting("Programmed")]},
-    "Ingress": {"loadBalancer": None},
-})
+#: addresses, go too); an Ingress loses the load-balancer address we published (``Kind.released``).
+RELEASED_STATUS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {row.kind: row.released for row in kinds.KINDS if row.released is not None})
 
 
 @dataclass(frozen=True)
@@ -194,25 +176,11 @@ class Plane:
 
 @dataclass(frozen=True)
 class RenderResult:
-    #: The root twp.yaml bytes (the ConfigMap key ``twp.yaml``).
-    config: bytes
-    #: SHA-256 (lowercase hex) of ``config``: what /version.config_hash must report.
-    config_hash: str
-    #: ``(filename, bytes)`` of each part, in include order (empty when not split).
-    parts: tuple[tuple[str, bytes], ...] = ()
-    #: Files of the generated TLS Secret: ``<ns>.<name>.pfx`` and upstream-TLS PEM files.
-    tls_files: Mapping[str, bytes] = field(default_factory=lambda: _EMPTY_BYTES)
-    certificates: tuple[CertificateEntry, ...] = ()
+    """What the render gives: every data plane's delivery, keyed by plane (:attr:`planes`; the
+    shared one, ``""``, is one key among the others), and what is global to the render."""
+
     statuses: tuple[ObjectStatus, ...] = ()
     events: tuple[EventRecord, ...] = ()
-    listeners: frozenset[ListenerKey] = frozenset()
-    #: Non-empty when the config cannot be delivered (e.g. more parts than the pods mount);
-    #: the controller must not write it and Gateways report Programmed False with this.
-    delivery_error: str = ""
-    #: The document ``config`` (and ``parts``) is the text of, as model values with their
-    #: provenance: each route's source object, rule and match, each cluster's backend
-    #: (twp/model.py). None in results not made by the render.
-    document: Document | None = field(default=None, compare=False, repr=False)
     #: The rules no request can reach (every route of theirs is taken first by other rules),
     #: as reported by ``ShadowedRule`` events (render/reach.py), in route order.
     unreachable: tuple[Unreachable, ...] = ()
@@ -222,24 +190,71 @@ class RenderResult:
     #: What of the snapshot is not ours, and why (sorted by kind - GatewayClass, Gateway,
     #: HTTPRoute, Ingress - then namespace and name).
     not_ours: tuple[NotOurs, ...] = ()
-    #: Every data plane, by key (the shared one, ``""``, first): the fields above from
-    #: ``config`` to ``document`` are the shared data plane's (render/planes.py).
+    #: Every data plane, in key order (the shared one, ``""``, first; render/planes.py): its
+    #: document's bytes, parts, hash, TLS files, certificates, listeners, delivery error, document.
     planes: tuple[Plane, ...] = ()
 
+    @classmethod
+    def of_config(cls, config: bytes, config_hash: str, *, parts: tuple[tuple[str, bytes], ...] = (),
+                  tls_files: Mapping[str, bytes] | None = None, certificates: tuple[CertificateEntry, ...] = (),
+                  listeners: frozenset[ListenerKey] = frozenset(), delivery_error: str = "",
+                  document: Document | None = None, **rest: Any) -> RenderResult:
+        """A result of one shared data plane (a result not made by the render: tests, tools),
+        serving every Gateway (and ListenerSet) it has a status for."""
+        statuses = rest.get("statuses", ())
+        gateways = tuple(sorted((st.namespace, st.name) for st in statuses if st.kind == kinds.GATEWAY.kind))
+        sets = tuple(sorted((st.namespace, st.name) for st in statuses if st.kind == kinds.LISTENER_SET.kind))
+        plane = Plane("", config, config_hash, parts, tls_files if tls_files is not None else _EMPTY_BYTES,
+                      certificates, listeners, delivery_error, document, None, gateways, listener_sets=sets)
+        return cls(planes=(plane,), **rest)
+
     def data_planes(self) -> tuple[Plane, ...]:
-        """:attr:`planes`; for a result not made by the render (no planes), its one shared data
-        plane, serving every Gateway it has a status for."""
-        if self.planes:
-            return self.planes
-        gateways = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == "Gateway"))
-        sets = tuple(sorted((st.namespace, st.name) for st in self.statuses if st.kind == "ListenerSet"))
-        return (Plane("", self.config, self.config_hash, self.parts, self.tls_files, self.certificates,
-                      self.listeners, self.delivery_error, self.document, None, gateways, listener_sets=sets),)
+        """:attr:`planes`."""
+        return self.planes
 
     def plane(self, key: str) -> Plane | None:
         """The data plane ``key`` (``""``: the shared one)."""
-        return next((p for p in self.data_planes() if p.key == key), None)
+        return next((p for p in self.planes if p.key == key), None)
+
+    @property
+    def shared(self) -> Plane:
+        """The shared data plane (every result has one: the Ingresses' and, in ``shared`` mode,
+        every Gateway's)."""
+        return self.planes[0]
 
     def gateway_planes(self) -> tuple[Plane, ...]:
         """The data planes of their own Gateways have (``per-gateway``)."""
         return tuple(p for p in self.planes if p.gateway is not None)
+
+    # The shared data plane's delivery, read through it (never held twice).
+    @property
+    def config(self) -> bytes:
+        return self.shared.config
+
+    @property
+    def config_hash(self) -> str:
+        return self.shared.config_hash
+
+    @property
+    def parts(self) -> tuple[tuple[str, bytes], ...]:
+        return self.shared.parts
+
+    @property
+    def tls_files(self) -> Mapping[str, bytes]:
+        return self.shared.tls_files
+
+    @property
+    def certificates(self) -> tuple[CertificateEntry, ...]:
+        return self.shared.certificates
+
+    @property
+    def listeners(self) -> frozenset[ListenerKey]:
+        return self.shared.listeners
+
+    @property
+    def delivery_error(self) -> str:
+        return self.shared.delivery_error
+
+    @property
+    def document(self) -> Document | None:
+        return self.shared.document

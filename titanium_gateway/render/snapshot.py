@@ -3,7 +3,7 @@
 Objects are stored exactly as the API server (or a manifest file) gives them, minus
 ``metadata.managedFields``. Each collection maps a key to the object:
 ``"<namespace>/<name>"`` for namespaced kinds and ``"<name>"`` for cluster-scoped ones
-(GatewayClass, IngressClass, Namespace). The render must never mutate an object.
+(``kinds.CLUSTER_SCOPED``). The render must never mutate an object.
 """
 
 from __future__ import annotations
@@ -13,33 +13,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render.gatewayapi import GatewayApiInfo
+from titanium_gateway.render.planes import SHARED
 
 Obj = Mapping[str, Any]
 
-#: kind -> Snapshot attribute; the kinds the controller watches and the render reads.
-KIND_FIELDS: Mapping[str, str] = MappingProxyType(
-    {
-        "GatewayClass": "gateway_classes",
-        "Gateway": "gateways",
-        "HTTPRoute": "httproutes",
-        "ReferenceGrant": "reference_grants",
-        "Namespace": "namespaces",
-        "Service": "services",
-        "EndpointSlice": "endpoint_slices",
-        "Secret": "secrets",
-        "IngressClass": "ingress_classes",
-        "Ingress": "ingresses",
-        "BackendTLSPolicy": "backend_tls_policies",
-        "ListenerSet": "listener_sets",
-        "GRPCRoute": "grpcroutes",
-        "TLSRoute": "tlsroutes",
-        "TCPRoute": "tcproutes",
-        "UDPRoute": "udproutes",
-        "ConfigMap": "config_maps",
-    }
-)
-CLUSTER_SCOPED = frozenset({"GatewayClass", "IngressClass", "Namespace"})
+#: kind -> Snapshot attribute, and the cluster-scoped kinds: asked of the table of kinds
+KIND_FIELDS = kinds.KIND_FIELDS
+CLUSTER_SCOPED = kinds.CLUSTER_SCOPED
 
 _EMPTY: Mapping[str, Obj] = MappingProxyType({})
 
@@ -91,6 +73,12 @@ class Snapshot:
     #: no clock: the controller passes "now", the offline render a fixed stand-in.
     now: str = "1970-01-01T00:00:00Z"
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    def probe(self, key: str) -> tuple[str | None, str]:
+        """What the pods of the data plane ``key`` confirmed (hash or None) and why not."""
+        if key == SHARED:
+            return self.confirmed_config_hash, self.probe_message
+        return self.plane_probes.get(key, (None, ""))
 
     @classmethod
     def from_objects(cls, objects: Iterable[Obj], **kwargs: Any) -> Snapshot:

@@ -23,7 +23,10 @@ Pure, deterministic, never raises on malformed input (non-mapping values are ign
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
+
+from titanium_gateway import kinds
 
 
 def _status_of(current: Any) -> Mapping[str, Any]:
@@ -31,11 +34,10 @@ def _status_of(current: Any) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-#: kind -> the status list shared with other controllers (entries told apart by ``controllerName``)
-SHARED_LISTS: Mapping[str, str] = {
-    "HTTPRoute": "parents", "GRPCRoute": "parents", "TLSRoute": "parents", "TCPRoute": "parents",
-    "UDPRoute": "parents", "BackendTLSPolicy": "ancestors",
-}
+#: kind -> the status list shared with other controllers (entries told apart by ``controllerName``;
+#: ``Kind.status``)
+SHARED_LISTS: Mapping[str, str] = MappingProxyType(
+    {row.kind: row.shared_list for row in kinds.KINDS if row.shared_list is not None})
 
 
 def merged_status(kind: str, current: Any, wanted: Mapping[str, Any], controller_name: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from titanium_gateway.kube.api import CONFIG_MAPS, ApiError, KubeApi
 from titanium_gateway.metrics import Registry
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane
 from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes, unreadable
 
 log = logging.getLogger(__name__)
@@ -139,35 +139,35 @@ class ConfigMapWriter:
                                             "bytes": sum(len(v) for v in data.values())})
         return True
 
-    def write(self, result: RenderResult) -> bool:
+    def write(self, plane: Plane) -> bool:
         """Write parts then root; returns True when the root changed. Nothing is written when the
-        result has a delivery error (the previous config stays)."""
-        if result.delivery_error:
+        plane has a delivery error (the previous config stays)."""
+        if plane.delivery_error:
             return False
         with self._lock:
-            if self._complete == result.config_hash:
+            if self._complete == plane.config_hash:
                 return False  # every file of this config is written: its part bytes are not needed
             self._complete = None
-            listed = len(result.parts)
+            listed = len(plane.parts)
             if listed > self.max_parts:
                 raise WriteError(f"{listed} config parts but the pods mount {self.max_parts}")
-            for n, (fname, data) in enumerate(result.parts, 1):
+            for n, (fname, data) in enumerate(plane.parts, 1):
                 if fname != part_key(n):
                     raise WriteError(f"part {n} is named {fname!r}, expected {part_key(n)!r}")
                 if not data:
                     # a part is never empty (it holds "routes:"/"clusters:" at least): these are
                     # the bytes a reconciler released after writing them; it must render again
-                    raise WriteError(f"part {n} of config {result.config_hash[:12]} has no bytes")
+                    raise WriteError(f"part {n} of config {plane.config_hash[:12]} has no bytes")
                 self._stale.pop(n, None)
                 self._put(part_name(self.name, n), {part_key(n): data}, "part")
-            changed = self._put(self.name, {ROOT_KEY: result.config}, "root")
+            changed = self._put(self.name, {ROOT_KEY: plane.config}, "root")
             for n in range(listed + 1, self.max_parts + 1):
                 known = self._known.get(part_name(self.name, n))
                 if self.create is not None and known is None:
                     continue  # (a part of a Gateway's data plane is created when needed: none seen here)
                 if known != EMPTY and (changed or n not in self._stale):
-                    self._stale[n] = result.config_hash
-            self._complete = result.config_hash
+                    self._stale[n] = plane.config_hash
+            self._complete = plane.config_hash
             return changed
 
     def confirm(self, config_hash: str) -> int:

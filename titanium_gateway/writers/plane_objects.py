@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from titanium_gateway import kinds
 from titanium_gateway.render import planes
 from titanium_gateway.render.result import GatewayRef, Plane
 from titanium_gateway.writers.deployment import LISTENERS_ANNOTATION, canonical_listeners
@@ -205,7 +206,7 @@ def selector(gateway: Any, controller_name: str) -> dict[str, str]:
 def owner_reference(gateway: Any) -> dict[str, Any]:
     """The Gateway as controlling owner (no ``blockOwnerDeletion``: that would need update
     rights on the Gateway's finalizers)."""
-    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": gateway.name,
+    return {"apiVersion": kinds.GATEWAY_API_VERSION, "kind": kinds.GATEWAY.kind, "name": gateway.name,
             "uid": gateway.uid, "controller": True}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from titanium_gateway.kube.api import SECRETS, ApiError, KubeApi
 from titanium_gateway.metrics import Registry
-from titanium_gateway.render.result import RenderResult
+from titanium_gateway.render.result import Plane
 from titanium_gateway.writers.base import LeaderGuard, Refused, WriteError, config_writes, unreadable
 from titanium_gateway.writers.plane_objects import (
     DATA_HASH_LABEL,
@@ -104,11 +104,11 @@ class SecretWriter:
         if isinstance(held, dict) and all(isinstance(v, str) for v in held.values()):
             self._known = dict(held)
 
-    def write(self, result: RenderResult) -> bool:
+    def write(self, plane: Plane) -> bool:
         """Returns True when the Secret was written."""
-        if result.delivery_error:
+        if plane.delivery_error:
             return False
-        data = encode_files(result.tls_files)
+        data = encode_files(plane.tls_files)
         with self._lock:
             if self._known is None:
                 self._learn()
@@ -119,7 +119,7 @@ class SecretWriter:
                 for f, v in self._known.items():
                     if f not in data:
                         # keep it until this config is confirmed (re-pinned to the newest config)
-                        self._retired[f] = (self._retired.get(f, (v, ""))[0], result.config_hash)
+                        self._retired[f] = (self._retired.get(f, (v, ""))[0], plane.config_hash)
             for f, (v, _) in self._retired.items():
                 data[f] = v
             if self._known is None and self._held and self.create is not None:

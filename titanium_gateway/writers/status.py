@@ -41,21 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from titanium_gateway.kube.api import (
-    BACKEND_TLS_POLICIES,
-    GATEWAY_CLASSES,
-    GATEWAYS,
-    GRPCROUTES,
-    HTTPROUTES,
-    INGRESSES,
-    LISTENER_SETS,
-    TCPROUTES,
-    TLSROUTES,
-    UDPROUTES,
-    ApiError,
-    KubeApi,
-    Resource,
-)
+from titanium_gateway import kinds
+from titanium_gateway.kube.api import ApiError, KubeApi, Resource
 from titanium_gateway.kube.ratelimit import RateLimiter, default_controller_rate_limiter
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.metrics import REGISTRY, Registry
@@ -71,11 +58,8 @@ CurrentGetter = Callable[[str, str, str], Obj | None]
 #: a 409 re-read): False skips the write.
 WriteGuard = Callable[[Obj], bool]
 
-RESOURCES: Mapping[str, Resource] = {
-    "GatewayClass": GATEWAY_CLASSES, "Gateway": GATEWAYS, "HTTPRoute": HTTPROUTES, "Ingress": INGRESSES,
-    "ListenerSet": LISTENER_SETS, "GRPCRoute": GRPCROUTES, "TLSRoute": TLSROUTES, "TCPRoute": TCPROUTES,
-    "UDPRoute": UDPROUTES, "BackendTLSPolicy": BACKEND_TLS_POLICIES,
-}
+#: kind -> Resource of the kinds whose status this controller writes (the table of kinds)
+RESOURCES: Mapping[str, Resource] = kinds.status_resources()
 MAX_CONFLICT_RETRIES = 5
 StatusKey = tuple[str, str, str]
 #: The status worker's failure back-off: (first, cap) seconds, doubling per failed batch in a row.

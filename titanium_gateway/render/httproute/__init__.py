@@ -19,6 +19,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, parse_duration_ms, summarize, timespan
@@ -70,6 +71,10 @@ __all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_dura
 
 _NO_REDIRECT_HOST = "RequestRedirect without hostname needs a concrete route hostname"
 
+_KIND = kinds.HTTP_ROUTE.kind
+_GATEWAY = kinds.GATEWAY.kind
+_LISTENER_SET = kinds.LISTENER_SET.kind
+
 
 class Translator:
     """The HTTPRoute translation of one render: its memos are keyed by content (a common-shape
@@ -80,9 +85,8 @@ class Translator:
     def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
         self.ctx = ctx
         self.gateways = gateways
-        #: (namespace, name) -> why a Gateway of the snapshot is not ours
-        self.foreign = ctx.foreign_gateways()
-        self.foreign_sets = ctx.foreign_gateways("ListenerSet")
+        #: parent kind -> (namespace, name) -> why a Gateway (a ListenerSet) of the snapshot is not ours
+        self.foreign = ctx.foreign_parents()
         self.matches = Matches()
         self.filters = Filters()
         self.backends = Backends(ctx)
@@ -126,10 +130,10 @@ class Translator:
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
             parents.append(Parent(ref, ident, ok, reason, message, listeners))
         if not_ours:
-            ctx.not_ours(NotOurs("HTTPRoute", ns, name, "; ".join(not_ours)))
+            ctx.not_ours(NotOurs(_KIND, ns, name, "; ".join(not_ours)))
         if not parents:
             if old_parents:  # our entries on a route that no longer names a Gateway of ours go
-                ctx.add_status(Released.of(API_VERSION, "HTTPRoute", ns, name))
+                ctx.add_status(Released.of(API_VERSION, _KIND, ns, name))
             return []
         if len(parents) == 1:  # (the list of one parent holds each listener once; read-only)
             attached = parents[0].listeners if parents[0].accepted else []
@@ -169,18 +173,18 @@ class Translator:
         """The Gateway or ListenerSet of ours a parentRef names (None: not ours)."""
         if ident[0] != GATEWAY_GROUP:
             return None
-        if ident[1] == "Gateway":
+        if ident[1] == _GATEWAY:
             return self.gateways.get((ident[2], ident[3]))
-        if ident[1] == "ListenerSet":
+        if ident[1] == _LISTENER_SET:
             return self.ctx.listener_sets.get((ident[2], ident[3]))  # type: ignore[no-any-return]
         return None
 
     def not_ours(self, ident: Identity) -> str:
         """Why a parentRef does not name a Gateway (or a ListenerSet) of ours."""
         group, kind, ns, name = ident[:4]
-        if group != GATEWAY_GROUP or kind not in ("Gateway", "ListenerSet"):
+        if group != GATEWAY_GROUP or kind not in self.foreign:
             return f"parent {kind} {name} is not a Gateway"
-        why = (self.foreign if kind == "Gateway" else self.foreign_sets).get((ns, name))
+        why = self.foreign[kind].get((ns, name))
         if why is None:
             return f"parent {kind} {ns}/{name} is not in the input"
         return f"parent {kind} {ns}/{name} is not ours ({why})"
@@ -204,7 +208,7 @@ class Translator:
         many routes were added."""
         ctx = self.ctx
         added = 0
-        source = Source("HTTPRoute", ns, name)
+        source = Source(_KIND, ns, name)
         owner = owner_part(creation_timestamp(route), ns, name)
         host_keys = [(host, ctx.host_part(host)) for host in hosts]  # (each host with its precedence part)
         multi = len(hosts) > 1

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief
@@ -23,6 +24,7 @@ from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 
 #: (group, kind, namespace, name, sectionName, port) of a parentRef, defaults filled in
 Identity = tuple[str, str, str, str, str, Any]
+_GATEWAY = kinds.GATEWAY.kind
 
 
 def ref_identity(ref: Mapping[str, Any], route_ns: str) -> Identity:
@@ -30,7 +32,7 @@ def ref_identity(ref: Mapping[str, Any], route_ns: str) -> Identity:
     port = ref.get("port")
     return (
         group if isinstance(group, str) else GATEWAY_GROUP,
-        f.string(ref.get("kind")) or "Gateway",
+        f.string(ref.get("kind")) or _GATEWAY,
         f.text(ref.get("namespace")) or route_ns,
         f.text(ref.get("name")),
         f.text(ref.get("sectionName")),
@@ -42,7 +44,7 @@ def parent_ref_echo(ref: Mapping[str, Any]) -> dict[str, Any]:
     """The parentRef as given, with group/kind defaults filled (as conformance expects)."""
     out: dict[str, Any] = {
         "group": ref["group"] if isinstance(ref.get("group"), str) else GATEWAY_GROUP,
-        "kind": f.string(ref.get("kind")) or "Gateway",
+        "kind": f.string(ref.get("kind")) or _GATEWAY,
     }
     if f.text(ref.get("namespace")):
         out["namespace"] = ref["namespace"]
@@ -85,7 +87,7 @@ class Attachments:
         if hit is None:
             selected = [li for li in gw.listeners  # (a Gateway's: not its ListenerSets')
                         if (not section or li.name == section) and (port is None or li.port == port)
-                        and (li.listener_set is None or gw.kind != "Gateway")]
+                        and (li.listener_set is None or gw.kind != _GATEWAY)]
             allowed = [li for li in selected
                        if li.serves_httproute and li.attachable and li.allows_namespace(self.ctx, route_ns)]
             hit = self._made[key] = (bool(selected), allowed, any(li.hostname is not None for li in allowed))

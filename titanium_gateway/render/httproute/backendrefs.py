@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import backends as be
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
@@ -61,7 +62,7 @@ def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, setti
     if group != "" or kind != "Service":
         return None, "InvalidKind", f"backendRef {shown(group)}/{shown(kind)} {name} is not a core Service"
     if not ctx.grants.allows(
-        from_group=GATEWAY_GROUP, from_kind="HTTPRoute", from_namespace=route_ns,
+        from_group=GATEWAY_GROUP, from_kind=kinds.HTTP_ROUTE.kind, from_namespace=route_ns,
         to_group="", to_kind="Service", to_namespace=ns, to_name=name,
     ):
         return None, "RefNotPermitted", ctx.grants.refusal("Service", ns, name)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions, generation
@@ -22,7 +23,8 @@ from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 from titanium_gateway.twp.model import Source
 
-API_VERSION = "gateway.networking.k8s.io/v1"
+API_VERSION = kinds.GATEWAY_API_VERSION
+KIND = kinds.HTTP_ROUTE.kind
 _ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
 Outcome = tuple[bool, str, str]
 #: The Event reason of an accepted route (or an owned Ingress) that has no route in the config.
@@ -56,10 +58,10 @@ def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable])
     uid = f.string(f.metadata(ctx.snapshot.httproutes.get(f"{source.namespace}/{source.name}")).get("uid"))
     names = rule_names(ctx)
     for u in rules:
-        ctx.add_event(EventRecord(kind="HTTPRoute", namespace=source.namespace, name=source.name, type="Warning",
+        ctx.add_event(EventRecord(kind=KIND, namespace=source.namespace, name=source.name, type="Warning",
                                   reason=SHADOWED_RULE, message=u.message(names=names), uid=uid,
                                   api_version=API_VERSION))
-    status = ctx.statuses.get(("HTTPRoute", source.namespace, source.name))
+    status = ctx.statuses.get((KIND, source.namespace, source.name))
     if status is None or type(status) is not ObjectStatus:
         return
     rules = sorted(rules, key=_rule_index)
@@ -74,7 +76,7 @@ def rule_names(ctx: RenderContext) -> Callable[[Source, int], str]:
     routes = ctx.snapshot.httproutes
 
     def name(source: Source, index: int) -> str:
-        if source.kind != "HTTPRoute":
+        if source.kind != KIND:
             return ""
         return rule_name(routes.get(f"{source.namespace}/{source.name}"), index)
 
@@ -178,7 +180,7 @@ class Statuses:
         ref_reason = problems.refs[0][0] if problems.refs else ""
         n_firsts, n_ref_firsts = len(set(problems.firsts)), len(set(problems.ref_firsts))
         if unserved:
-            ctx.add_event(EventRecord(kind="HTTPRoute", namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
+            ctx.add_event(EventRecord(kind=KIND, namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
                                       message=f"the route is not served: {unserved}",
                                       uid=f.string(f.metadata(route).get("uid")), api_version=API_VERSION))
         entries: list[dict[str, Any]] = []
@@ -215,4 +217,4 @@ class Statuses:
                 "controllerName": ctx.options.controller_name,
                 "conditions": hit[1],
             })
-        ctx.add_status(ObjectStatus.of(API_VERSION, "HTTPRoute", ns, name, {"parents": entries}))
+        ctx.add_status(ObjectStatus.of(API_VERSION, KIND, ns, name, {"parents": entries}))

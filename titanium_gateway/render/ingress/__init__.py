@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import memo
 from titanium_gateway.render.builder import RenderContext
@@ -146,7 +147,7 @@ class Translator:
             ann=ann,
             is_canary=ann.canary,
             owner_key=owner_part(created, namespace, name),
-            source=Source("Ingress", namespace, name),
+            source=Source(kinds.INGRESS.kind, namespace, name),
         )
         for unknown in ann.unknown:
             event(self.ctx, ing, "UnknownAnnotation", f"{unknown} is not a known annotation; it is ignored")

@@ -14,6 +14,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.precedence import creation_timestamp
 from titanium_gateway.render.result import NotOurs
@@ -103,7 +104,7 @@ def select(snapshot: Any, options: Any) -> tuple[list[tuple[AgeKey, Mapping[str,
         if type(class_name) is str and class_name and class_name in owned:  # the common case, inline
             pass
         elif not is_owned(ing, owned, has_default, watch_legacy):
-            not_ours.append(NotOurs("Ingress", ns, name, why_not_ours(ing, snapshot.ingress_classes, owned,
+            not_ours.append(NotOurs(kinds.INGRESS.kind, ns, name, why_not_ours(ing, snapshot.ingress_classes, owned,
                                                                          has_default, options)))
             continue
         created = meta.get("creationTimestamp")

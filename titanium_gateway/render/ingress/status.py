@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.ingress.objects import IngressInfo
 from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
 from titanium_gateway.twp.model import Source
+
+_INGRESS = kinds.INGRESS.kind
 
 INGRESS_API_VERSION = "networking.k8s.io/v1"
 #: The Event reason of an owned Ingress that has no route in the config.
@@ -21,7 +24,7 @@ NOT_SERVED = "NotServed"
 
 def event(ctx: RenderContext, ing: IngressInfo, reason: str, message: str) -> None:
     """A Warning Event on an owned Ingress."""
-    ctx.add_event(EventRecord(kind="Ingress", namespace=ing.namespace, name=ing.name, type="Warning", reason=reason,
+    ctx.add_event(EventRecord(kind=_INGRESS, namespace=ing.namespace, name=ing.name, type="Warning", reason=reason,
                               message=message, uid=ing.uid, api_version=INGRESS_API_VERSION))
 
 
@@ -34,7 +37,7 @@ def shadowed_paths(ctx: RenderContext, source: Source, paths: list[Unreachable])
     """Unreachable paths of one Ingress: a ``ShadowedRule`` Warning Event per path."""
     uid = f.string(f.metadata(ctx.snapshot.ingresses.get(f"{source.namespace}/{source.name}")).get("uid"))
     for u in paths:
-        ctx.add_event(EventRecord(kind="Ingress", namespace=source.namespace, name=source.name, type="Warning",
+        ctx.add_event(EventRecord(kind=_INGRESS, namespace=source.namespace, name=source.name, type="Warning",
                                   reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=INGRESS_API_VERSION))
 
 
@@ -45,7 +48,7 @@ def load_balancer_status(snapshot: Any, service_ref: tuple[str, str]) -> dict[st
 
 
 def status(ctx: RenderContext, ing: IngressInfo, body: Mapping[str, Any]) -> None:
-    ctx.add_status(ObjectStatus.of(INGRESS_API_VERSION, "Ingress", ing.namespace, ing.name, body))
+    ctx.add_status(ObjectStatus.of(INGRESS_API_VERSION, _INGRESS, ing.namespace, ing.name, body))
 
 
 def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[dict[str, str]]:

@@ -9,7 +9,7 @@ order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp;
 statuses to the status writer's own worker (which writes them meanwhile, latest wins per object,
 and retries its own failures); posts events; then it probes the data plane. When every ready
 pod reports the written hash the controller triggers another reconcile, which decides
-Programmed again on the last result (``render.programmed.reprogram``: the objects did not
+Programmed again on the last result (``render.status.programmed.reprogram``: the objects did not
 change, so nothing else does) instead of rendering again; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
 again while no input of the render changed), and a pod still behind some seconds after its
 config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). The first pass
@@ -59,9 +59,9 @@ from titanium_gateway.prober.prober import (
 )
 from titanium_gateway.render import planes as _planes
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.programmed import reprogram
 from titanium_gateway.render.result import ObjectStatus, Plane, Released, RenderResult
 from titanium_gateway.render.snapshot import KIND_FIELDS, Snapshot
+from titanium_gateway.render.status.programmed import reprogram
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper, canonical_listeners
@@ -589,7 +589,7 @@ class Controller:
         elif usable and version[0] == prev[0]:  # type: ignore[index]
             # Only the prober's answer changed (the pods confirmed the config, one fell behind, a
             # new reason): the objects are the same, so is everything but Programmed, which is
-            # decided again on the last result (render/programmed.py) instead of rendering again.
+            # decided again on the last result (render/status/programmed.py) instead of rendering again.
             assert last is not None
             result = reprogram(last, assume_programmed=self.render_options.assume_programmed,
                                confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message,

@@ -46,7 +46,7 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   longer ours) is added the same way and ends in ``RenderResult.released``.
 * ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
-* ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.conditions.ConditionList`
+* ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.status.conditions.ConditionList`
   stamped with the object's generation and ``ctx.now``.
 
 Precedence tiers (``precedence.TIER_*``): NORMAL for routes whose match is exact, DEGRADED for a
@@ -73,7 +73,6 @@ from titanium_gateway.render.certificates import (
     convert_tls_secret,
     pfx_file_name,
 )
-from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.planes import SHARED
@@ -85,18 +84,15 @@ from titanium_gateway.render.result import (
     ListenerKey,
     NotOurs,
     ObjectStatus,
-    Released,
 )
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status.collector import StatusCollector
+from titanium_gateway.render.status.conditions import ConditionList
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 _KIND_ORDER = {"GatewayClass": 0, "Gateway": 1, "ListenerSet": 2, "HTTPRoute": 3, "GRPCRoute": 4, "TLSRoute": 5,
                "TCPRoute": 6, "UDPRoute": 7, "Ingress": 8}
-
-
-def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
-    return st.key
 
 
 def _not_ours_order(key: tuple[str, str, str]) -> tuple[int, str, str]:
@@ -157,7 +153,8 @@ class RenderContext:
         self.tls_files = TLSFiles()  # a PFX is made when its file is read
         #: data plane -> the names of its TLS files
         self._plane_files: dict[str, dict[str, None]] = {}
-        self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
+        #: every status, release and Gateway/ListenerSet outcome of this render (render/status/)
+        self.status = StatusCollector()
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
@@ -323,7 +320,7 @@ class RenderContext:
     def add_status(self, status: ObjectStatus) -> None:
         if self.recording is not None:
             self.recording.statuses.append(status)
-        self.statuses[status.key] = status
+        self.status.record(status)
 
     def foreign_gateways(self, kind: str = "Gateway") -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""
@@ -384,7 +381,7 @@ class RenderContext:
         for route in rec.routes:
             routes[(route.plane, route.id)] = route
         for status in rec.statuses:
-            self.statuses[status.key] = status
+            self.status.record(status)
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
         for record in rec.not_ours:
@@ -493,14 +490,6 @@ class RenderContext:
 
     def events(self) -> tuple[EventRecord, ...]:
         return tuple(self._events[k] for k in sorted(self._events))
-
-    def sorted_statuses(self) -> tuple[ObjectStatus, ...]:
-        """The statuses of the objects we own (a :class:`Released` is not one), by key."""
-        statuses = self.statuses
-        return tuple(st for st in map(statuses.__getitem__, sorted(statuses)) if type(st) is not Released)
-
-    def released(self) -> tuple[Released, ...]:
-        return tuple(sorted((st for st in self.statuses.values() if type(st) is Released), key=_status_key))
 
     def not_ours_records(self) -> tuple[NotOurs, ...]:
         records = self._not_ours

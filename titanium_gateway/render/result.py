@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from titanium_gateway.render.reach import Unreachable
+    from titanium_gateway.render.status.outcomes import GatewayOutcome
     from titanium_gateway.twp.model import Document
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
@@ -225,6 +226,9 @@ class RenderResult:
     #: Every data plane, by key (the shared one, ``""``, first): the fields above from
     #: ``config`` to ``document`` are the shared data plane's (render/planes.py).
     planes: tuple[Plane, ...] = ()
+    #: The typed outcomes of the Gateways and ListenerSets (their statuses but Programmed), by
+    #: key: ``render.status.programmed.reprogram`` builds their statuses again from them.
+    gateway_outcomes: tuple[GatewayOutcome, ...] = field(default=(), compare=False, repr=False)
 
     def data_planes(self) -> tuple[Plane, ...]:
         """:attr:`planes`; for a result not made by the render (no planes), its one shared data

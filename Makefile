@@ -34,8 +34,7 @@ fmt:
 	$(PYTHON) -m ruff check --fix .
 
 generate:  ## regenerate the files made from the code: twp/schema.json, conformance/supported-features.txt
-	$(PYTHON) -m titanium_gateway.twp.schema
-	$(PYTHON) hack/generate-supported-features.py
+	$(PYTHON) hack/generate.py
 
 golden:  ## regenerate tests/render/testdata/*/ expected files (review the diff by eye!)
 	UPDATE_GOLDEN=1 $(PYTHON) -m pytest -q tests/render/test_golden.py

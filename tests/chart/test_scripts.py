@@ -78,12 +78,12 @@ def test_claimed_conformance_features():
 
 
 def test_supported_features_file_is_generated_from_the_render():
-    """conformance/supported-features.txt is what hack/generate-supported-features.py writes from
+    """conformance/supported-features.txt is what hack/generate.py writes from
     render/features.py (claimed and not claimed), so the two cannot drift apart."""
     from titanium_gateway.render.features import NOT_CLAIMED, SUPPORTED_FEATURES, supported_features_file
 
     assert (ROOT / "conformance" / "supported-features.txt").read_text() == supported_features_file()
-    proc = subprocess.run([sys.executable, str(ROOT / "hack" / "generate-supported-features.py"), "--check"],
+    proc = subprocess.run([sys.executable, str(ROOT / "hack" / "generate.py"), "--check"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     not_claimed = {name for names, _ in NOT_CLAIMED for name in names}

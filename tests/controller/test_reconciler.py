@@ -14,10 +14,15 @@ from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, GATEWAYS, PODS, 
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, ProbeResult
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import EventRecord, ListenerKey, ObjectStatus, RenderResult
+from titanium_gateway.render.result import (
+    EventRecord,
+    GatewayOutcome,
+    ListenerKey,
+    ObjectStatus,
+    RenderResult,
+)
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.render.status import programmed
-from titanium_gateway.render.status.outcomes import GatewayOutcome
 
 NS = "gw"
 

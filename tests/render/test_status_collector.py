@@ -14,10 +14,9 @@ from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render import render
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.planes import PER_GATEWAY
-from titanium_gateway.render.result import ObjectStatus
+from titanium_gateway.render.result import GatewayOutcome, ListenerOutcome, ObjectStatus
 from titanium_gateway.render.status import programmed
 from titanium_gateway.render.status.collector import StatusCollector
-from titanium_gateway.render.status.outcomes import GatewayOutcome, ListenerOutcome
 
 from .conftest import case_names, case_objects
 

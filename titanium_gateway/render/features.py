@@ -1,8 +1,8 @@
 """The Gateway API features titanium-gateway claims: ONE list for the GatewayClass
 ``status.supportedFeatures`` the controller writes and for the conformance run's
 ``-supported-features``. ``conformance/supported-features.txt`` is generated from this module
-(:func:`supported_features_file`; ``python3 hack/generate-supported-features.py``, ``--check``
-in the tests). Only what the controller and the data plane implement and the upstream suite has
+(:func:`supported_features_file`; ``make generate``, ``hack/generate.py --check`` in the
+tests). Only what the controller and the data plane implement and the upstream suite has
 exercised (conformance/README.md); the features not claimed are listed with the reason.
 """
 
@@ -52,7 +52,7 @@ def supported_features_file() -> str:
     lines = [
         "# Gateway API features titanium-gateway claims (--supported-features), one per line: the same",
         "# list as the GatewayClass status.supportedFeatures the controller writes. GENERATED from",
-        "# titanium_gateway/render/features.py by hack/generate-supported-features.py: edit that module.",
+        "# titanium_gateway/render/features.py by hack/generate.py (make generate): edit that module.",
         "# Only what the controller and the data plane implement AND the suite has exercised.",
     ]
     for level, names in CLAIMED:

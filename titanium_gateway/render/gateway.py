@@ -39,9 +39,8 @@ from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.gatewayclass import GatewayClasses
 from titanium_gateway.render.precedence import creation_timestamp
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.result import NotOurs
+from titanium_gateway.render.result import GatewayOutcome, ListenerOutcome, NotOurs
 from titanium_gateway.render.status.conditions import ConditionList, bound_message, existing_conditions
-from titanium_gateway.render.status.outcomes import GatewayOutcome, ListenerOutcome
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": "HTTPRoute"}

@@ -46,9 +46,8 @@ from titanium_gateway.render.gateway import (
 )
 from titanium_gateway.render.precedence import creation_timestamp
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.result import NotOurs
+from titanium_gateway.render.result import GatewayOutcome, NotOurs
 from titanium_gateway.render.status.conditions import ConditionList, existing_conditions
-from titanium_gateway.render.status.outcomes import GatewayOutcome
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 KIND = "ListenerSet"

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from titanium_gateway.render.reach import Unreachable
-    from titanium_gateway.render.status.outcomes import GatewayOutcome
     from titanium_gateway.twp.model import Document
 
 _EMPTY_BYTES: Mapping[str, bytes] = MappingProxyType({})
@@ -112,6 +111,66 @@ class Released(ObjectStatus):
     @classmethod
     def of(cls, api_version: str, kind: str, namespace: str, name: str) -> Released:  # type: ignore[override]
         return cls(api_version, kind, namespace, name, RELEASED_STATUS[kind])
+
+
+#: (status, reason, message) of a condition
+Outcome = tuple[bool, str, str]
+
+
+# -- the outcomes of the objects whose status follows a data plane: a Gateway or ListenerSet
+# and its listeners, everything their status says but Programmed (render/status/programmed.py
+# builds the status with the data plane's delivery, in the render and again in ``reprogram``)
+@dataclass(frozen=True, slots=True)
+class ListenerOutcome:
+    """A listener's status entry but its Programmed condition."""
+
+    name: str
+    supported_kinds: tuple[Mapping[str, str], ...]
+    attached: int
+    #: valid (Programmed follows the delivery), else Programmed False Invalid
+    valid: bool
+    accepted: Outcome
+    resolved: Outcome
+    conflicted: Outcome
+    #: an entry of a ListenerSet: conflicted, it is also not accepted nor programmed, with the
+    #: conflict's reason (the Gateway API's ListenerEntryStatus)
+    set_entry: bool
+    #: the listener's conditions in the object's status (their transition times are kept)
+    previous: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayOutcome:
+    """A Gateway's (``kind`` Gateway) or ListenerSet's status but its Programmed conditions."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    #: ``metadata.generation`` (observedGeneration)
+    generation: int
+    #: the object's conditions in its status
+    previous: tuple[Mapping[str, Any], ...]
+    acceptance: Outcome
+    #: whether Programmed follows the delivery (a Gateway: accepted with a valid listener; a
+    #: ListenerSet: accepted), else Programmed False (Invalid; a ListenerSet: why not accepted)
+    valid: bool
+    #: the data plane that serves it (``""`` the shared one; a Gateway's ``namespace/name``);
+    #: None: none, ``no_plane`` says why
+    plane: str | None
+    no_plane: str = ""
+    #: why its requested address is not (yet) its address (Programmed False, AddressNotAssigned)
+    address_problem: str = ""
+    #: a Gateway's ``status.addresses`` (None: not written, a ListenerSet)
+    addresses: tuple[Mapping[str, str], ...] | None = None
+    #: a Gateway's ``status.attachedListenerSets`` (None: not written)
+    attached_listener_sets: int | None = None
+    #: the listeners (None: not written: a ListenerSet not allowed, or whose Gateway is not accepted)
+    listeners: tuple[ListenerOutcome, ...] | None = ()
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ The entry of every transform and policy kind (route ``transforms`` and ``policie
 const, ``parameters`` with one property per field) is made from its class in :mod:`.model`
 (:func:`titanium_gateway.twp.params.parameters_schema`), as are the schema version and its
 ``$id``; the rest of the file (routes, clusters, listeners, certificates, the document shapes)
-is kept as written. ``python3 -m titanium_gateway.twp.schema`` (``make generate``) writes the
-file; ``--check`` exits 1 when the committed file is not what the model gives, and so does
+is kept as written. ``make generate`` (``hack/generate.py``) writes the file; ``--check`` exits 1
+when the committed file is not what the model gives, and so does
 ``tests/render/test_schema_generated.py``.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,20 +59,3 @@ def text(schema: Mapping[str, Any]) -> str:
 def generated_text(path: Path = SCHEMA_FILE) -> str:
     """What the file should hold, given its hand-written parts."""
     return text(generate(json.loads(path.read_text())))
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    want = generated_text()
-    if "--check" in args:
-        if SCHEMA_FILE.read_text() != want:
-            print(f"{SCHEMA_FILE} is not what twp/model.py gives: run python3 -m titanium_gateway.twp.schema",
-                  file=sys.stderr)
-            return 1
-        return 0
-    SCHEMA_FILE.write_text(want)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,6 @@
 """Status: what the render says on each object, built in one package.
 
 * :mod:`.conditions` - one builder of conditions (observedGeneration, kept transition times);
-* :mod:`.outcomes` - the typed outcomes of the objects whose status follows a data plane
-  (Gateways, ListenerSets and their listeners);
 * :mod:`.programmed` - the Programmed decision from a data plane's delivery, the statuses built
   from the outcomes, and ``reprogram`` (the same, again, when only the data plane's answer changed);
 * :mod:`.collector` - :class:`~.collector.StatusCollector`, where a render's statuses, releases

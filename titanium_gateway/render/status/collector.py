@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from titanium_gateway.render.result import ObjectStatus, Released
+from titanium_gateway.render.result import GatewayOutcome, ObjectStatus, Released
 from titanium_gateway.render.status import programmed
-from titanium_gateway.render.status.outcomes import GatewayOutcome
 
 
 def _key(st: ObjectStatus) -> tuple[str, str, str]:

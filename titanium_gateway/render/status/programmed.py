@@ -17,7 +17,7 @@ pods; a Gateway's Programmed, and its ListenerSets', follows the data plane that
 (:func:`no_plane` for a Gateway the controller may not create one for).
 
 :func:`status` builds a Gateway's or ListenerSet's whole status from its typed outcome
-(:mod:`.outcomes`, recorded by its translator) and its data plane's delivery; the render calls
+(:class:`~titanium_gateway.render.result.GatewayOutcome`, recorded by its translator) and its data plane's delivery; the render calls
 it through the status collector once the config hash is known. When only the prober's answer
 changed (a new confirmed hash, a new probe message), the controller calls :func:`reprogram`:
 the last result's Gateway and ListenerSet statuses built again from its outcomes with the new
@@ -33,9 +33,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from titanium_gateway.render.result import ObjectStatus, RenderResult
+from titanium_gateway.render.result import GatewayOutcome, ListenerOutcome, ObjectStatus, RenderResult
 from titanium_gateway.render.status.conditions import ConditionList
-from titanium_gateway.render.status.outcomes import GatewayOutcome, ListenerOutcome
 
 PROGRAMMED = "Programmed"
 #: the reason of the Programmed condition of what is not valid (nothing the data plane runs)

@@ -169,3 +169,12 @@ def test_every_policy_kind_is_registered() -> None:
     from titanium_gateway.twp import model as m
 
     assert set(POLICIES) == set(m.POLICY_KINDS)
+
+
+def test_every_action_is_registered() -> None:
+    import typing
+
+    from titanium_gateway.contract.routing import ACTIONS
+    from titanium_gateway.twp import model as m
+
+    assert set(ACTIONS) == set(typing.get_args(m.Action))

@@ -2,8 +2,8 @@
 
 Order of a render (see :func:`titanium_gateway.render.render`):
 GatewayClasses -> Gateways (listeners, certificates) -> HTTPRoutes -> Ingresses -> routes
-ordered -> the :class:`~titanium_gateway.twp.model.Document` -> ``emit`` -> Programmed
-conditions -> result.
+ordered -> the :class:`~titanium_gateway.twp.model.Document` -> ``emit`` -> the Gateways'
+statuses with Programmed (``ctx.status.finish``) -> result.
 
 Context API for translators (HTTPRoute, Ingress). Everything a translator adds is a model value
 (:mod:`titanium_gateway.twp.model`), never text:
@@ -41,9 +41,12 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   ``default: true`` item. On error (missing Secret, conversion failure) nothing is bound and
   ``.error`` says why (InvalidCertificateRef).
 * ``ctx.add_tls_file(name, data, plane="")`` — another file of the plane's TLS Secret (upstream-TLS PEM).
-* ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins. A
-  :class:`~titanium_gateway.render.result.Released` (our entries to remove from an object no
-  longer ours) is added the same way and ends in ``RenderResult.released``.
+* ``ctx.add_status(ObjectStatus)`` — into the render's status collector, ``ctx.status``
+  (render/status/collector.py; recorded for a replay too), keyed by (kind, namespace, name);
+  the last one wins. A :class:`~titanium_gateway.render.result.Released` (our entries to
+  remove from an object no longer ours) is added the same way and ends in
+  ``RenderResult.released``. A Gateway's or ListenerSet's status is not added: its outcome is
+  (``ctx.status.outcome``), and the collector builds the status once Programmed is known.
 * ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
 * ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.status.conditions.ConditionList`

@@ -5,7 +5,7 @@ IMAGE ?= ghcr.io/justcoding121/titanium-gateway
 TAG ?= dev
 CHART := charts/titanium-gateway
 
-.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance conformance-local fuzz clean \
+.PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check generate e2e conformance conformance-local fuzz clean \
 	kube-build cluster-up cluster-down cluster-test dev promtool
 
 install:  ## install the package and its test dependencies (editable)
@@ -32,6 +32,9 @@ lint:
 
 fmt:
 	$(PYTHON) -m ruff check --fix .
+
+generate:  ## regenerate the files made from the code: twp/schema.json, conformance/supported-features.txt
+	$(PYTHON) hack/generate.py
 
 golden:  ## regenerate tests/render/testdata/*/ expected files (review the diff by eye!)
 	UPDATE_GOLDEN=1 $(PYTHON) -m pytest -q tests/render/test_golden.py

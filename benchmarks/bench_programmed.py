@@ -1,5 +1,5 @@
 """What Programmed costs when the data plane confirms a config: a second render, or the last
-result's Programmed conditions decided again (``render.programmed.reprogram``, what the
+result's Programmed conditions decided again (``render.status.programmed.reprogram``, what the
 controller does since only the prober's answer changed).
 
     python3 benchmarks/bench_programmed.py [--n 10000] [--repeats 5]
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args(argv)
     from titanium_gateway.render import RenderCache, render
-    from titanium_gateway.render.programmed import reprogram
+    from titanium_gateway.render.status.programmed import reprogram
 
     options = render_options()
     # a converged cluster (every status written back), as the controller's caches hold it

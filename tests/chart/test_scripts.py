@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -64,6 +65,7 @@ def test_claimed_conformance_features():
     assert len(claimed) == len(set(claimed))
     # the conformance run claims exactly what the GatewayClass status.supportedFeatures says
     assert sorted(claimed) == sorted(SUPPORTED_FEATURES)
+    assert list(SUPPORTED_FEATURES) == sorted(SUPPORTED_FEATURES)
     assert {"Gateway", "HTTPRoute", "ReferenceGrant"} <= set(claimed)
     never = {"HTTPRouteResponseHeaderModification", "HTTPRouteRequestTimeout", "HTTPRouteBackendTimeout",
              "HTTPRouteSchemeRedirect", "HTTPRoutePortRedirect", "HTTPRoutePathRedirect",
@@ -73,6 +75,19 @@ def test_claimed_conformance_features():
     assert not never & set(claimed)
     for feature in claimed:
         assert re.fullmatch(r"[A-Z][A-Za-z0-9]+", feature)
+
+
+def test_supported_features_file_is_generated_from_the_render():
+    """conformance/supported-features.txt is what hack/generate.py writes from
+    render/features.py (claimed and not claimed), so the two cannot drift apart."""
+    from titanium_gateway.render.features import NOT_CLAIMED, SUPPORTED_FEATURES, supported_features_file
+
+    assert (ROOT / "conformance" / "supported-features.txt").read_text() == supported_features_file()
+    proc = subprocess.run([sys.executable, str(ROOT / "hack" / "generate.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    not_claimed = {name for names, _ in NOT_CLAIMED for name in names}
+    assert not not_claimed & set(SUPPORTED_FEATURES)
 
 
 def test_conformance_run_uses_the_pinned_suite_and_report_path():

@@ -14,11 +14,16 @@ from titanium_gateway.kinds import GATEWAYS
 from titanium_gateway.kube.api import CONFIG_MAPS, DEPLOYMENTS, PODS, SECRETS
 from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import Endpoint, ProbeResult
-from titanium_gateway.render import programmed
-from titanium_gateway.render.conditions import make_condition
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.result import EventRecord, ListenerKey, ObjectStatus, RenderResult
+from titanium_gateway.render.result import (
+    EventRecord,
+    GatewayOutcome,
+    ListenerKey,
+    ObjectStatus,
+    RenderResult,
+)
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status import programmed
 
 NS = "gw"
 
@@ -48,13 +53,15 @@ class FakeRender:
         h = hashlib.sha256(self.config).hexdigest()
         state = programmed.delivery(h, self.delivery_error, assume_programmed=opts.assume_programmed,
                                     confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message)
-        cond = make_condition("Programmed", *programmed.condition("gateway", True, state), observed_generation=1,
-                              now=snap.now)
+        # (as the render does: the Gateway's outcome, its status built with the delivery)
+        outcome = GatewayOutcome("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", 1, (),
+                                 (True, "Accepted", "Gateway is accepted"), True, "", listeners=None)
         return RenderResult.of_config(
             self.config, h, parts=self.parts, tls_files={"apps.c.pfx": b"pfx"},
-            statuses=(ObjectStatus("gateway.networking.k8s.io/v1", "Gateway", "apps", "web", {"conditions": [cond]}),),
+            statuses=(programmed.status(outcome, state, snap.now),),
             events=(EventRecord("Ingress", "apps", "i", "Warning", "InvalidPath", "bad"),),
-            listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error)
+            listeners=frozenset({ListenerKey(8080, False)}), delivery_error=self.delivery_error,
+            gateway_outcomes=(outcome,))
 
 
 def setup(leader: bool = True, clock: Any = None) -> tuple[Controller, RecordingApi, FakeRender, ScriptedProber]:
@@ -118,7 +125,7 @@ def test_leader_writes_in_order_then_probes() -> None:
     order = write_order(api)
     assert ("gateways", "web") in order and ("events", "i") in [(p, n.split(".")[0]) for p, n in order]
     gw = api.obj(GATEWAYS, "apps", "web")
-    assert _brief(gw["status"]["conditions"][0]) == ("Programmed", "False", "Pending", "pod p0 runs config old")
+    assert _brief(_programmed_in(gw)) == ("Programmed", "False", "Pending", "pod p0 runs config old")
     assert len(prober.calls) == 2  # one probe a pass
 
 
@@ -134,11 +141,16 @@ def test_confirmation_flips_programmed_and_triggers_at_once() -> None:
     assert _programmed_of(ctrl.last_result)["status"] == "True"
     assert ctrl.status_writer.wait_idle(10)
     gw = api.obj(GATEWAYS, "apps", "web")
-    assert gw["status"]["conditions"][0]["status"] == "True"
+    assert _programmed_in(gw)["status"] == "True"
 
 
 def _brief(cond: dict[str, Any]) -> tuple[str, str, str, str]:
     return cond["type"], cond["status"], cond["reason"], cond["message"]
+
+
+def _programmed_in(obj: dict[str, Any]) -> dict[str, Any]:
+    """The Programmed condition of a Gateway object's status."""
+    return next(c for c in obj["status"]["conditions"] if c["type"] == "Programmed")
 
 
 def _programmed_of(result: RenderResult | None) -> dict[str, Any]:
@@ -176,7 +188,7 @@ def test_a_new_term_probes_before_any_status_and_keeps_programmed_true() -> None
     assert _programmed_of(ctrl.last_result)["status"] == "True"
     assert ctrl.status_writer.wait_idle(10)
     assert all(c["status"] == "True" for c in _programmed_writes(api))
-    assert api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]["status"] == "True"
+    assert _programmed_in(api.obj(GATEWAYS, "apps", "web"))["status"] == "True"
 
 
 def test_a_new_term_whose_pods_do_not_confirm_writes_pending_with_the_probe_message_first() -> None:
@@ -335,7 +347,7 @@ def test_429_on_a_status_write_pauses_the_status_worker_not_the_config_path() ->
     assert api.obj(CONFIG_MAPS, NS, "tp")["data"]  # the config was written
     assert ctrl.status_writer.wait_idle(10)
     assert len(sent) == 2 and sent[1] - sent[0] >= 1.0  # held back until Retry-After, then sent once
-    assert api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]["type"] == "Programmed"
+    assert _programmed_in(api.obj(GATEWAYS, "apps", "web"))["type"] == "Programmed"
 
 
 def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> None:
@@ -366,7 +378,8 @@ def test_a_config_change_during_a_status_storm_is_written_without_waiting() -> N
     def with_storm(snap: Snapshot, opts: RenderOptions) -> RenderResult:
         res = base(snap, opts)
         return RenderResult.of_config(res.config, res.config_hash, tls_files=res.tls_files,
-                            statuses=res.statuses + storm, events=res.events, listeners=res.listeners)
+                                      statuses=res.statuses + storm, events=res.events, listeners=res.listeners,
+                                      gateway_outcomes=res.gateway_outcomes)
 
     ctrl.render_fn = with_storm
     try:

@@ -39,7 +39,7 @@ class ListenerRender(FakeRender):
 
 
 def _gateway_programmed(api: RecordingApi) -> dict[str, Any]:
-    return api.obj(GATEWAYS, "apps", "web")["status"]["conditions"][0]  # type: ignore[no-any-return]
+    return next(c for c in api.obj(GATEWAYS, "apps", "web")["status"]["conditions"] if c["type"] == "Programmed")
 
 
 def _pod(stamp: str | None) -> dict[str, Any]:

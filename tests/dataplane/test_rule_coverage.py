@@ -149,3 +149,32 @@ def test_the_catalog_names_every_ingress_annotation() -> None:
     assert len(names) >= 10
     missing = [n for n in names if not _excluded(n) and not any(r.row == n for r in RULES.values())]
     assert not missing, f"Ingress annotations without a rule: {missing}"
+
+
+# -- every kind of the model has its behaviour in the contract ------------------------------------
+def test_every_transform_kind_is_registered_once() -> None:
+    """A transform kind of ``twp/model.py`` does something to the request or to the response
+    (``contract/transforms.py``), never both and never nothing."""
+    from titanium_gateway.contract.transforms import ON_REQUEST, ON_RESPONSE
+    from titanium_gateway.twp import model as m
+
+    for kind in m.TRANSFORM_KINDS:
+        assert (kind in ON_REQUEST) != (kind in ON_RESPONSE), kind.KIND
+    assert set(ON_RESPONSE) == set(m.RESPONSE_TRANSFORMS)
+    assert set(ON_REQUEST) | set(ON_RESPONSE) == set(m.TRANSFORM_KINDS)
+
+
+def test_every_policy_kind_is_registered() -> None:
+    from titanium_gateway.contract.policies import POLICIES
+    from titanium_gateway.twp import model as m
+
+    assert set(POLICIES) == set(m.POLICY_KINDS)
+
+
+def test_every_action_is_registered() -> None:
+    import typing
+
+    from titanium_gateway.contract.routing import ACTIONS
+    from titanium_gateway.twp import model as m
+
+    assert set(ACTIONS) == set(typing.get_args(m.Action))

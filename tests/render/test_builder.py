@@ -73,8 +73,8 @@ def test_statuses_and_events() -> None:
     c.add_status(ObjectStatus("v1", "X", "n", "a", {"v": 1}))
     c.add_status(ObjectStatus("v1", "X", "n", "a", {"v": 2}))
     c.add_status(ObjectStatus("v1", "A", "n", "a", {}))
-    assert [s.kind for s in c.sorted_statuses()] == ["A", "X"]
-    assert c.sorted_statuses()[1].status == {"v": 2}
+    assert [s.kind for s in c.status.statuses()] == ["A", "X"]
+    assert c.status.statuses()[1].status == {"v": 2}
     ev = EventRecord("Ingress", "n", "a", "Warning", "R", "m")
     c.add_event(ev)
     c.add_event(EventRecord("Ingress", "n", "a", "Warning", "R", "m"))

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
-from titanium_gateway.render.conditions import ConditionList, existing_conditions, generation, make_condition
+from titanium_gateway.render.status.conditions import (
+    ConditionList,
+    existing_conditions,
+    generation,
+    make_condition,
+)
 
 
 def test_generation_defaults_to_one() -> None:

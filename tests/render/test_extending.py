@@ -1,10 +1,13 @@
 """What adding to the render takes, checked (docs/render-design.md, "Adding an HTTPRoute filter").
 
-A new transform or policy kind is a class in ``twp/model.py``, its entry in ``twp/schema.json``
-and the filter branch that makes it: the writer and the reader of the format handle every kind
-from the model's tables. These tests fail when one of the three is forgotten:
+A new transform or policy kind is a class in ``twp/model.py`` (its fields declared with their
+rules), what the data plane does with it (``contract/``) and the row of the filter that makes it
+(``render/httproute/filters.py`` ``FILTERS``): ``twp/schema.json`` is generated from the model,
+and the writer and the reader of the format handle every kind from the model's tables. These
+tests fail when a step is forgotten:
 
-* a kind without a schema entry (or whose parameters differ from its fields);
+* a kind whose schema entry is not the generated one (``make generate`` not run; also
+  ``test_schema_generated.py``), or whose parameters differ from its fields;
 * a kind the writer or the reader cannot handle without code of its own (a field of a type
   the generic ``{kind, parameters}`` writing does not cover);
 * a filter type of the installed HTTPRoute CRD that is neither translated nor answered 500
@@ -24,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from titanium_gateway.render.httproute.filters import FILTERS
 from titanium_gateway.twp import emit, load
 from titanium_gateway.twp import model as m
 
@@ -33,8 +37,8 @@ ROOT = Path(__file__).parents[2]
 SCHEMA = json.loads((ROOT / "titanium_gateway" / "twp" / "schema.json").read_text())
 HTTPROUTE_CRD = ROOT / "charts" / "titanium-gateway" / "crds" / "gateway.networking.k8s.io_httproutes.yaml"
 KINDS = [*m.TRANSFORM_KINDS, *m.POLICY_KINDS]
-#: The filter types the HTTPRoute translator makes something of (filters.rule_filters).
-TRANSLATED = {"RequestHeaderModifier", "ResponseHeaderModifier", "RequestMirror", "RequestRedirect", "URLRewrite"}
+#: The filter types the HTTPRoute translator makes something of (the rows of its table).
+TRANSLATED = set(FILTERS)
 
 
 def _schema_entries(list_key: str) -> dict[str, Any]:

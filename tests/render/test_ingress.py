@@ -209,12 +209,12 @@ def test_class_selection(spec_class: str | None, legacy: str | None, default_cla
     obj = ing("x", cls=spec_class, annotations=annotations)
     ctx = run(cls, mine, FOREIGN_CLASS, service("shop"), obj, options=RenderOptions(watch_legacy_annotation=watch_legacy))
     assert bool(ctx.ordered_routes()) is owned
-    assert bool(ctx.statuses) is owned
+    assert bool(ctx.status.statuses()) is owned
 
 
 def test_foreign_ingress_is_never_touched_or_reported() -> None:
     ctx = base(ing("other", cls="nginx", annotations={"titanium.io/bogus": "1", "titanium.io/limit-rps": "0"}))
-    assert ctx.ordered_routes() == [] and ctx.events() == () and not ctx.statuses and not ctx.listeners
+    assert ctx.ordered_routes() == [] and ctx.events() == () and not ctx.status.statuses() and not ctx.listeners
 
 
 def test_custom_ingress_controller_name() -> None:
@@ -781,7 +781,7 @@ def test_canary_contributes_only_its_backend() -> None:
     ctx = base(service("shop-v2"), tls_secret("shop-tls"), ing("shop"), obj)
     assert route_ids(ctx) == ["ingress/apps/shop/r0p0"]
     assert ctx.certificate_entries() == ()
-    assert {s.name for s in ctx.sorted_statuses()} == {"shop", "shop-canary"}
+    assert {s.name for s in ctx.status.statuses()} == {"shop", "shop-canary"}
 
 
 def test_canary_without_primary() -> None:
@@ -957,7 +957,7 @@ def dp_service(status: Any = None, cluster_ip: str | None = "10.96.0.10") -> dic
 def test_load_balancer_status(svc: Any, expected: list[dict[str, str]]) -> None:
     objs = [svc] if svc else []
     ctx = base(*objs, ing("a"), ing("b", paths=[path("/b")]), ing("foreign", cls="nginx"))
-    statuses = ctx.sorted_statuses()
+    statuses = ctx.status.statuses()
     assert [(s.kind, s.namespace, s.name) for s in statuses] == [("Ingress", "apps", "a"), ("Ingress", "apps", "b")]
     for s in statuses:
         assert s.api_version == "networking.k8s.io/v1"
@@ -1007,7 +1007,7 @@ def _mixed_objects() -> list[Any]:
 
 
 def _fingerprint(ctx: RenderContext) -> Any:
-    return (ctx.ordered_routes(), ctx.sorted_clusters(), ctx.events(), ctx.sorted_statuses(), ctx.certificate_entries(), sorted(ctx.listeners.items()))
+    return (ctx.ordered_routes(), ctx.sorted_clusters(), ctx.events(), ctx.status.statuses(), ctx.certificate_entries(), sorted(ctx.listeners.items()))
 
 
 def test_deterministic_in_any_input_order() -> None:

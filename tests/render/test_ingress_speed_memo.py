@@ -120,7 +120,7 @@ def _outputs(ctx: RenderContext) -> dict[str, Any]:
         "routes": text,
         "clusters": ctx.sorted_clusters(),
         "events": ctx.events(),
-        "statuses": ctx.sorted_statuses(),
+        "statuses": ctx.status.statuses(),
         "certificates": ctx.certificate_entries(),
         "tls_files": dict(ctx.tls_files),
         "listeners": sorted(ctx.listeners.items()),

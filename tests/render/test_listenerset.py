@@ -9,8 +9,8 @@ from typing import Any
 from titanium_gateway.render import RenderCache, render
 from titanium_gateway.render.gatewayapi import GatewayApiInfo
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.programmed import reprogram
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status.programmed import reprogram
 
 from .core_fixtures import (
     GW_API,

@@ -12,7 +12,7 @@ from titanium_gateway.offline.snapshot import build_snapshot
 from titanium_gateway.render import render
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.planes import PER_GATEWAY, plane_names
-from titanium_gateway.render.programmed import reprogram
+from titanium_gateway.render.status.programmed import reprogram
 
 from .conftest import case_objects
 

@@ -17,6 +17,11 @@ render builds (:mod:`titanium_gateway.twp.model`); this library says what they d
 * :func:`evaluate` (one policy), :class:`FixedWindowLimiter`, :func:`ext_auth_admits`.
 * :func:`select_certificate` (SNI), :func:`choose_cluster`, :class:`Balancer`,
   :func:`affinity_value`.
+
+What the data plane does with each kind of the document is registered by the kind's class:
+the actions in ``routing.ACTIONS``, the transforms in ``transforms.ON_REQUEST`` /
+``transforms.ON_RESPONSE``, the policies in ``policies.POLICIES``; a class of the model
+registered nowhere fails ``tests/dataplane/test_rule_coverage.py``.
 """
 
 from titanium_gateway.contract.balancing import Balancer, affinity_value, choose_cluster

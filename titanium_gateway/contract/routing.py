@@ -17,9 +17,9 @@ repeated name), ``queryRegex`` full match.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from titanium_gateway.contract.redirect import location
 from titanium_gateway.contract.request import Request, hostname_of
@@ -224,18 +224,20 @@ class Decision:
         return () if self.route is None else checks(self.route, self.request)
 
 
+#: action class -> what the data plane answers with it: ``(action, request) -> outcome``
+ACTIONS: dict[type[Any], Callable[[Any, Request], Outcome]] = {
+    m.Forward: lambda action, request: ForwardTo((m.WeightedCluster(action.cluster_id, 1),)),
+    m.Split: lambda action, request: ForwardTo(action.clusters),
+    m.Redirect: lambda action, request: RedirectTo(action.status_code, location(action, request)),
+    m.DirectResponse: lambda action, request: Respond(action.status, action.body),
+}
+
+
 def outcome_of(route: m.Route | None, request: Request) -> Outcome:
     if route is None:
         return NotFound()
     action = route.behavior.action
-    if type(action) is m.Forward:
-        return ForwardTo((m.WeightedCluster(action.cluster_id, 1),))
-    if type(action) is m.Split:
-        return ForwardTo(action.clusters)
-    if type(action) is m.Redirect:
-        return RedirectTo(action.status_code, location(action, request))
-    assert type(action) is m.DirectResponse
-    return Respond(action.status, action.body)
+    return ACTIONS[type(action)](action, request)
 
 
 def decide(config: Routes, request: Request, *, all_matches: bool = True) -> Decision:

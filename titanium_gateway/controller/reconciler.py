@@ -9,7 +9,7 @@ order: TLS Secret, part ConfigMaps, root ConfigMap, pod pokes, Deployment stamp;
 statuses to the status writer's own worker (which writes them meanwhile, latest wins per object,
 and retries its own failures); posts events; then it probes the data plane. When every ready
 pod reports the written hash the controller triggers another reconcile, which decides
-Programmed again on the last result (``render.programmed.reprogram``: the objects did not
+Programmed again on the last result (``render.status.programmed.reprogram``: the objects did not
 change, so nothing else does) instead of rendering again; until then it polls every ``probe_interval`` seconds (re-probing only: nothing is rendered
 again while no input of the render changed), and a pod still behind some seconds after its
 config-poke is poked again (``PodPoker.repoke``: back-off, a cap, a rate limit). The first pass
@@ -70,9 +70,9 @@ from titanium_gateway.metrics import Registry
 from titanium_gateway.prober.prober import DataPlane, Prober, is_data_plane_pod
 from titanium_gateway.render import planes as _planes
 from titanium_gateway.render.options import RenderOptions
-from titanium_gateway.render.programmed import reprogram
 from titanium_gateway.render.result import Plane, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status.programmed import reprogram
 from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper

@@ -9,7 +9,7 @@ confirmed. Against the version the last result was rendered from:
   failed before) and probed;
 * ``REPROGRAM``: only the prober's answer changed (the pods confirmed the config, one fell
   behind, a new reason): the objects are the same, so is everything but Programmed, which is
-  decided again on the last result (render/programmed.py ``reprogram``);
+  decided again on the last result (render/status/programmed.py ``reprogram``);
 * ``RENDER``: anything else, or the last result cannot be delivered again (its part bytes were
   released after they were written and a writer no longer holds them written: the delivery's
   ``still_written``).

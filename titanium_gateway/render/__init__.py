@@ -6,8 +6,8 @@ per caller, reused across renders) only saves work: translations of unchanged ob
 replayed (render/memo.py), the result is the same. Steps: GatewayClasses -> Gateways
 (listeners, certificates) -> ListenerSets -> HTTPRoutes -> Ingresses -> routes ordered by precedence -> the
 twp Document -> unreachable rules (render/reach.py, told through each kind's status) -> emit
-(twp/emit.py: YAML, parts, hash) -> Programmed (render/programmed.py) and the Gateways'
-statuses -> result (docs/render-design.md has the picture).
+(twp/emit.py: YAML, parts, hash) -> the Gateways' and ListenerSets' statuses with Programmed
+(render/status/: the status collector) -> result (docs/render-design.md has the picture).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import otherroutes as _otherroutes
 from titanium_gateway.render import planes as _planes
-from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.gatewayapi import listener_sets_served
@@ -38,6 +37,7 @@ from titanium_gateway.render.memo import RenderCache
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.result import CertificateEntry, GatewayRef, Plane, RenderResult
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status import programmed as _programmed
 from titanium_gateway.twp import emit as _emit
 from titanium_gateway.twp import model as _model
 from titanium_gateway.twp.model import Document, Source
@@ -179,19 +179,20 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     if cache is not None:
         cache.keep_texts(documents)
     for key in sorted(gateways):
-        info = gateways[key]
-        _gateway.status(ctx, info, _plane_delivery(info, deliveries))
+        ctx.status.outcome(_gateway.outcome(gateways[key]))
     for key in sorted(listener_sets):  # (a ListenerSet's Programmed follows its Gateway's data plane)
-        _listenerset.status(ctx, listener_sets[key], _plane_delivery(listener_sets[key].gateway, deliveries))
-    _listenerevents.listener_events(ctx)  # (from the statuses just made)
+        ctx.status.outcome(_listenerset.outcome(listener_sets[key]))
+    ctx.status.finish(deliveries, snapshot.now)
+    _listenerevents.listener_events(ctx)  # (from the statuses just built)
     assert planes[0].key == _planes.SHARED
     return RenderResult(
-        statuses=ctx.sorted_statuses(),
+        statuses=ctx.status.statuses(),
         events=ctx.events(),
         unreachable=unreachable,
-        released=ctx.released(),
+        released=ctx.status.released(),
         not_ours=ctx.not_ours_records(),
         planes=tuple(planes),
+        gateway_outcomes=ctx.status.outcomes(),
     )
 
 
@@ -225,11 +226,6 @@ def _documents(ctx: RenderContext, routes: Sequence[_Route], mode: str
         out[key] = (Document(ctx.listener_values(key), ctx.certificate_values(entries), tuple(mine), clusters),
                     entries)
     return out
-
-
-def _plane_delivery(info: _gateway.GatewayInfo, deliveries: dict[str, _programmed.Delivery]) -> _programmed.Delivery:
-    """The delivery of the data plane that serves a Gateway (and its ListenerSets)."""
-    return deliveries[info.plane] if info.plane is not None else _programmed.no_plane(info.no_plane)
 
 
 def _gateway_ref(info: _gateway.GatewayInfo) -> GatewayRef:

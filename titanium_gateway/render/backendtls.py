@@ -34,9 +34,9 @@ from cryptography import x509
 
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
-from titanium_gateway.render.conditions import bound_message
 from titanium_gateway.render.precedence import creation_timestamp
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status.conditions import bound_message
 from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
     ClusterSettings,

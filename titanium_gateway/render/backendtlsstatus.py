@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.backendtls import API_VERSION, KIND, MAX_ANCESTORS, BackendTlsPolicies, Policy
-from titanium_gateway.render.conditions import existing_conditions
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import ObjectStatus, Released
+from titanium_gateway.render.status.conditions import existing_conditions
 from titanium_gateway.twp.model import Document, cluster_ids
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def _services_used(ctx: RenderContext, documents: Iterable[Document]) -> dict[tu
 def _route_gateways(ctx: RenderContext, route: tuple[str, str], set_parents: Mapping[tuple[str, str], tuple[str, str]]
                     ) -> set[tuple[str, str]]:
     """The Gateways of ours an HTTPRoute is accepted by (its status made in this render)."""
-    status = ctx.statuses.get((_HTTP_ROUTE, *route))
+    status = ctx.status.get((_HTTP_ROUTE, *route))
     out: set[tuple[str, str]] = set()
     if status is None or type(status) is not ObjectStatus:
         return out

@@ -2,8 +2,8 @@
 
 Order of a render (see :func:`titanium_gateway.render.render`):
 GatewayClasses -> Gateways (listeners, certificates) -> HTTPRoutes -> Ingresses -> routes
-ordered -> the :class:`~titanium_gateway.twp.model.Document` -> ``emit`` -> Programmed
-conditions -> result.
+ordered -> the :class:`~titanium_gateway.twp.model.Document` -> ``emit`` -> the Gateways'
+statuses with Programmed (``ctx.status.finish``) -> result.
 
 Context API for translators (HTTPRoute, Ingress). Everything a translator adds is a model value
 (:mod:`titanium_gateway.twp.model`), never text:
@@ -41,12 +41,15 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   ``default: true`` item. On error (missing Secret, conversion failure) nothing is bound and
   ``.error`` says why (InvalidCertificateRef).
 * ``ctx.add_tls_file(name, data, plane="")`` — another file of the plane's TLS Secret (upstream-TLS PEM).
-* ``ctx.add_status(ObjectStatus)`` — keyed by (kind, namespace, name); the last one wins. A
-  :class:`~titanium_gateway.render.result.Released` (our entries to remove from an object no
-  longer ours) is added the same way and ends in ``RenderResult.released``.
+* ``ctx.add_status(ObjectStatus)`` — into the render's status collector, ``ctx.status``
+  (render/status/collector.py; recorded for a replay too), keyed by (kind, namespace, name);
+  the last one wins. A :class:`~titanium_gateway.render.result.Released` (our entries to
+  remove from an object no longer ours) is added the same way and ends in
+  ``RenderResult.released``. A Gateway's or ListenerSet's status is not added: its outcome is
+  (``ctx.status.outcome``), and the collector builds the status once Programmed is known.
 * ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
-* ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.conditions.ConditionList`
+* ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.status.conditions.ConditionList`
   stamped with the object's generation and ``ctx.now``.
 
 Precedence tiers (``precedence.TIER_*``): NORMAL for routes whose match is exact, DEGRADED for a
@@ -75,7 +78,6 @@ from titanium_gateway.render.certificates import (
     convert_tls_secret,
     pfx_file_name,
 )
-from titanium_gateway.render.conditions import ConditionList
 from titanium_gateway.render.memo import Recording
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.planes import SHARED
@@ -87,16 +89,13 @@ from titanium_gateway.render.result import (
     ListenerKey,
     NotOurs,
     ObjectStatus,
-    Released,
 )
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status.collector import StatusCollector
+from titanium_gateway.render.status.conditions import ConditionList
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-def _status_key(st: ObjectStatus) -> tuple[str, str, str]:
-    return st.key
 
 
 def _not_ours_order(key: tuple[str, str, str]) -> tuple[int, str, str]:
@@ -157,7 +156,8 @@ class RenderContext:
         self.tls_files = TLSFiles()  # a PFX is made when its file is read
         #: data plane -> the names of its TLS files
         self._plane_files: dict[str, dict[str, None]] = {}
-        self.statuses: dict[tuple[str, str, str], ObjectStatus] = {}
+        #: every status, release and Gateway/ListenerSet outcome of this render (render/status/)
+        self.status = StatusCollector()
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
@@ -323,7 +323,7 @@ class RenderContext:
     def add_status(self, status: ObjectStatus) -> None:
         if self.recording is not None:
             self.recording.statuses.append(status)
-        self.statuses[status.key] = status
+        self.status.record(status)
 
     def foreign_gateways(self, kind: str = kinds.GATEWAY.kind) -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""
@@ -392,7 +392,7 @@ class RenderContext:
         for route in rec.routes:
             routes[(route.plane, route.id)] = route
         for status in rec.statuses:
-            self.statuses[status.key] = status
+            self.status.record(status)
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
         for record in rec.not_ours:
@@ -501,14 +501,6 @@ class RenderContext:
 
     def events(self) -> tuple[EventRecord, ...]:
         return tuple(self._events[k] for k in sorted(self._events))
-
-    def sorted_statuses(self) -> tuple[ObjectStatus, ...]:
-        """The statuses of the objects we own (a :class:`Released` is not one), by key."""
-        statuses = self.statuses
-        return tuple(st for st in map(statuses.__getitem__, sorted(statuses)) if type(st) is not Released)
-
-    def released(self) -> tuple[Released, ...]:
-        return tuple(sorted((st for st in self.statuses.values() if type(st) is Released), key=_status_key))
 
     def not_ours_records(self) -> tuple[NotOurs, ...]:
         records = self._not_ours

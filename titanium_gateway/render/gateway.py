@@ -22,8 +22,8 @@ Gateway whose namespace the controller may not create objects in does not get: P
 False, NoResources). Listener conflicts are within one data plane: across Gateways only in
 ``shared`` mode. :func:`translate` decides each condition
 (``ListenerInfo.accepted``/``resolved``/``conflicted``, ``GatewayInfo.acceptance``) in named
-steps; :func:`status` writes them, with Programmed (render/programmed.py), once the config
-hash is known.
+steps; :func:`outcome` records them, and the status collector writes them with Programmed
+(render/status/programmed.py) once the config hash is known.
 """
 
 from __future__ import annotations
@@ -36,14 +36,12 @@ from typing import Any, ClassVar
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render import planes as _planes
-from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions
 from titanium_gateway.render.gatewayclass import GatewayClasses
 from titanium_gateway.render.precedence import creation_timestamp
-from titanium_gateway.render.programmed import Delivery
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.result import NotOurs, ObjectStatus
+from titanium_gateway.render.result import GatewayOutcome, ListenerOutcome, NotOurs
+from titanium_gateway.render.status.conditions import ConditionList, bound_message, existing_conditions
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.GATEWAY.kind
@@ -641,34 +639,20 @@ def _conflict(li: ListenerInfo, ports: _Ports) -> str:
     return conflict
 
 
-def listener_status(li: ListenerInfo, delivery: Delivery) -> dict[str, Any]:
-    """A listener's status entry (``delivery``: its data plane's). A ListenerSet's listener that
-    is conflicted is also not accepted nor programmed, with the conflict's reason (the Gateway
-    API's ListenerEntryStatus)."""
+def listener_outcome(li: ListenerInfo) -> ListenerOutcome:
+    """What a listener's status entry says but Programmed (render/status/programmed.py)."""
     lc = li.conditions
     assert lc is not None
-    if li.conflicted[0] and li.listener_set is not None:
-        lc.set("Accepted", False, li.conflicted[1], li.conflicted[2])
-        lc.set("Programmed", False, li.conflicted[1], li.conflicted[2])
-    else:
-        lc.set("Accepted", *li.accepted)
-        lc.set("Programmed", *programmed.condition("listener", li.valid, delivery))
-    lc.set("ResolvedRefs", *li.resolved)
-    lc.set("Conflicted", *li.conflicted)
-    return {"name": li.name, "supportedKinds": li.supported_kinds, "attachedRoutes": li.attached,
-            "conditions": lc.as_list()}
+    return ListenerOutcome(li.name, tuple(li.supported_kinds), li.attached, li.valid, li.accepted, li.resolved,
+                           li.conflicted, li.listener_set is not None, lc.previous)
 
 
-def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
-    """The status of one Gateway (every condition in one place, once Programmed is known):
-    ``delivery`` is its data plane's (:func:`programmed.no_plane` for a Gateway without one)."""
+def outcome(info: GatewayInfo) -> GatewayOutcome:
+    """What one Gateway's status says but Programmed, once its routes are counted: the status
+    collector builds the status with its data plane's delivery."""
     # (a ListenerSet's listeners are in its own status)
-    listeners = [listener_status(li, delivery) for li in info.listeners if li.listener_set is None]
-    info.conditions.set("Accepted", *info.acceptance)
-    info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery,
-                                                            address_problem=info.address_problem))
-    body: dict[str, Any] = {"addresses": info.addresses, "conditions": info.conditions.as_list(),
-                            "listeners": listeners}
-    if info.attached_listener_sets is not None:
-        body["attachedListenerSets"] = info.attached_listener_sets
-    ctx.add_status(ObjectStatus(API_VERSION, KIND, info.namespace, info.name, body))
+    listeners = tuple(listener_outcome(li) for li in info.listeners if li.listener_set is None)
+    conds = info.conditions
+    return GatewayOutcome(API_VERSION, KIND, info.namespace, info.name, conds.observed_generation,
+                          conds.previous, info.acceptance, info.accepted, info.plane, info.no_plane,
+                          info.address_problem, tuple(info.addresses), info.attached_listener_sets, listeners)

@@ -10,9 +10,9 @@ from typing import Any
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import bound_message, existing_conditions
 from titanium_gateway.render.gatewayapi import class_notes, supported_features
 from titanium_gateway.render.result import NotOurs, ObjectStatus
+from titanium_gateway.render.status.conditions import bound_message, existing_conditions
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.GATEWAY_CLASS.kind

@@ -2,7 +2,7 @@
 
 An operator who watches Events (``kubectl get events -A --field-selector type=Warning``) learns
 of a listener that cannot serve without reading each Gateway's status. The Events are made from
-the statuses the render already decided (their owners: ``gateway.status``, ``listenerset.status``),
+the statuses the render already decided (built by the status collector, render/status/),
 one per invalid listener, reason :data:`INVALID_LISTENER`; the message names the listener and
 each condition that is not in its good state, with its reason and message. The event writer
 posts each once and bumps it while it remains, as for every Event; a fixed listener's Event is
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.result import EventRecord
@@ -28,10 +29,10 @@ SOUND = {"Accepted": "True", "ResolvedRefs": "True", "Conflicted": "False"}
 def listener_events(ctx: RenderContext) -> None:
     """One ``InvalidListener`` Warning Event per listener of a Gateway or ListenerSet whose
     status the render wrote with Accepted or ResolvedRefs False, or Conflicted True."""
-    for status in list(ctx.statuses.values()):
-        if status.kind == "Gateway":
+    for status in ctx.status.statuses():
+        if status.kind == kinds.GATEWAY.kind:
             objects = ctx.snapshot.gateways
-        elif status.kind == "ListenerSet":
+        elif status.kind == kinds.LISTENER_SET.kind:
             objects = ctx.snapshot.listener_sets
         else:
             continue

@@ -21,10 +21,11 @@ ListenerSets by creation time, then ``namespace/name`` - each is:
 Routes attach to its listeners with a ``parentRef`` of kind ListenerSet (``sectionName`` = one of
 its listeners), never through the Gateway (a Gateway parentRef selects the Gateway's own
 listeners). An accepted ListenerSet counts in the Gateway's ``status.attachedListenerSets``,
-written where ListenerSets are served. The status (:func:`status`) is made once Programmed is
-known, like the Gateway's; a conflicted or not accepted ListenerSet's ``Programmed`` has the
+written where ListenerSets are served. Its outcome (:func:`outcome`) is recorded once its
+routes are counted and the status collector makes the status once Programmed is known
+(render/status/), like the Gateway's; a conflicted or not accepted ListenerSet's ``Programmed`` has the
 reason of why it is not (the Gateway API's reasons), the others the delivery of the Gateway's
-data plane (``programmed.no_plane`` when the Gateway has none).
+data plane (``no_plane`` of render/status/programmed.py when the Gateway has none).
 """
 
 from __future__ import annotations
@@ -35,21 +36,19 @@ from typing import Any, ClassVar
 
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
-from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import ConditionList, existing_conditions
 from titanium_gateway.render.gateway import (
     GatewayInfo,
     ListenerInfo,
+    listener_outcome,
     listener_set_ports,
-    listener_status,
     selector_matches,
     set_listener,
 )
 from titanium_gateway.render.precedence import creation_timestamp
-from titanium_gateway.render.programmed import Delivery
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.result import NotOurs, ObjectStatus
+from titanium_gateway.render.result import GatewayOutcome, NotOurs
+from titanium_gateway.render.status.conditions import ConditionList, existing_conditions
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.LISTENER_SET.kind
@@ -181,19 +180,15 @@ def _listener_set(ctx: RenderContext, obj: Mapping[str, Any], owner: tuple[str, 
     return info
 
 
-def status(ctx: RenderContext, info: ListenerSetInfo, delivery: Delivery) -> None:
-    """The whole status of one ListenerSet, once Programmed is known."""
+def outcome(info: ListenerSetInfo) -> GatewayOutcome:
+    """What one ListenerSet's status says but Programmed, which follows its Gateway's data plane
+    (the status collector builds the status)."""
     conds = info.conditions
-    conds.set("Accepted", *info.acceptance)
-    if info.accepted:
-        conds.set("Programmed", *programmed.condition("gateway", True, delivery))
-    else:
-        conds.set("Programmed", False, info.acceptance[1], info.acceptance[2])
-    body: dict[str, Any] = {"conditions": conds.as_list()}
-    if info.acceptance[1] not in ("NotAllowed", "ParentNotAccepted"):
-        listeners = [listener_status(li, delivery) for li in info.listeners]
-        body["listeners"] = listeners
-    ctx.add_status(ObjectStatus(API_VERSION, KIND, info.namespace, info.name, body))
+    listeners = (None if info.acceptance[1] in ("NotAllowed", "ParentNotAccepted")
+                 else tuple(listener_outcome(li) for li in info.listeners))
+    gw = info.gateway
+    return GatewayOutcome(API_VERSION, KIND, info.namespace, info.name, conds.observed_generation, conds.previous,
+                          info.acceptance, info.accepted, gw.plane, gw.no_plane, listeners=listeners)
 
 
 def parents(listener_sets: Mapping[tuple[str, str], ListenerSetInfo]) -> dict[tuple[str, str], tuple[str, str]]:

@@ -18,11 +18,11 @@ from typing import Any
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import existing_conditions
 from titanium_gateway.render.gateway import GatewayInfo
 from titanium_gateway.render.httproute.attach import parent_ref_echo, ref_identity
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import NotOurs, ObjectStatus, Released
+from titanium_gateway.render.status.conditions import existing_conditions
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 #: kind -> its Snapshot attribute (the table of kinds' rows translated here: ``kinds.OTHER_ROUTES``)

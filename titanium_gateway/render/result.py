@@ -95,6 +95,66 @@ class Released(ObjectStatus):
         return cls(api_version, kind, namespace, name, RELEASED_STATUS[kind])
 
 
+#: (status, reason, message) of a condition
+Outcome = tuple[bool, str, str]
+
+
+# -- the outcomes of the objects whose status follows a data plane: a Gateway or ListenerSet
+# and its listeners, everything their status says but Programmed (render/status/programmed.py
+# builds the status with the data plane's delivery, in the render and again in ``reprogram``)
+@dataclass(frozen=True, slots=True)
+class ListenerOutcome:
+    """A listener's status entry but its Programmed condition."""
+
+    name: str
+    supported_kinds: tuple[Mapping[str, str], ...]
+    attached: int
+    #: valid (Programmed follows the delivery), else Programmed False Invalid
+    valid: bool
+    accepted: Outcome
+    resolved: Outcome
+    conflicted: Outcome
+    #: an entry of a ListenerSet: conflicted, it is also not accepted nor programmed, with the
+    #: conflict's reason (the Gateway API's ListenerEntryStatus)
+    set_entry: bool
+    #: the listener's conditions in the object's status (their transition times are kept)
+    previous: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayOutcome:
+    """A Gateway's (``kind`` Gateway) or ListenerSet's status but its Programmed conditions."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    #: ``metadata.generation`` (observedGeneration)
+    generation: int
+    #: the object's conditions in its status
+    previous: tuple[Mapping[str, Any], ...]
+    acceptance: Outcome
+    #: whether Programmed follows the delivery (a Gateway: accepted with a valid listener; a
+    #: ListenerSet: accepted), else Programmed False (Invalid; a ListenerSet: why not accepted)
+    valid: bool
+    #: the data plane that serves it (``""`` the shared one; a Gateway's ``namespace/name``);
+    #: None: none, ``no_plane`` says why
+    plane: str | None
+    no_plane: str = ""
+    #: why its requested address is not (yet) its address (Programmed False, AddressNotAssigned)
+    address_problem: str = ""
+    #: a Gateway's ``status.addresses`` (None: not written, a ListenerSet)
+    addresses: tuple[Mapping[str, str], ...] | None = None
+    #: a Gateway's ``status.attachedListenerSets`` (None: not written)
+    attached_listener_sets: int | None = None
+    #: the listeners (None: not written: a ListenerSet not allowed, or whose Gateway is not accepted)
+    listeners: tuple[ListenerOutcome, ...] | None = ()
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+
 @dataclass(frozen=True)
 class NotOurs:
     """An object of the snapshot this controller does not serve, or serves only in part (an
@@ -193,6 +253,9 @@ class RenderResult:
     #: Every data plane, in key order (the shared one, ``""``, first; render/planes.py): its
     #: document's bytes, parts, hash, TLS files, certificates, listeners, delivery error, document.
     planes: tuple[Plane, ...] = ()
+    #: The typed outcomes of the Gateways and ListenerSets (their statuses but Programmed), by
+    #: key: ``render.status.programmed.reprogram`` builds their statuses again from them.
+    gateway_outcomes: tuple[GatewayOutcome, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of_config(cls, config: bytes, config_hash: str, *, parts: tuple[tuple[str, bytes], ...] = (),

@@ -21,7 +21,6 @@ validated (cached).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import ipaddress
 import re
@@ -33,14 +32,15 @@ from typing import Any, NoReturn
 import yaml
 
 from titanium_gateway.twp import model as m
+from titanium_gateway.twp import params
+from titanium_gateway.twp.params import timespan_seconds
 from titanium_gateway.twp.regex import compiled
 
 ROOT_FILE = "twp.yaml"
 _PART_FILE = re.compile(r"^twp\.part-[1-9][0-9]*\.yaml$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_TIMESPAN = re.compile(r"^(?:([0-9]+)\.)?([0-9]{2}):([0-5][0-9]):([0-5][0-9])(?:\.([0-9]{3}))?$")
 _HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$")
+_HEADER_NAME = params.HEADER_NAME_PATTERN
 _METHOD = _HEADER_NAME  # an RFC 9110 token
 PATH_KINDS = ("Exact", "Prefix", "Regex")
 ALGORITHMS = ("RoundRobin", "Random", "LeastRequests", "LeastTime", "PowerOfTwoChoices")
@@ -65,17 +65,6 @@ class PartNotReady(ConfigError):
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@functools.lru_cache(maxsize=4096)
-def timespan_seconds(text: str) -> float:
-    """A TimeSpan ``[d.]hh:mm:ss[.fff]`` in seconds; raises ValueError when it is not one."""
-    t = _TIMESPAN.match(text)
-    if t is None:
-        raise ValueError(f"{text!r} is not a TimeSpan [d.]hh:mm:ss[.fff]")
-    days, hours, minutes, seconds, millis = t.groups()
-    return (int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + int(seconds)
-            + int(millis or 0) / 1000)
 
 
 @dataclass(frozen=True)
@@ -337,89 +326,43 @@ def _match(ctx: _Ctx, raw: Any, where: str) -> tuple[str | None, tuple[int, ...]
 
 def _kind_item(ctx: _Ctx, raw: Any, where: str, kinds: Mapping[str, type[Any]], what: str) -> Any:
     """A transform or policy: ``{kind, parameters}``, each parameter a string (an int field in
-    decimal, a tuple field a non-empty list of strings), validated by the kind's own rules."""
+    decimal, a tuple field a non-empty list of strings), checked by the rules its class declares
+    for its fields (:mod:`.params`)."""
     d = ctx.mapping(raw, where, ("kind", "parameters"), ("kind", "parameters"))
     kind, pw = d["kind"], f"{where}.parameters"
     cls = kinds.get(kind) if isinstance(kind, str) else None
     if cls is None:
         ctx.fail(f"{where}.kind", f"unknown {what} kind {kind!r}")
-    layout = _layout(cls)
-    p = ctx.params(d["parameters"], pw, tuple(k for k, t in layout if t is not tuple),
-                   tuple(k for k, t in layout if t is tuple))
+    layout = params.layout(cls)
+    p = ctx.params(d["parameters"], pw, tuple(x.key for x in layout if x.type is not tuple),
+                   tuple(x.key for x in layout if x.type is tuple))
     values = []
-    for key, t in layout:
-        v = p[key]
-        values.append(tuple(v) if t is tuple else _decimal(ctx, v, f"{pw}.{key}", _MINIMUM.get((kind, key), 0))
-                      if t is int else v)
-    check = _CHECKS.get(kind)
-    if check is not None and ctx.strict:
-        check(ctx, pw, *values)
+    for x in layout:
+        v, pk = p[x.key], f"{pw}.{x.key}"
+        if x.type is int:
+            values.append(_decimal(ctx, v, pk, x.rule.minimum))
+            continue
+        check = x.rule.check
+        if x.type is tuple:
+            if check is not None and ctx.strict:
+                for i, item in enumerate(v):
+                    reason = check(item)
+                    if reason is not None:
+                        ctx.fail(f"{pk}[{i}]", reason)
+            values.append(tuple(v))
+            continue
+        if check is not None and ctx.strict:
+            reason = check(v)
+            if reason is not None:
+                ctx.fail(pk, reason)
+        values.append(v)
     return cls(*values)
-
-
-@functools.cache
-def _layout(cls: type[Any]) -> tuple[tuple[str, type], ...]:
-    """(document key, str | int | tuple) of each field of a transform or policy class."""
-    import dataclasses
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        out.append((m.twp_key(f.name), tuple if typing.get_origin(hint) is tuple else hint))
-    return tuple(out)
-
-
-#: the smallest value of an int parameter (otherwise 0)
-_MINIMUM = {("RateLimit", "requestsPerSecond"): 1}
-
-
-def _header(ctx: _Ctx, pw: str, name: str, value: str = "") -> None:
-    if not _HEADER_NAME.match(name):
-        ctx.fail(f"{pw}.name", f"{name!r} is not a header name")
-    if any(c in value for c in "\r\n\0"):
-        ctx.fail(f"{pw}.value", "a header value cannot hold CR, LF or NUL")
-
-
-def _host_set(ctx: _Ctx, pw: str, host: str) -> None:
-    ctx.string(host, f"{pw}.host")
 
 
 def _abs_path(ctx: _Ctx, value: Any, where: str) -> str:
     text = ctx.string(value, where)
     ctx.check(text.startswith("/"), where, f"{text!r} does not start with /")
     return text
-
-
-def _ip_allow(ctx: _Ctx, pw: str, allow: tuple[str, ...]) -> None:
-    for i, text in enumerate(allow):
-        try:
-            ipaddress.ip_network(text.strip(), strict=False)
-        except ValueError:
-            ctx.fail(f"{pw}.allow[{i}]", f"{text!r} is not an address or CIDR prefix")
-
-
-def _ext_auth(ctx: _Ctx, pw: str, url: str, timeout: str) -> None:
-    url = ctx.string(url, f"{pw}.url")
-    if not re.match(r"^https?://[^/@\s]+(/\S*)?$", url):
-        ctx.fail(f"{pw}.url", f"{url!r} is not an absolute http or https URL without credentials")
-    ctx.timespan(timeout, f"{pw}.timeout")
-
-
-#: the checks of a kind's parameters beyond their types
-_CHECKS: Mapping[str, Callable[..., None]] = {
-    **{k: _header for k in ("RequestHeaderSet", "RequestHeaderAppend", "RequestHeaderRemove", "ResponseHeaderSet",
-                            "ResponseHeaderAppend", "ResponseHeaderRemove")},
-    "HostSet": _host_set,
-    "PathSet": lambda ctx, pw, path: _abs_path(ctx, path, f"{pw}.path"),
-    "PathRegexReplace": lambda ctx, pw, pattern, replacement: ctx.regex(pattern, f"{pw}.pattern"),
-    "PathRemovePrefix": lambda ctx, pw, prefix: _abs_path(ctx, prefix, f"{pw}.prefix"),
-    "PathPrefix": lambda ctx, pw, prefix: _abs_path(ctx, prefix, f"{pw}.prefix"),
-    "IpAllowDeny": _ip_allow,
-    "RateLimit": lambda ctx, pw, rps, window, partition: ctx.timespan(window, f"{pw}.window"),
-    "ExtAuth": _ext_auth,
-}
 
 
 def _decimal(ctx: _Ctx, text: str, where: str, lo: int) -> int:

@@ -28,6 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from titanium_gateway.twp import params as P
+from titanium_gateway.twp.params import param, twp_key  # noqa: F401  (m.twp_key: a field's document key)
+
 SCHEMA_VERSION = "7.1"
 T = TypeVar("T")
 
@@ -228,7 +231,9 @@ class Limits:
 # -- transforms and policies: ``{kind: KIND, parameters: {<field>: <value as a string>}}`` --
 class _Kind:
     """A transform or policy: its ``KIND`` and its parameters (its fields, in order; ints are
-    written in decimal, tuples as lists of strings)."""
+    written in decimal, tuples as lists of strings). Each field is declared with its rule
+    (:func:`~titanium_gateway.twp.params.param`): what the reader checks of a value and what
+    ``twp/schema.json`` says of it (generated from these classes, :mod:`.schema`)."""
 
     __slots__ = ()
     KIND: ClassVar[str]
@@ -237,72 +242,72 @@ class _Kind:
 @_value()
 class RequestHeaderSet(_Kind):
     KIND: ClassVar[str] = "RequestHeaderSet"
-    name: str
-    value: str
+    name: str = param(P.HEADER_NAME)
+    value: str = param(P.HEADER_VALUE)
 
 
 @_value()
 class RequestHeaderAppend(_Kind):
     KIND: ClassVar[str] = "RequestHeaderAppend"
-    name: str
-    value: str
+    name: str = param(P.HEADER_NAME)
+    value: str = param(P.HEADER_VALUE)
 
 
 @_value()
 class RequestHeaderRemove(_Kind):
     KIND: ClassVar[str] = "RequestHeaderRemove"
-    name: str
+    name: str = param(P.HEADER_NAME)
 
 
 @_value()
 class ResponseHeaderSet(_Kind):
     KIND: ClassVar[str] = "ResponseHeaderSet"
-    name: str
-    value: str
+    name: str = param(P.HEADER_NAME)
+    value: str = param(P.HEADER_VALUE)
 
 
 @_value()
 class ResponseHeaderAppend(_Kind):
     KIND: ClassVar[str] = "ResponseHeaderAppend"
-    name: str
-    value: str
+    name: str = param(P.HEADER_NAME)
+    value: str = param(P.HEADER_VALUE)
 
 
 @_value()
 class ResponseHeaderRemove(_Kind):
     KIND: ClassVar[str] = "ResponseHeaderRemove"
-    name: str
+    name: str = param(P.HEADER_NAME)
 
 
 @_value()
 class HostSet(_Kind):
     KIND: ClassVar[str] = "HostSet"
-    host: str
+    host: str = param(P.HOST)
 
 
 @_value()
 class PathSet(_Kind):
     KIND: ClassVar[str] = "PathSet"
-    path: str
+    path: str = param(P.PATH)
 
 
 @_value()
 class PathRegexReplace(_Kind):
     KIND: ClassVar[str] = "PathRegexReplace"
-    pattern: str
-    replacement: str
+    pattern: str = param(P.REGEX)
+    replacement: str = param(P.TEXT)
 
 
 @_value()
 class PathRemovePrefix(_Kind):
     KIND: ClassVar[str] = "PathRemovePrefix"
-    prefix: str
+    prefix: str = param(P.PATH_PREFIX)
 
 
 @_value()
 class PathPrefix(_Kind):
     KIND: ClassVar[str] = "PathPrefix"
-    prefix: str
+    prefix: str = param(P.PATH_PREFIX)
 
 
 Transform = (RequestHeaderSet | RequestHeaderAppend | RequestHeaderRemove | ResponseHeaderSet | ResponseHeaderAppend
@@ -314,34 +319,34 @@ RESPONSE_TRANSFORMS = (ResponseHeaderSet, ResponseHeaderAppend, ResponseHeaderRe
 @_value()
 class MaxRequestBodySize(_Kind):
     KIND: ClassVar[str] = "MaxRequestBodySize"
-    bytes: int  # 0 = unlimited
+    bytes: int = param(P.COUNT)  # 0 = unlimited
 
 
 @_value()
 class IpAllowDeny(_Kind):
     KIND: ClassVar[str] = "IpAllowDeny"
-    allow: tuple[str, ...]  # CIDRs
+    allow: tuple[str, ...] = param(P.NETWORK)  # CIDRs
 
 
 @_value()
 class RateLimit(_Kind):
     KIND: ClassVar[str] = "RateLimit"
-    requests_per_second: int
-    window: str  # TimeSpan
-    partition: str
+    requests_per_second: int = param(P.POSITIVE)
+    window: str = param(P.TIMESPAN)  # TimeSpan
+    partition: str = param(P.TEXT)
 
 
 @_value()
 class Cors(_Kind):
     KIND: ClassVar[str] = "Cors"
-    allow_origins: tuple[str, ...]
+    allow_origins: tuple[str, ...] = param(P.NONEMPTY)
 
 
 @_value()
 class ExtAuth(_Kind):
     KIND: ClassVar[str] = "ExtAuth"
-    url: str
-    timeout: str  # TimeSpan
+    url: str = param(P.HTTP_URL)
+    timeout: str = param(P.TIMESPAN)  # TimeSpan
 
 
 Policy = MaxRequestBodySize | IpAllowDeny | RateLimit | Cors | ExtAuth
@@ -426,12 +431,6 @@ class Route:
 
 _ROUTE = _setters(Route, "id", "host", "match", "behavior", "key", "source", "rule_index", "match_index", "ports",
                   "plane")
-
-
-def twp_key(name: str) -> str:
-    """A field name as the document's key: ``path_kind`` -> ``pathKind``."""
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 # == clusters ==============================================================================

@@ -1,16 +1,23 @@
 """HTTPRoute ``rules[].filters[]`` -> the rule's behavior as far as its filters decide it.
 
-Each filter type has one branch in :func:`rule_filters`, which puts what it makes into the
+Each filter type is one row of :data:`FILTERS`: the field of the filter that holds its
+settings, and the function that reads them and puts what it makes into the :class:`_Made` of
+the rule (transforms, policies, a redirect, a mirror, problems). :func:`rule_filters` walks the
+rule's filters through the table and finishes the
 :class:`~titanium_gateway.twp.model.Behavior` the filters return (:attr:`RuleFilters.behavior`:
 transforms, policies, mirror, and the action of a RequestRedirect); the rule finishes it with
 what its backends and timeouts decide (``rules.py``: ``behavior.but(action=..., limits=...)``),
-naming nothing else. A filter the data plane cannot honour is a problem (the rule then answers
-500 with it, and the route is not Accepted).
+naming nothing else. A filter type not in the table, or a filter the data plane cannot honour,
+is a problem (the rule then answers 500 with it, and the route is not Accepted).
+
+Adding a filter type is a row here and its function (and, for a new kind of the data plane's
+document, its class in ``twp/model.py`` and what the data plane does with it in
+``contract/``): docs/render-design.md, "Adding a filter".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -82,9 +89,10 @@ class RuleFilters:
 class _Made:
     """What the filter branches make, as they make it (one per :func:`rule_filters` call)."""
 
-    __slots__ = ("transforms", "policies", "action", "mirror", "problems", "refs", "clusters", "prefix_rewrite")
+    __slots__ = ("transforms", "policies", "action", "mirror", "problems", "refs", "clusters", "prefix_rewrite",
+                 "redirect", "rewrite_seen", "mirrors", "env")
 
-    def __init__(self) -> None:
+    def __init__(self, env: _Env) -> None:
         self.transforms: list[Transform | PrefixRewrite] = []
         self.policies: list[Policy] = []
         self.action: Action = UNDECIDED
@@ -93,6 +101,23 @@ class _Made:
         self.refs: list[tuple[str, str]] = []
         self.clusters: tuple[Cluster, ...] = ()
         self.prefix_rewrite = False
+        #: a RequestRedirect's (its action once every filter is read), a URLRewrite seen, the
+        #: RequestMirrors' settings (resolved once every filter is read: only one is supported)
+        self.redirect: Redirect | None = None
+        self.rewrite_seen = False
+        self.mirrors: list[Mapping[str, Any]] = []
+        self.env = env
+
+
+@dataclass(frozen=True, slots=True)
+class _Env:
+    """What a filter may read besides its own settings: the pathKind of each of the rule's
+    matches, the (port, protocol) of the one listener port the route is attached to (if one),
+    what resolves a backendRef and the route's namespace (None: only header modifiers)."""
+
+    path_kinds: Sequence[str | None]
+    one_port: tuple[int, str] | None
+    backends: tuple[Resolver, str] | None
 
 
 _HEADER_KINDS: dict[tuple[str, str], type[Any]] = {
@@ -145,7 +170,8 @@ def _unsafe_strings(spec: Mapping[str, Any], what: str, out: _Made) -> bool:
     return False
 
 
-def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out: _Made) -> None:
+def _url_rewrite(spec: Mapping[str, Any], out: _Made) -> None:
+    out.rewrite_seen = True
     if _unsafe_strings(spec, "URLRewrite", out):
         return
     if f.string(spec.get("hostname")):
@@ -156,7 +182,7 @@ def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out:
         out.transforms.append(PathSet(path["replaceFullPath"]))
     elif ptype == "ReplacePrefixMatch" and isinstance(path.get("replacePrefixMatch"), str) and (
             path["replacePrefixMatch"] == "" or path["replacePrefixMatch"].startswith("/")):
-        if any(kind != "Prefix" for kind in path_kinds):
+        if any(kind != "Prefix" for kind in out.env.path_kinds):
             out.problems.append("URLRewrite ReplacePrefixMatch needs PathPrefix matches")
         else:
             out.transforms.append(PrefixRewrite(path["replacePrefixMatch"]))
@@ -165,7 +191,11 @@ def _url_rewrite(spec: Mapping[str, Any], path_kinds: Sequence[str | None], out:
         out.problems.append(f"URLRewrite path {plain(ptype) if ptype else 'malformed'} is not supported")
 
 
-def _redirect(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: _Made) -> Redirect:
+def _redirect(spec: Mapping[str, Any], out: _Made) -> None:
+    out.redirect = _redirect_action(spec, out.env.one_port, out)
+
+
+def _redirect_action(spec: Mapping[str, Any], one_port: tuple[int, str] | None, out: _Made) -> Redirect:
     if _unsafe_strings(spec, "RequestRedirect", out):
         return Redirect(status_code=302, host="invalid")
     status = spec.get("statusCode", 302)
@@ -224,7 +254,28 @@ def _mirror(spec: Mapping[str, Any], backends: tuple[Resolver, str] | None, out:
         out.mirror = Mirror(cluster.id, percent)
 
 
-_MODIFIERS = {"RequestHeaderModifier": "requestHeaderModifier", "ResponseHeaderModifier": "responseHeaderModifier"}
+@dataclass(frozen=True, slots=True)
+class FilterType:
+    """A row of :data:`FILTERS`: the filter's field holding its settings, and what reads them
+    into the rule's :class:`_Made`."""
+
+    field: str
+    make: Callable[[Mapping[str, Any], _Made], None]
+
+
+#: The filter types of the Gateway API the render translates. ``filters_key`` memoizes the
+#: lists made only of the two header modifiers (they read nothing but their settings).
+FILTERS: Mapping[str, FilterType] = {
+    "RequestHeaderModifier": FilterType("requestHeaderModifier",
+                                        lambda spec, out: _header_transforms("Request", spec, out)),
+    "ResponseHeaderModifier": FilterType("responseHeaderModifier",
+                                         lambda spec, out: _header_transforms("Response", spec, out)),
+    "URLRewrite": FilterType("urlRewrite", _url_rewrite),
+    "RequestRedirect": FilterType("requestRedirect", _redirect),
+    "RequestMirror": FilterType("requestMirror", lambda spec, out: out.mirrors.append(spec)),
+}
+
+_MODIFIERS = {ftype: FILTERS[ftype].field for ftype in ("RequestHeaderModifier", "ResponseHeaderModifier")}
 
 
 def _pairs_key(items: Any) -> tuple[tuple[str, str], ...] | None:
@@ -317,35 +368,24 @@ def rule_filters(filters: list[Any], path_kinds: Sequence[str | None], one_port:
     matches (ReplacePrefixMatch needs them all Prefix); ``one_port``: the (port, protocol) of
     the one listener port the route is attached to, if one (a redirect's default port);
     ``backends``: what resolves a RequestMirror's backendRef, and the route's namespace."""
-    out = _Made()
-    redirect: Redirect | None = None
-    mirrors: list[Mapping[str, Any]] = []
-    rewrite_seen = False
+    out = _Made(_Env(path_kinds, one_port, backends))
     for flt in filters:
         flt = f.mapping(flt)
         ftype = f.string(flt.get("type"))
-        if ftype == "RequestHeaderModifier":
-            _header_transforms("Request", f.mapping(flt.get("requestHeaderModifier")), out)
-        elif ftype == "ResponseHeaderModifier":
-            _header_transforms("Response", f.mapping(flt.get("responseHeaderModifier")), out)
-        elif ftype == "URLRewrite":
-            rewrite_seen = True
-            _url_rewrite(f.mapping(flt.get("urlRewrite")), path_kinds, out)
-        elif ftype == "RequestRedirect":
-            redirect = _redirect(f.mapping(flt.get("requestRedirect")), one_port, out)
-        elif ftype == "RequestMirror":
-            mirrors.append(f.mapping(flt.get("requestMirror")))
-        else:
+        row = FILTERS.get(ftype)
+        if row is None:
             out.problems.append(f"filter type {plain(ftype) if ftype else 'missing'} is not supported"
                                 + _WHY_NOT.get(ftype, ""))
-    if redirect is not None:
-        out.action = redirect
-        if rewrite_seen:
+            continue
+        row.make(f.mapping(flt.get(row.field)), out)
+    if out.redirect is not None:
+        out.action = out.redirect
+        if out.rewrite_seen:
             out.problems.append("RequestRedirect and URLRewrite cannot be combined")
-    if len(mirrors) > 1:
+    if len(out.mirrors) > 1:
         out.problems.append("more than one RequestMirror in a rule is not supported")
-    elif mirrors:
-        _mirror(mirrors[0], backends, out)
+    elif out.mirrors:
+        _mirror(out.mirrors[0], backends, out)
     behavior = Behavior(out.action, out.mirror, tuple(out.transforms), tuple(out.policies))  # type: ignore[arg-type]
     return RuleFilters(behavior, tuple(out.problems), tuple(out.refs), out.clusters, out.prefix_rewrite)
 

@@ -14,13 +14,18 @@ from typing import Any
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
-from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions, generation
 from titanium_gateway.render.fields import listed, summarize
 from titanium_gateway.render.gateway import ListenerInfo
 from titanium_gateway.render.httproute.attach import Identity, Parent, parent_ref_echo, ref_identity
 from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.render.status.conditions import (
+    ConditionList,
+    bound_message,
+    existing_conditions,
+    generation,
+)
 from titanium_gateway.twp.model import Source
 
 API_VERSION = kinds.GATEWAY_API_VERSION
@@ -61,7 +66,7 @@ def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable])
         ctx.add_event(EventRecord(kind=KIND, namespace=source.namespace, name=source.name, type="Warning",
                                   reason=SHADOWED_RULE, message=u.message(names=names), uid=uid,
                                   api_version=API_VERSION))
-    status = ctx.statuses.get((KIND, source.namespace, source.name))
+    status = ctx.status.get((KIND, source.namespace, source.name))
     if status is None or type(status) is not ObjectStatus:
         return
     rules = sorted(rules, key=_rule_index)
@@ -104,7 +109,7 @@ def with_accepted_note(status: ObjectStatus, note: str) -> ObjectStatus:
 
 def _kept_time(previous: list[Mapping[str, Any]], ctype: str, outcome: Outcome) -> str | None:
     """The lastTransitionTime a condition keeps from ``previous`` (None: it takes ``now``), as
-    :class:`~titanium_gateway.render.conditions.ConditionList` decides it."""
+    :class:`~titanium_gateway.render.status.conditions.ConditionList` decides it."""
     status = "True" if outcome[0] else "False"
     for prev in previous:
         if prev.get("type") == ctype:

@@ -79,13 +79,24 @@ class ConditionList:
     >>> cl.as_list()
     """
 
-    def __init__(self, obj: Mapping[str, Any], *, previous: Iterable[Mapping[str, Any]], now: str) -> None:
-        self._gen = generation(obj)
+    def __init__(self, obj: Mapping[str, Any] | None, *, previous: Iterable[Mapping[str, Any]], now: str,
+                 observed_generation: int | None = None) -> None:
+        """``obj``: the object (its generation), or None with ``observed_generation``."""
+        self._gen = observed_generation if obj is None and observed_generation is not None else generation(obj or {})
         self._previous = list(previous)
         self._now = now
         self._items: dict[str, Condition] = {}
         #: a condition set here took ``now`` as its lastTransitionTime (a transition)
         self.stamped = False
+
+    @property
+    def previous(self) -> tuple[Mapping[str, Any], ...]:
+        """The existing conditions the transition times are kept from."""
+        return tuple(self._previous)
+
+    @property
+    def observed_generation(self) -> int:
+        return self._gen
 
     def set(self, ctype: str, status: bool, reason: str, message: str = "") -> None:
         cond, stamped = _condition(ctype, status, reason, message, self._gen, self._now, self._previous)

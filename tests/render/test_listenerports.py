@@ -87,10 +87,11 @@ def test_the_gateways_service_and_pods_expose_its_listener_ports() -> None:
             {"name": "http", "containerPort": 8080}, {"name": "https", "containerPort": 8443},
             {"name": "admin", "containerPort": 9901}]}]}}})
     svc = po.service(plane, template, "c")
+    # (named target ports: each pod's own, so pods rolling to new container ports keep serving)
     assert svc["spec"]["ports"] == [
-        {"name": "http-80", "port": 80, "targetPort": 8081, "protocol": "TCP"},
-        {"name": "http-8080", "port": 8080, "targetPort": 8080, "protocol": "TCP"},
-        {"name": "http-8090", "port": 8090, "targetPort": 8090, "protocol": "TCP"}]
+        {"name": "http-80", "port": 80, "targetPort": "http-80", "protocol": "TCP"},
+        {"name": "http-8080", "port": 8080, "targetPort": "http-8080", "protocol": "TCP"},
+        {"name": "http-8090", "port": 8090, "targetPort": "http-8090", "protocol": "TCP"}]
     dep = po.deployment(plane, template, "c", "token")
     assert dep["spec"]["template"]["spec"]["containers"][0]["ports"] == [
         {"name": "http-80", "containerPort": 8081, "protocol": "TCP"},

@@ -14,9 +14,9 @@ same-namespace: the garbage collector deletes them with the Gateway):
   place of the chart's ``dataPlane.ports``), the listener stamp (the pods bind listeners at
   start) and the Gateway's ``spec.infrastructure`` labels and annotations;
 * the Service of the same name: the chart's type and annotations, a port per listener port of
-  the Gateway (to the container port the render chose, render/listenerports.py; the chart's
-  ports while no listener is programmed: a Service needs one), the Gateway's requested address
-  as ``loadBalancerIP``;
+  the Gateway (to the container port of the same name, the one the render chose,
+  render/listenerports.py; the chart's ports while no listener is programmed: a Service needs
+  one), the Gateway's requested address as ``loadBalancerIP``;
 * the admin-token Secret ``<base>-admin``: a token of this Gateway's own, derived from the
   controller's (``admin_token``), so a namespace's users who may read its Secrets learn no
   other data plane's token;
@@ -272,8 +272,10 @@ def service(plane: Plane, template: DataPlaneTemplate, controller_name: str) -> 
     spec: dict[str, Any] = {
         "type": template.service_type,
         "selector": selector(gw, controller_name),
-        "ports": [{"name": name, "port": port, "targetPort": target, "protocol": "TCP"}
-                  for name, port, target in _ports(plane, template)],
+        # a named targetPort: each pod's own container port of that name, so while the pods roll
+        # to new container ports the old ones keep serving on theirs
+        "ports": [{"name": name, "port": port, "targetPort": name, "protocol": "TCP"}
+                  for name, port, _target in _ports(plane, template)],
     }
     if template.service_type == "LoadBalancer" and template.load_balancer_class:
         spec["loadBalancerClass"] = template.load_balancer_class

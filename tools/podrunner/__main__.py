@@ -48,6 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pod-network", default="198.18.0.0/16", help="the bridge's network (pod address prefix)")
     p.add_argument("--pod-range", default="198.18.1.1-198.18.239.254")
     p.add_argument("--lb-range", default="198.18.250.1-198.18.250.254")
+    p.add_argument("--lb-static-range", default="198.18.251.1-198.18.251.254",
+                   help="addresses given only to a Service that asks for one (spec.loadBalancerIP)")
     p.add_argument("--no-load-balancer", action="store_true", help="run pods only")
     p.add_argument("--load-balancer-class", default=None,
                    help="also serve Services with this spec.loadBalancerClass")
@@ -93,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         runner.start()
         if not args.no_load_balancer:
             lb = LoadBalancer(api, net, AddressPool.parse(args.lb_range),
-                              load_balancer_class=args.load_balancer_class).start()
+                              load_balancer_class=args.load_balancer_class,
+                              static_pool=AddressPool.parse(args.lb_static_range)).start()
         log.info("running: node %s (%s), pod namespaces %s*, kubelet API :%s", args.node_name, args.node_ip,
                  prefix, args.kubelet_port)
         stop.wait()

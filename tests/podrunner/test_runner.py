@@ -175,3 +175,37 @@ def test_unknown_image_is_reported(cluster):
              .get("reason") == "ErrImagePull", what="ErrImagePull")
     msg = status_of(server)["containerStatuses"][0]["state"]["waiting"]["message"]
     assert "no program for image 'docker.io/library/nginx:1'" in msg
+
+
+class _Proc:
+    def __init__(self) -> None:
+        self.stopped: list[tuple[float, float]] = []  # (when, grace)
+
+    def running(self) -> bool:
+        return not self.stopped
+
+    def stop(self, grace: float) -> None:
+        self.stopped.append((time.monotonic(), grace))
+
+
+def _stop(spec: dict, grace: float) -> tuple[float, list[tuple[float, float]]]:
+    from tools.podrunner.runner import ContainerRuntime, PodRuntime
+
+    proc = _Proc()
+    c = ContainerRuntime(spec=spec, proc=proc)  # type: ignore[arg-type]
+    rt = PodRuntime(uid="u", namespace="ns", name="p", dir="/nonexistent")
+    t0 = time.monotonic()
+    Runner._stop_container(rt, c, proc, grace)  # type: ignore[arg-type]
+    return t0, proc.stopped
+
+
+def test_prestop_sleep_runs_before_sigterm_within_the_grace_period():
+    spec = {"name": "c", "lifecycle": {"preStop": {"sleep": {"seconds": 1}}}}
+    t0, stopped = _stop(spec, 30)
+    assert len(stopped) == 1 and stopped[0][0] - t0 >= 1.0 and stopped[0][1] == 29
+    # a hook longer than the grace period is cut short; SIGKILL comes 2 s after it at the least
+    t0, stopped = _stop({"name": "c", "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}}, 0.5)
+    assert 0.5 <= stopped[0][0] - t0 < 2 and stopped[0][1] == 2.0
+    # no grace period (a forced delete): no hook, as the kubelet does
+    t0, stopped = _stop(spec, 0)
+    assert stopped[0][0] - t0 < 0.5 and stopped[0][1] == 0

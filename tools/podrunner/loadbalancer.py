@@ -4,8 +4,10 @@ Each such Service (without a ``loadBalancerClass``, or with the one given) gets 
 the load-balancer range, added as a /32 on the cluster namespace's ``lo`` and written to
 ``status.loadBalancer.ingress``. Every TCP port of the Service is served there by a TCP proxy
 that forwards each connection to one of the Service's ready endpoints (EndpointSlices,
-round robin), on the endpoint port of the same name. With no ready endpoint a connection is
-closed at once. A Service that stops being a LoadBalancer, or goes away, loses its address.
+round robin), on the endpoint port of the same name. When no endpoint of a port is ready, the
+serving endpoints of terminating pods take the connections, as kube-proxy does (KEP-1669: a pod
+in its preStop delay keeps serving until its replacement is ready). With neither, a connection
+is closed at once. A Service that stops being a LoadBalancer, or goes away, loses its address.
 """
 
 from __future__ import annotations
@@ -39,13 +41,15 @@ class _Balanced:
 
 
 def ready_backends(service: Obj, slices: list[Obj]) -> dict[int, list[tuple[str, int]]]:
-    """Service port -> ready (address, target port) pairs, from the Service's EndpointSlices."""
+    """Service port -> ready (address, target port) pairs, from the Service's EndpointSlices;
+    where a port has none, its serving terminating ones (kube-proxy's fallback)."""
     out: dict[int, list[tuple[str, int]]] = {}
     for sp in (service.get("spec") or {}).get("ports") or []:
         if sp.get("protocol", "TCP") != "TCP":
             continue
         name = sp.get("name", "") or ""
         targets: list[tuple[str, int]] = []
+        terminating: list[tuple[str, int]] = []
         for es in slices:
             if es.get("addressType") not in ("IPv4", "IPv6"):
                 continue
@@ -53,11 +57,14 @@ def ready_backends(service: Obj, slices: list[Obj]) -> dict[int, list[tuple[str,
             if port is None:
                 continue
             for ep in es.get("endpoints") or []:
-                if (ep.get("conditions") or {}).get("ready") is False:
+                cond = ep.get("conditions") or {}
+                if cond.get("ready") is False:
+                    if cond.get("serving") and cond.get("terminating"):
+                        terminating += [(addr, int(port)) for addr in ep.get("addresses") or []]
                     continue
                 for addr in ep.get("addresses") or []:
                     targets.append((addr, int(port)))
-        out[int(sp["port"])] = sorted(set(targets))
+        out[int(sp["port"])] = sorted(set(targets or terminating))
     return out
 
 

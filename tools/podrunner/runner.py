@@ -670,14 +670,30 @@ class Runner:
 
         threading.Thread(target=finish, name=f"terminate-{key}", daemon=True).start()
 
+    @staticmethod
+    def _stop_container(rt: PodRuntime, c: ContainerRuntime, proc: ContainerProcess, grace: float) -> None:
+        """The kubelet's container kill: a preStop ``sleep`` hook first (only with a grace period,
+        counted against it), then SIGTERM, then SIGKILL when the rest of the grace period (at
+        least 2 s after a hook) has passed. ``exec``/``httpGet`` hooks are not run (logged)."""
+        hook = ((c.spec.get("lifecycle") or {}).get("preStop")) or {}
+        if hook and grace > 0 and c.running():
+            if "sleep" in hook:
+                slept = min(float((hook.get("sleep") or {}).get("seconds", 0) or 0), grace)
+                log.info("pod %s: container %s: preStop sleep %.0f s", rt.key, c.spec.get("name"), slept)
+                time.sleep(slept)
+                grace = max(grace - slept, 2.0)
+            else:
+                log.warning("pod %s: container %s: preStop %s hooks are not supported here; not run",
+                            rt.key, c.spec.get("name"), sorted(hook))
+        proc.stop(grace)
+
     def _teardown(self, rt: PodRuntime, grace: float) -> None:
         rt.terminating = True
         stoppers = []
         for c in rt.containers.values():
             c.stop_probes()
             if c.proc is not None:
-                proc = c.proc
-                t = threading.Thread(target=proc.stop, args=(grace,), daemon=True)
+                t = threading.Thread(target=self._stop_container, args=(rt, c, c.proc, grace), daemon=True)
                 t.start()
                 stoppers.append(t)
         for t in stoppers:

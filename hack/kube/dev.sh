@@ -39,7 +39,8 @@ else
   nsenter --net="/run/netns/$TITANIUM_KUBE_NETNS" -- setsid env KUBECONFIG="$DIR/admin.kubeconfig" \
     PYTHONPATH="$KUBE_ROOT" "$PYTHON" -m tools.podrunner --images hack/kube/dev-images.yaml \
     --state-dir "$DIR/dev/pods" --netns-prefix "tgp-$TITANIUM_KUBE_ID-" --node-name "$TITANIUM_KUBE_NODE" \
-    --sync-period 10 --backoff 1 </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
+    --sync-period 10 --backoff 1 \
+    --config-map-and-secret-change-detection-strategy Cache </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
   echo $! >"$RUNNER_PID"
   echo "hack/kube/dev.sh: started the pod runner (pid $!, log ${DIR#"$KUBE_ROOT"/}/logs/dev-podrunner.log)" >&2
 fi

@@ -209,3 +209,25 @@ def test_prestop_sleep_runs_before_sigterm_within_the_grace_period():
     # no grace period (a forced delete): no hook, as the kubelet does
     t0, stopped = _stop(spec, 0)
     assert stopped[0][0] - t0 < 0.5 and stopped[0][1] == 0
+
+
+def test_cache_change_detection_reads_what_a_pod_references_from_the_api(cluster, tmp_path):
+    server, started, net = cluster
+
+    def runner(change_detection):
+        r = Runner(RunnerApi(server.client_configuration()), node_name="node-0", node_ip="127.0.0.1",
+                   images=started.images, network=net, pod_pool=AddressPool("127.0.0.111", "127.0.0.112"),
+                   state_dir=str(tmp_path / change_detection), change_detection=change_detection)
+        # what a watch cache that lags behind the pod event holds
+        r.config_maps.get = lambda ns, name: {"metadata": {"name": name, "namespace": ns},
+                                              "data": {"twp.yaml": "stale"}}
+        return r
+
+    pod = pod_manifest()
+    assert runner("Watch")._sources_for(pod).config_map("apps", "cfg")["data"]["twp.yaml"] == "stale"
+    fresh = runner("Cache")._sources_for(pod)
+    assert fresh.config_map("apps", "cfg")["data"]["twp.yaml"] == "v1"
+    assert fresh.config_map("apps", "absent") is None
+    assert fresh.config_map("other", "cfg")["data"]["twp.yaml"] == "stale"  # only the pod's namespace is listed
+    with pytest.raises(ValueError):
+        runner("Get")

@@ -24,7 +24,7 @@ from titanium_gateway.contract.files import read_file
 from titanium_gateway.contract.values import client_tls
 from titanium_gateway.reference_dataplane.tls import CertificateError, client_context, server_context_from_pfx
 from titanium_gateway.twp import model as m
-from titanium_gateway.twp.load import ROOT_FILE, Config, ConfigError, load_config
+from titanium_gateway.twp.load import ROOT_FILE, Config, ConfigError, RouteCache, load_config
 
 log = logging.getLogger("titanium.reference_dataplane.config")
 
@@ -67,6 +67,7 @@ class ConfigSource:
         self._signature: tuple | None = None
         self._failed_at: float | None = None
         self._loaded_digest: bytes | None = None  # of every byte the loaded state was built from
+        self._routes = RouteCache()  # a reload reads only the routes that changed
 
     def signature(self) -> tuple:
         parts: list[object] = []
@@ -133,7 +134,7 @@ class ConfigSource:
             return data
 
         try:
-            config = load_config(root, read_part)
+            config = load_config(root, read_part, cache=self._routes)
         finally:
             self._names = tuple(named)
         self._names = tuple(named) + config.files

@@ -22,8 +22,8 @@ A background client sends ``--rate`` requests a second to the quick start's rout
 connection each, so through the load balancer to any ready data-plane pod) for the whole run;
 every answer other than 200 is counted and shown.
 
-Prints one table per N: p50, p99 and max of each operation (nearest rank; with 30 samples p99
-is the largest but one... see ``--count``). Needs root (the cluster's network namespace) and the
+Prints one table per N: p50, p99 and max of each operation (nearest rank: with fewer than 100
+samples, p99 is the largest). Needs root (the cluster's network namespace) and the
 control plane built (``hack/kube/build.sh``). ``--keep`` leaves the cluster running;
 ``--reuse`` uses one that is running there (its seed routes are kept and topped up).
 """
@@ -70,7 +70,7 @@ class Watcher(threading.Thread):
 
     def __init__(self, cluster: Any, kind: str, name: str | None = None, **selectors: str) -> None:
         super().__init__(daemon=True, name=f"watch-{kind}")
-        self.cluster, self.kind, self.name, self.selectors = cluster, kind, name, selectors
+        self.cluster, self.kind, self.only, self.selectors = cluster, kind, name, selectors
         self.times: list[float] = []
         self.stop = threading.Event()
 
@@ -92,12 +92,13 @@ class Watcher(threading.Thread):
                     if ev.get("type") not in ("ADDED", "MODIFIED"):
                         continue
                     name, key = obj["metadata"]["name"], self.key(obj)
-                    if self.name is not None and name != self.name:
+                    if self.only is not None and name != self.only:
                         continue
                     if last.get(name) != key:
                         last[name] = key
                         self.times.append(now)
-            except Exception:  # noqa: BLE001 - a watch that ends (410, a timeout) is listed again
+            except Exception as exc:  # noqa: BLE001 - a watch that ends (410, a timeout) is listed again
+                print(f"bench_propagation: the {self.kind} watch ended ({exc!r}); listing again", file=sys.stderr)
                 rv = None
                 time.sleep(0.2)
 

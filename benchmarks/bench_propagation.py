@@ -245,6 +245,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=20, help="background requests a second")
     ap.add_argument("--reuse", action="store_true", help="use the cluster running in --dir as it is")
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    ap.add_argument("--change-detection", choices=("Cache", "Watch"), default="Cache",
+                    help="the pod runner's (the kubelet's) configMapAndSecretChangeDetectionStrategy")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_propagation: needs root (the local cluster's network namespace)", file=sys.stderr)
@@ -253,7 +255,7 @@ def main() -> int:
     from tests.support.kubecluster import LocalCluster
 
     directory = Path(args.dir)
-    env = {**os.environ, "PYTHON": sys.executable}
+    env = {**os.environ, "PYTHON": sys.executable, "PODRUNNER_CHANGE_DETECTION": args.change_detection}
     if not args.reuse:
         subprocess.run([str(ROOT / "hack/kube/down.sh"), str(directory)], capture_output=True, check=False)
     t = time.monotonic()
@@ -273,8 +275,9 @@ def main() -> int:
             pods.start()
             bg = Background(address, args.rate)
             bg.start()
-            print(f"Route propagation through {address} (reference data plane, pod runner; "
-                  f"{os.cpu_count()} cores); seconds p50 / p99 / max of {args.count} each\n")
+            print(f"Route propagation through {address} (reference data plane; pod runner with "
+                  f"{args.change_detection} change detection; {os.cpu_count()} cores); "
+                  f"seconds p50 / p99 / max of {args.count} each\n")
             for n in sizes:
                 took = seed(cluster, address, n)
                 print(f"{n} routes attached (seeded and served in {took:.0f} s)", file=sys.stderr)

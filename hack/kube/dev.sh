@@ -8,6 +8,8 @@
 #   hack/kube/dev.sh [DIR]      (DIR: $TITANIUM_KUBE_DIR, else .cache/kube/cluster)
 # Environment: PYTHON (default python3), the interpreter with `pip install -e '.[test]'`: it runs
 # the pod runner, and through it the controller, the data plane and the backends.
+# PODRUNNER_CHANGE_DETECTION: the pod runner's ConfigMap/Secret change detection, Cache (default)
+# or Watch (the kubelet's default; tools/podrunner/README.md), for a pod runner it starts.
 set -euo pipefail
 # shellcheck source=hack/kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -40,7 +42,7 @@ else
     PYTHONPATH="$KUBE_ROOT" "$PYTHON" -m tools.podrunner --images hack/kube/dev-images.yaml \
     --state-dir "$DIR/dev/pods" --netns-prefix "tgp-$TITANIUM_KUBE_ID-" --node-name "$TITANIUM_KUBE_NODE" \
     --sync-period 10 --backoff 1 \
-    --config-map-and-secret-change-detection-strategy Cache </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
+    --config-map-and-secret-change-detection-strategy "${PODRUNNER_CHANGE_DETECTION:-Cache}" </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
   echo $! >"$RUNNER_PID"
   echo "hack/kube/dev.sh: started the pod runner (pid $!, log ${DIR#"$KUBE_ROOT"/}/logs/dev-podrunner.log)" >&2
 fi

@@ -597,39 +597,41 @@ class RouteCache:
         self._routes, self._next = self._next, {}
 
 
-_ORDER_LINE = re.compile(r"^  order: (-?[0-9]+)\n", re.M)
-_TOP_KEY = re.compile(r"^[A-Za-z]")
+_BLOCK_END = re.compile(r"^(?!- |  )", re.M)  # the first line that is not part of a list item
+_TOP_KEY = re.compile(r"[A-Za-z]")
 
 
 def _split_routes(text: str) -> tuple[str, list[tuple[int, str, str]]] | None:
     """``(the text with its route items left out, [(order, key, item text)])`` of a document in
-    the render's layout; None otherwise."""
-    start = 0 if text.startswith("routes:\n") else text.find("\nroutes:\n") + 1
-    if start <= 0 and not text.startswith("routes:\n"):
-        return None
+    the render's layout (each item's second line its ``order``); None otherwise."""
+    if text.startswith("routes:\n"):
+        start = 0
+    else:
+        start = text.find("\nroutes:\n") + 1
+        if start == 0:
+            return None
     body = start + len("routes:\n")
-    end = body
+    found = _BLOCK_END.search(text, body)
+    end = found.start() if found else len(text)
+    if end < len(text) and not _TOP_KEY.match(text, end):
+        return None  # a comment, a blank line, another indentation: not the render's layout
+    block = text[body:end]
     items: list[tuple[int, str, str]] = []
-    while end < len(text):
-        nl = text.find("\n", end)
-        line_end = len(text) if nl < 0 else nl + 1
-        line = text[end:line_end]
-        if line.startswith("- "):
-            items.append((0, "", ""))
-            item_start = end
-            while line_end < len(text) and text.startswith("  ", line_end):
-                nl = text.find("\n", line_end)
-                line_end = len(text) if nl < 0 else nl + 1
-            item = text[item_start:line_end]
-            orders = _ORDER_LINE.findall(item)
-            if len(orders) != 1 or not item.endswith("\n"):
+    if block:
+        if not block.startswith("- ") or not block.endswith("\n"):
+            return None
+        pieces = block[2:-1].split("\n- ")
+        for piece in pieces:
+            first, _, rest = piece.partition("\n")
+            second, _, rest = rest.partition("\n")
+            if not second.startswith("  order: "):
                 return None
-            items[-1] = (int(orders[0]), _ORDER_LINE.sub("", item, count=1), item)
-            end = line_end
-        elif _TOP_KEY.match(line):
-            break
-        else:
-            return None  # a comment, a blank line, another indentation: not the render's layout
+            try:
+                order = int(second[9:])
+            except ValueError:
+                return None
+            tail = f"\n{rest}\n" if rest else "\n"
+            items.append((order, f"- {first}{tail}", f"- {first}\n{second}{tail}"))
     return text[:start] + "routes: []\n" + text[end:], items
 
 

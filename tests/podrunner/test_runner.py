@@ -228,6 +228,12 @@ def test_cache_change_detection_reads_what_a_pod_references_from_the_api(cluster
     fresh = runner("Cache")._sources_for(pod)
     assert fresh.config_map("apps", "cfg")["data"]["twp.yaml"] == "v1"
     assert fresh.config_map("apps", "absent") is None
-    assert fresh.config_map("other", "cfg")["data"]["twp.yaml"] == "stale"  # only the pod's namespace is listed
+    assert fresh.config_map("other", "cfg")["data"]["twp.yaml"] == "stale"  # only the pod's namespace is read
+    # a pod that mounts many (a data plane and its optional parts): listed once, same answers
+    many = pod_manifest()
+    many["spec"]["volumes"] = [{"name": "cfg", "projected": {"sources": [
+        {"configMap": {"name": "cfg"}}, *({"configMap": {"name": f"cfg-part-{n}", "optional": True}} for n in range(1, 6))]}}]
+    listed = runner("Cache")._sources_for(many)
+    assert listed.config_map("apps", "cfg")["data"]["twp.yaml"] == "v1" and listed.config_map("apps", "cfg-part-1") is None
     with pytest.raises(ValueError):
         runner("Get")

@@ -397,22 +397,34 @@ class Runner:
 
     def _sources_for(self, pod: Obj) -> Sources:
         """Where this sync reads ConfigMaps and Secrets: the watch caches, or (Cache) the API
-        server, listed once per kind in the pod's namespace for the whole sync (in place of the
-        kubelet's GET per object; an error falls back to the caches)."""
+        server, once per object for the whole sync (the kubelet's GET per object; a pod that
+        mounts many, such as a data plane with its part ConfigMaps, has them listed once per
+        kind in its namespace instead; an error falls back to the caches)."""
         if self.change_detection != "Cache":
             return self.sources
         ns = (pod.get("metadata") or {}).get("namespace", "")
-        wanted: set[str] = set()
+        wanted: dict[str, set[str]] = {"configMap": set(), "secret": set()}
         for vol in (pod.get("spec") or {}).get("volumes") or []:
-            wanted.update(k for k in ("configMap", "secret") if k in vol)
-            for src in (vol.get("projected") or {}).get("sources") or []:
-                wanted.update(k for k in ("configMap", "secret") if k in src)
+            for src in [vol, *((vol.get("projected") or {}).get("sources") or [])]:
+                for kind in wanted:
+                    if kind in src:
+                        wanted[kind].add(str(src[kind].get("secretName") or src[kind].get("name") or ""))
         fresh: dict[str, dict[str, Obj] | None] = {}
         for kind, res in (("configMap", CONFIG_MAPS), ("secret", SECRETS)):
-            if kind not in wanted:
+            if not wanted[kind]:
                 continue
             try:
-                fresh[kind] = {o["metadata"]["name"]: o for o in self.api.list(res, ns).get("items") or []}
+                if len(wanted[kind]) > 4:
+                    fresh[kind] = {o["metadata"]["name"]: o for o in self.api.list(res, ns).get("items") or []}
+                    continue
+                got: dict[str, Obj] = {}
+                for name in wanted[kind]:
+                    try:
+                        got[name] = self.api.get(res, ns, name)
+                    except ApiError as e:
+                        if not e.is_not_found:
+                            raise
+                fresh[kind] = got
             except (ApiError, OSError) as e:
                 log.warning("pod %s/%s: listing %s failed, using the cache: %s", ns,
                             (pod.get("metadata") or {}).get("name", ""), res.plural, e)

@@ -55,6 +55,24 @@ def test_ready_backends_by_port_name():
                                            443: [("198.18.1.1", 8443), ("198.18.1.3", 8443)]}
 
 
+def test_terminating_serving_endpoints_only_when_none_is_ready():
+    svc = {"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}
+    going = {"addresses": ["198.18.1.2"], "conditions": {"ready": False, "serving": True, "terminating": True}}
+    stopped = {"addresses": ["198.18.1.4"], "conditions": {"ready": False, "serving": False, "terminating": True}}
+    unready = {"addresses": ["198.18.1.5"], "conditions": {"ready": False, "serving": False}}
+    ready = {"addresses": ["198.18.1.1"], "conditions": {"ready": True, "serving": True}}
+
+    def slices(*eps):
+        return [{"addressType": "IPv4", "ports": [{"name": "http", "port": 8080}], "endpoints": list(eps)}]
+
+    # a ready endpoint takes every connection; the terminating one none
+    assert ready_backends(svc, slices(ready, going, stopped)) == {80: [("198.18.1.1", 8080)]}
+    # no ready endpoint: the terminating pod that still serves (kube-proxy's fallback)
+    assert ready_backends(svc, slices(going, stopped, unready)) == {80: [("198.18.1.2", 8080)]}
+    # nothing serving: nothing
+    assert ready_backends(svc, slices(stopped, unready)) == {80: []}
+
+
 def _ask(addr, port):
     try:
         with socket.create_connection((addr, port), timeout=2) as s:

@@ -57,6 +57,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--api-port", type=int, default=6443)
     p.add_argument("--kubelet-port", type=int, default=10250)
     p.add_argument("--sync-period", type=float, default=10.0, help="seconds between volume re-syncs")
+    p.add_argument("--config-map-and-secret-change-detection-strategy", dest="change_detection",
+                   choices=("Watch", "Cache"), default="Watch",
+                   help="the kubelet's setting of that name: Watch (its default) reads ConfigMaps and Secrets from "
+                        "watch caches; Cache fetches those a pod references at each sync of the pod")
     p.add_argument("--bind-after", type=float, default=5.0,
                    help="bind a pod no scheduler bound within this many seconds")
     p.add_argument("--backoff", type=float, default=10.0, help="first crash-loop back-off (doubles to 300 s)")
@@ -84,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(api, node_name=args.node_name, node_ip=args.node_ip, images=images, network=net,
                     pod_pool=AddressPool.parse(args.pod_range), state_dir=os.path.abspath(args.state_dir),
                     sync_period=args.sync_period, bind_after=args.bind_after, api_host=args.api_host,
-                    api_port=args.api_port, kubelet_port=args.kubelet_port, backoff_initial=args.backoff)
+                    api_port=args.api_port, kubelet_port=args.kubelet_port, backoff_initial=args.backoff,
+                    change_detection=args.change_detection)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -7,8 +7,10 @@ gets that one when it is free in the load-balancer range or in the static range 
 given only on request, as a MetalLB pool without auto-assignment), else none (MetalLB's
 behaviour: the Service stays without an address). Every TCP port of the Service is served there by a TCP proxy
 that forwards each connection to one of the Service's ready endpoints (EndpointSlices,
-round robin), on the endpoint port of the same name. With no ready endpoint a connection is
-closed at once. A Service that stops being a LoadBalancer, or goes away, loses its address.
+round robin), on the endpoint port of the same name. When no endpoint of a port is ready, the
+serving endpoints of terminating pods take the connections, as kube-proxy does (KEP-1669: a pod
+in its preStop delay keeps serving until its replacement is ready). With neither, a connection
+is closed at once. A Service that stops being a LoadBalancer, or goes away, loses its address.
 """
 
 from __future__ import annotations
@@ -47,13 +49,15 @@ def _asked(svc: Obj) -> str:
 
 
 def ready_backends(service: Obj, slices: list[Obj]) -> dict[int, list[tuple[str, int]]]:
-    """Service port -> ready (address, target port) pairs, from the Service's EndpointSlices."""
+    """Service port -> ready (address, target port) pairs, from the Service's EndpointSlices;
+    where a port has none, its serving terminating ones (kube-proxy's fallback)."""
     out: dict[int, list[tuple[str, int]]] = {}
     for sp in (service.get("spec") or {}).get("ports") or []:
         if sp.get("protocol", "TCP") != "TCP":
             continue
         name = sp.get("name", "") or ""
         targets: list[tuple[str, int]] = []
+        terminating: list[tuple[str, int]] = []
         for es in slices:
             if es.get("addressType") not in ("IPv4", "IPv6"):
                 continue
@@ -61,11 +65,14 @@ def ready_backends(service: Obj, slices: list[Obj]) -> dict[int, list[tuple[str,
             if port is None:
                 continue
             for ep in es.get("endpoints") or []:
-                if (ep.get("conditions") or {}).get("ready") is False:
+                cond = ep.get("conditions") or {}
+                if cond.get("ready") is False:
+                    if cond.get("serving") and cond.get("terminating"):
+                        terminating += [(addr, int(port)) for addr in ep.get("addresses") or []]
                     continue
                 for addr in ep.get("addresses") or []:
                     targets.append((addr, int(port)))
-        out[int(sp["port"])] = sorted(set(targets))
+        out[int(sp["port"])] = sorted(set(targets or terminating))
     return out
 
 

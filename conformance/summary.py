@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                        and set(t["features"]) <= claimed | core_features)
         passed = [n for n in names if results.get(n) == "PASS"]
         failed = [n for n in names if results.get(n) == "FAIL"]
-        line = f"    {feature:<34} {len(passed)}/{len(names)}"
+        line = f"    {feature:<36} {len(passed)}/{len(names)}"
         if failed:
             line += "   failed: " + ", ".join(failed)
         print(line)

@@ -81,9 +81,9 @@ def test_expected_failure_for_its_reason_only(tmp_path, capsys):
     assert summary.main(_inputs(tmp_path, JOIN)) == 0
     out = capsys.readouterr().out
     assert "core:     1/2 passed" in out
-    assert "HTTPRouteMethodMatching            1/1" in out
+    assert "HTTPRouteMethodMatching              1/1" in out
     # A test needing an unclaimed feature does not count for the claimed one.
-    assert "HTTPRouteRequestMirror             0/0" in out
+    assert "HTTPRouteRequestMirror               0/0" in out
     assert "HTTPRouteRequestHeaderModifier: expected X-Header-Add header to be set to a,b, got a, b" in out
     assert "404" not in out  # the reason of a case that passed in the end is not shown
     assert "every failure is an expected one" in out

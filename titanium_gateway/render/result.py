@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from titanium_gateway import kinds
+from titanium_gateway.render.listenerports import ServedPort
 
 if TYPE_CHECKING:
     from titanium_gateway.render.reach import Unreachable
@@ -149,6 +150,9 @@ class GatewayOutcome:
     attached_listener_sets: int | None = None
     #: the listeners (None: not written: a ListenerSet not allowed, or whose Gateway is not accepted)
     listeners: tuple[ListenerOutcome, ...] | None = ()
+    #: the reason that goes with ``address_problem``: AddressNotAssigned (not yet the Service's)
+    #: or AddressNotUsable (its data plane cannot use it)
+    address_reason: str = "AddressNotAssigned"
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -206,6 +210,8 @@ class GatewayRef:
     annotations: tuple[tuple[str, str], ...] = ()
     #: the address ``spec.addresses`` asks for (the Service's loadBalancerIP), None: any
     address: str | None = None
+    #: the ports its Service exposes and the container ports they go to (render/listenerports.py)
+    ports: tuple[ServedPort, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -227,11 +233,13 @@ class Plane:
     gateway: GatewayRef | None = None
     #: the Gateways whose Programmed follows this data plane's pods, by (namespace, name)
     gateways: tuple[tuple[str, str], ...] = ()
-    #: why the Gateway's requested address is not its address yet (Programmed AddressNotAssigned)
+    #: why the Gateway's requested address is not its address (Programmed ``address_reason``)
     address_problem: str = ""
     #: the ListenerSets whose Programmed follows this data plane's pods (their Gateway's), by
     #: (namespace, name)
     listener_sets: tuple[tuple[str, str], ...] = ()
+    #: AddressNotAssigned (not yet the Service's) or AddressNotUsable (cannot be used)
+    address_reason: str = "AddressNotAssigned"
 
 
 @dataclass(frozen=True)

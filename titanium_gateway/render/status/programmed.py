@@ -7,8 +7,9 @@ wrote (DEVELOPERS.md, "Honest status"). It is decided here, from:
   config hash, or the offline render assumes it), not deliverable (NoResources), or Pending
   with the prober's message;
 * :func:`condition` - a Gateway's or listener's Programmed: ``Invalid`` when it is not valid
-  (a Gateway not accepted, a listener not valid), ``AddressNotAssigned`` for a Gateway whose
-  requested address its data plane's Service does not have, else the delivery. (A ListenerSet's
+  (a Gateway not accepted, a listener not valid), ``AddressNotUsable`` for a Gateway with a
+  requested address its data plane cannot use, ``AddressNotAssigned`` for one whose requested
+  address its data plane's Service does not have (yet), else the delivery. (A ListenerSet's
   is the same, render/listenerset.py, except that a ListenerSet not accepted and a conflicted
   entry give the Gateway API's reason of why.)
 
@@ -69,13 +70,16 @@ def no_plane(why: str) -> Delivery:
     return Delivery(False, "NoResources", why)
 
 
-def condition(what: str, valid: bool, state: Delivery, *, address_problem: str = "") -> tuple[bool, str, str]:
-    """Programmed of a ``"gateway"`` or ``"listener"``: (status, reason, message)."""
+def condition(what: str, valid: bool, state: Delivery, *, address_problem: str = "",
+              address_reason: str = "AddressNotAssigned") -> tuple[bool, str, str]:
+    """Programmed of a ``"gateway"`` or ``"listener"``: (status, reason, message);
+    ``address_problem``: why the Gateway's requested address is not its address, with
+    ``address_reason`` (AddressNotAssigned or AddressNotUsable)."""
     invalid, served = _MESSAGES[what]
     if not valid:
         return False, INVALID, invalid
     if address_problem and state.reason != "NoResources":
-        return False, "AddressNotAssigned", address_problem
+        return False, address_reason, address_problem
     if state.programmed:
         return True, PROGRAMMED, served
     return False, state.reason, state.message
@@ -113,7 +117,8 @@ def status(outcome: GatewayOutcome, state: Delivery, now: str,
     conds = ConditionList(None, previous=previous_conditions, now=now, observed_generation=o.generation)
     conds.set("Accepted", *o.acceptance)
     if o.kind == kinds.GATEWAY.kind:
-        conds.set("Programmed", *condition("gateway", o.valid, state, address_problem=o.address_problem))
+        conds.set("Programmed", *condition("gateway", o.valid, state, address_problem=o.address_problem,
+                                            address_reason=o.address_reason))
     elif o.valid:
         conds.set("Programmed", *condition("gateway", True, state))
     else:  # (a ListenerSet not accepted: why)

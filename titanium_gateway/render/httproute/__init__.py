@@ -35,7 +35,7 @@ from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.parents import missing_parent_events
-from titanium_gateway.render.httproute.rules import RuleOut, named, translate_rule
+from titanium_gateway.render.httproute.rules import RuleOut, RuleTranslator, named, translate_rule
 from titanium_gateway.render.httproute.status import (
     API_VERSION,
     Problems,
@@ -81,21 +81,27 @@ class Translator:
     reference), so they give the same for equal input whatever object holds it, and the
     routes of equal rules share one behavior."""
 
-    def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
+    def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], kind: str = _KIND,
+                 rules: RuleTranslator = translate_rule) -> None:
         self.ctx = ctx
         self.gateways = gateways
+        #: the route kind translated (HTTPRoute; GRPCRoute: render/grpcroute.py), and its rule translation
+        self.kind = kind
+        self.rules = rules
+        #: the data-plane route ids start with it: ``httproute/<ns>/<name>/r``
+        self.id_kind = kind.lower()
         #: parent kind -> (namespace, name) -> why a Gateway (a ListenerSet) of the snapshot is not ours
         self.foreign = ctx.foreign_parents()
         self.matches = Matches()
         self.filters = Filters()
-        self.backends = Backends(ctx)
+        self.backends = Backends(ctx, kind)
         #: a rule's content (RuleOut.key) -> its routes' behavior
         self.behaviors: dict[tuple[Any, ...], Behavior] = {}
-        self.attachments = Attachments(ctx)
-        self.statuses = Statuses(ctx)
+        self.attachments = Attachments(ctx, kind)
+        self.statuses = Statuses(ctx, kind)
 
     def route(self, route: Mapping[str, Any]) -> list[ListenerInfo]:
-        """One HTTPRoute; returns the listeners whose attachedRoutes it counted (already counted)."""
+        """One route of the kind; returns the listeners whose attachedRoutes it counted (already counted)."""
         ctx = self.ctx
         controller = ctx.options.controller_name
         meta = f.metadata(route)
@@ -129,10 +135,10 @@ class Translator:
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
             parents.append(Parent(ref, ident, ok, reason, message, listeners))
         if not_ours:
-            ctx.not_ours(NotOurs(_KIND, ns, name, "; ".join(not_ours)))
+            ctx.not_ours(NotOurs(self.kind, ns, name, "; ".join(not_ours)))
         if not parents:
             if old_parents:  # our entries on a route that no longer names a Gateway of ours go
-                ctx.add_status(Released.of(API_VERSION, _KIND, ns, name))
+                ctx.add_status(Released.of(API_VERSION, self.kind, ns, name))
             return []
         if len(parents) == 1:  # (the list of one parent holds each listener once; read-only)
             attached = parents[0].listeners if parents[0].accepted else []
@@ -207,16 +213,16 @@ class Translator:
         many routes were added."""
         ctx = self.ctx
         added = 0
-        source = Source(_KIND, ns, name)
+        source = Source(self.kind, ns, name)
         owner = owner_part(creation_timestamp(route), ns, name)
         host_keys = [(host, ctx.host_part(host)) for host in hosts]  # (each host with its precedence part)
         multi = len(hosts) > 1
-        id_prefix = f"httproute/{ns}/{name}/r"
+        id_prefix = f"{self.id_kind}/{ns}/{name}/r"
         last_clusters: list[Any] = []
         for ri, rule in enumerate(f.items(spec.get("rules"))):
             if not f.is_mapping(rule):
                 rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
-            out = translate_rule(self, rule, ns, one_port, ri)
+            out = self.rules(self, rule, ns, one_port, ri)
             problems.refs += out.refs
             rule_unsupported = named(rule, out.unsupported) if out.unsupported and "name" in rule else out.unsupported
             if rule_unsupported:

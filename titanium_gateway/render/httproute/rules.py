@@ -10,7 +10,7 @@ finished with the action of the backends and the limits of the timeouts).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from titanium_gateway.render import fields as f
@@ -57,6 +57,9 @@ class RuleOut:
 
 #: The behavior of a rule without filters, before its backends and timeouts decide the rest.
 NO_FILTERS = Behavior(UNDECIDED)
+
+#: What translates one rule of a route kind: (translator, rule, route namespace, one_port, index)
+RuleTranslator = Callable[["Translator", Mapping[str, Any], str, "tuple[int, str] | None", int], RuleOut]
 
 
 def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> tuple[ClusterSettings, Limits | None]:

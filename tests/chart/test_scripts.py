@@ -69,7 +69,7 @@ def test_claimed_conformance_features():
              "HTTPRouteSchemeRedirect", "HTTPRoutePortRedirect", "HTTPRoutePathRedirect",
              "HTTPRouteParentRefPort", "GatewayPort8080", "HTTPRouteDestinationPortMatching",
              "HTTPRouteRequestMultipleMirrors", "GatewayHTTPListenerIsolation", "GatewayStaticAddresses",
-             "GRPCRoute", "TLSRoute"}
+             "TLSRoute"}
     assert not never & set(claimed)
     for feature in claimed:
         assert re.fullmatch(r"[A-Z][A-Za-z0-9]+", feature)

@@ -10,6 +10,7 @@ from __future__ import annotations
 SUPPORTED_FEATURES: tuple[str, ...] = (
     "BackendTLSPolicy",
     "BackendTLSPolicySANValidation",
+    "GRPCRoute",
     "Gateway",
     "HTTPRoute",
     "HTTPRouteHostRewrite",

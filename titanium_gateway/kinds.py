@@ -15,7 +15,7 @@ The rows are in the order statuses, ``status.yaml`` and the objects not ours are
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -79,10 +79,11 @@ class Kind:
     #: a route kind served: the listener protocols it attaches to (listed in their
     #: ``supportedKinds``, in the order of this table); () for a kind never served
     listener_protocols: tuple[str, ...] = ()
+    #: the kind's name (``resource.kind``; an attribute: modules compare it in loops)
+    kind: str = field(init=False)
 
-    @property
-    def kind(self) -> str:
-        return self.resource.kind
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", self.resource.kind)
 
     @property
     def api_version(self) -> str:

@@ -62,8 +62,9 @@ class ReconcileMetrics:
     def gateways(self, result: RenderResult) -> None:
         """One Programmed series per Gateway this controller owns (the statuses it submits)."""
         seen: set[tuple[str, str]] = set()
+        gateway = kinds.GATEWAY.kind
         for st in result.statuses:
-            if st.kind != kinds.GATEWAY.kind:
+            if st.kind != gateway:
                 continue
             conditions = st.status.get("conditions") or ()
             programmed = any(c.get("type") == "Programmed" and c.get("status") == "True" for c in conditions)

@@ -18,6 +18,9 @@ from titanium_gateway.render.httproute.status import API_VERSION
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import EventRecord
 
+_GATEWAY = kinds.GATEWAY.kind
+_HTTP_ROUTE = kinds.HTTP_ROUTE.kind
+
 NO_MATCHING_PARENT = "NoMatchingParent"
 
 
@@ -35,11 +38,11 @@ def missing_parent_events(ctx: RenderContext) -> None:
             if not f.is_mapping(ref):
                 continue
             group, kind, gw_ns, gw_name, _, _ = ref_identity(ref, ns)
-            if group == GATEWAY_GROUP and kind == kinds.GATEWAY.kind and gw_name and f"{gw_ns}/{gw_name}" not in gateways:
+            if group == GATEWAY_GROUP and kind == _GATEWAY and gw_name and f"{gw_ns}/{gw_name}" not in gateways:
                 missing.append(f"parentRefs[{index}]: Gateway {gw_ns}/{gw_name} does not exist")
         if missing:
             ctx.add_event(EventRecord(
-                kind=kinds.HTTP_ROUTE.kind, namespace=ns, name=name, type="Warning", reason=NO_MATCHING_PARENT,
+                kind=_HTTP_ROUTE, namespace=ns, name=name, type="Warning", reason=NO_MATCHING_PARENT,
                 message="; ".join(missing) + ", so nothing serves the route through "
                 + ("it" if len(missing) == 1 else "them"),
                 uid=f.string(meta.get("uid")), api_version=API_VERSION))

@@ -35,6 +35,7 @@ from titanium_gateway.render.fields import brief, plain
 from titanium_gateway.render.gateway import GatewayInfo
 from titanium_gateway.render.httproute import Translator
 from titanium_gateway.render.httproute.matches import HEADER_NAME, MatchOut
+from titanium_gateway.render.httproute.parents import missing_parent_events
 from titanium_gateway.render.httproute.rules import NO_FILTERS, RuleOut, newer_rule_fields
 from titanium_gateway.render.precedence import grpc_match_part
 from titanium_gateway.render.regex import check_regex, regex_escape
@@ -179,6 +180,7 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) 
         route = routes[key]
         if f.is_mapping(route):
             translator.route(route)
+    missing_parent_events(ctx, KIND)
 
 
 __all__ = ["FILTERS", "KIND", "build_match", "method_path", "translate", "translate_rule"]

@@ -24,6 +24,7 @@ from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import grpcroute as _grpcroute
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
+from titanium_gateway.render import kindconflicts as _kindconflicts
 from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import otherroutes as _otherroutes
@@ -142,11 +143,15 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     gateways = _gateway.translate(ctx, classes)
     listener_sets = _listenerset.translate(ctx, gateways, listener_sets_served(snapshot.gateway_api,
                                                                                snapshot.listener_sets))
+    conflicts = _kindconflicts.find(ctx, gateways)  # (an HTTPRoute and a GRPCRoute sharing a hostname)
     if cache is None:
-        _httproute.translate(ctx, gateways)
+        _httproute.translate(ctx, gateways, conflicts=conflicts)
     else:
-        _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways, cache))
-    _grpcroute.translate(ctx, gateways)
+        deps = _route_deps(ctx, gateways, cache)
+        if deps is not None and conflicts.lost:  # (the Services tracked by name stay last)
+            deps = (*deps[:-1], conflicts.key(), deps[-1])
+        _httproute.translate(ctx, gateways, cache, deps, conflicts)
+    _grpcroute.translate(ctx, gateways, conflicts)
     _otherroutes.translate(ctx, gateways)  # (TLSRoute, TCPRoute, UDPRoute: not accepted, and why)
     _translate_ingresses(ctx, cache)
     if cache is not None:

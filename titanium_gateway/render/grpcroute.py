@@ -37,6 +37,7 @@ from titanium_gateway.render.httproute import Translator
 from titanium_gateway.render.httproute.matches import HEADER_NAME, MatchOut
 from titanium_gateway.render.httproute.parents import missing_parent_events
 from titanium_gateway.render.httproute.rules import NO_FILTERS, RuleOut, newer_rule_fields
+from titanium_gateway.render.kindconflicts import Conflicts
 from titanium_gateway.render.precedence import grpc_match_part
 from titanium_gateway.render.regex import check_regex, regex_escape
 from titanium_gateway.twp.model import DEFAULT_SETTINGS, Match
@@ -170,12 +171,13 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
     return out
 
 
-def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
-    """Every GRPCRoute, in key order."""
+def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], conflicts: Conflicts | None = None
+              ) -> None:
+    """Every GRPCRoute, in key order; ``conflicts``: the listeners they lost to older HTTPRoutes."""
     routes = ctx.snapshot.grpcroutes
     if not routes:
         return
-    translator = Translator(ctx, gateways, KIND, translate_rule)
+    translator = Translator(ctx, gateways, KIND, translate_rule, conflicts)
     for key in sorted(routes):
         route = routes[key]
         if f.is_mapping(route):

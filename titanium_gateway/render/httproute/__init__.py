@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
@@ -29,6 +29,7 @@ from titanium_gateway.render.httproute.attach import (
     Identity,
     Parent,
     effective_hosts,
+    listener_key,
     ref_identity,
 )
 from titanium_gateway.render.httproute.backendrefs import Backends
@@ -65,6 +66,9 @@ from titanium_gateway.twp.model import (
     Source,
 )
 
+if TYPE_CHECKING:
+    from titanium_gateway.render.kindconflicts import Conflicts
+
 __all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_duration_ms", "timespan",
            "prefix_rewrite_transforms"]
 
@@ -82,9 +86,11 @@ class Translator:
     routes of equal rules share one behavior."""
 
     def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], kind: str = _KIND,
-                 rules: RuleTranslator = translate_rule) -> None:
+                 rules: RuleTranslator = translate_rule, conflicts: Conflicts | None = None) -> None:
         self.ctx = ctx
         self.gateways = gateways
+        #: the listeners routes lost to a route of the other kind (render/kindconflicts.py)
+        self.conflicts = conflicts
         #: the route kind translated (HTTPRoute; GRPCRoute: render/grpcroute.py), and its rule translation
         self.kind = kind
         self.rules = rules
@@ -121,6 +127,7 @@ class Translator:
         parents: list[Parent] = []
         refs = f.items(spec.get("parentRefs"))
         not_ours: list[str] = [] if refs else ["it has no parentRefs"]
+        lost = self.conflicts.of(self.kind, ns, name) if self.conflicts is not None and self.conflicts.lost else None
         for ref in refs:
             ident = ref_identity(ref if f.is_mapping(ref) else {}, ns)
             gw = self.parent(ident)
@@ -130,6 +137,8 @@ class Translator:
             if any(p.identity == ident for p in parents):
                 continue
             ok, reason, message, listeners = self.attachments.attach(gw, ref, ns, route_hosts)
+            if lost and ok:
+                ok, reason, message, listeners = _not_lost(ok, reason, message, listeners, lost)
             if bad_hosts and ok:
                 # emitting the valid names only could widen the route (none left = any host)
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
@@ -280,6 +289,22 @@ class Translator:
         return Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}"))
 
 
+def _not_lost(ok: bool, reason: str, message: str, listeners: list[ListenerInfo], lost: Mapping[Any, str]
+              ) -> tuple[bool, str, str, list[ListenerInfo]]:
+    """An attachment without the listeners the route lost to an older route of the other kind
+    sharing a hostname there; not accepted when it lost them all."""
+    kept = [li for li in listeners if listener_key(li) not in lost]
+    if len(kept) == len(listeners):
+        return ok, reason, message, listeners
+    if kept:
+        return ok, reason, message, kept
+    winners = sorted({lost[listener_key(li)] for li in listeners})
+    return (False, "NotAllowedByListeners",
+            f"{', '.join(winners)} came first (older, or as old and first by namespace/name) and shares a hostname "
+            "with this route on the listeners it would attach to: a listener serves only one of an HTTPRoute and a "
+            "GRPCRoute with hostnames in common", [])
+
+
 def _one_port(listeners: list[ListenerInfo]) -> tuple[int, str] | None:
     """The (Gateway port, protocol) of the listeners when they have one (a redirect's port)."""
     ports = {(li.port, li.protocol) for li in listeners}
@@ -312,10 +337,11 @@ def _answer(behavior: Behavior) -> Behavior:
 
 
 def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], cache: RenderCache | None = None,
-              deps: Any = None) -> None:
+              deps: Any = None, conflicts: Conflicts | None = None) -> None:
     """Every HTTPRoute, in key order. With a ``cache`` and the route dependencies ``deps`` (see
     render/memo.py; None: nothing is memoized), a route whose ``(uid, resourceVersion)`` and
-    dependencies are unchanged replays its recorded effects instead of being translated."""
+    dependencies are unchanged replays its recorded effects instead of being translated.
+    ``conflicts``: the listeners HTTPRoutes lost to older GRPCRoutes (part of ``deps``)."""
     routes = ctx.snapshot.httproutes
     if cache is not None and (deps is None or deps != cache.route_deps):
         cache.routes.clear()
@@ -323,7 +349,7 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
     memo = cache.routes if cache is not None and deps is not None else None
     kept: dict[str, tuple[tuple[str, str], Recording]] = {}
     listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
-    translator = Translator(ctx, gateways)
+    translator = Translator(ctx, gateways, conflicts=conflicts)
     for key in sorted(routes):
         route = routes[key]
         if not f.is_mapping(route):

@@ -28,6 +28,11 @@ Identity = tuple[str, str, str, str, str, Any]
 _GATEWAY = kinds.GATEWAY.kind
 
 
+def listener_key(li: ListenerInfo) -> tuple[Any, ...]:
+    """A listener's identity, the same from one render to the next."""
+    return (li.gateway_ns, li.gateway_name, li.listener_set, li.index, li.name)
+
+
 def ref_identity(ref: Mapping[str, Any], route_ns: str) -> Identity:
     group = ref.get("group")
     port = ref.get("port")

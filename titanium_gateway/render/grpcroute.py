@@ -34,9 +34,9 @@ from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, plain
 from titanium_gateway.render.gateway import GatewayInfo
 from titanium_gateway.render.httproute import Translator
-from titanium_gateway.render.httproute.matches import HEADER_NAME, MatchOut
+from titanium_gateway.render.httproute.matches import MatchOut, header_matches
 from titanium_gateway.render.httproute.parents import missing_parent_events
-from titanium_gateway.render.httproute.rules import NO_FILTERS, RuleOut, newer_rule_fields
+from titanium_gateway.render.httproute.rules import NO_FILTERS, RuleOut, newer_rule_fields, read_matches
 from titanium_gateway.render.kindconflicts import Conflicts
 from titanium_gateway.render.precedence import grpc_match_part
 from titanium_gateway.render.regex import check_regex, regex_escape
@@ -104,19 +104,7 @@ def build_match(raw: Mapping[str, Any]) -> MatchOut:
         else:
             problems.append(f"method match type {plain(mtype)} is not supported")
     headers: dict[str, str] = {}
-    for h in f.items(raw.get("headers")):
-        h = f.mapping(h)
-        name, value, htype = f.string(h.get("name")).lower(), h.get("value"), f.string(h.get("type")) or "Exact"
-        if not name or not isinstance(value, str):
-            problems.append("a header match is malformed")
-        elif not HEADER_NAME.match(name):
-            problems.append("a header match name is not a header name of at most 256 token characters")
-        elif htype != "Exact":
-            problems.append(f"header match type {plain(htype)} ({plain(name)}) is not supported")
-        elif not f.writable(value):
-            problems.append(f"header match {plain(name)} value {brief(value)} holds a lone UTF-16 surrogate")
-        else:
-            headers.setdefault(name, value)
+    header_matches(raw.get("headers"), headers, problems)
     for key in raw:
         if key not in _MATCH_FIELDS:
             problems.append(f"match field {plain(key)} is not supported")
@@ -130,22 +118,17 @@ def build_match(raw: Mapping[str, Any]) -> MatchOut:
 MALFORMED = MatchOut(Match(), True, ("a match is malformed",), grpc_match_part(0, 0, 0))
 
 
+def _match_of(raw: Any) -> MatchOut:
+    return build_match(raw) if f.is_mapping(raw) else MALFORMED
+
+
 def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None,
                    index: int = 0) -> RuleOut:
     """One GRPCRoute rule: its matches, filters and backends (``Translator.rules``)."""
     out = RuleOut()
     if not rule.keys() <= RULE_FIELDS:
-        out.unsupported += newer_rule_fields(rule, index)
-    raw_matches = rule.get("matches")
-    if raw_matches is None or raw_matches == []:
-        raw_matches = [{}]
-    elif not isinstance(raw_matches, list):
-        out.unsupported.append("matches is malformed")
-        raw_matches = [None]
-    for raw in raw_matches:
-        m = build_match(raw) if f.is_mapping(raw) else MALFORMED
-        out.matches.append(m)
-        out.unsupported += m.problems
+        out.unsupported += newer_rule_fields(rule, index, RULE_FIELDS)
+    read_matches(rule, out, _match_of)
     behavior = NO_FILTERS
     filters = f.items(rule.get("filters"))
     if filters:

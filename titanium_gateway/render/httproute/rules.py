@@ -107,17 +107,15 @@ def named(rule: Mapping[str, Any], problems: list[str]) -> list[str]:
     return [f"rule {name!r}: {p}" for p in problems] if name else problems
 
 
-def newer_rule_fields(rule: Mapping[str, Any], index: int) -> list[str]:
+def newer_rule_fields(rule: Mapping[str, Any], index: int, known: frozenset[str] = RULE_FIELDS) -> list[str]:
     """The problems of a rule's fields the render does not know (``spec.rules[0].retry is not
-    supported``), in the rule's order."""
-    return [f"spec.rules[{index}].{f.plain(key)} is not supported" for key in rule if key not in RULE_FIELDS]
+    supported``; ``known``: the fields of the route kind's rules it reads), in the rule's order."""
+    return [f"spec.rules[{index}].{f.plain(key)} is not supported" for key in rule if key not in known]
 
 
-def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None,
-                   index: int = 0) -> RuleOut:
-    out = RuleOut()
-    if not rule.keys() <= RULE_FIELDS:
-        out.unsupported += newer_rule_fields(rule, index)
+def read_matches(rule: Mapping[str, Any], out: RuleOut, of: Callable[[Any], MatchOut]) -> None:
+    """A rule's ``matches`` (none: one match of everything) made by ``of`` into ``out``, their
+    problems with them."""
     raw_matches = rule.get("matches")
     if raw_matches is None or raw_matches == []:
         raw_matches = [{}]
@@ -125,10 +123,18 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
         out.unsupported.append("matches is malformed")
         raw_matches = [None]
     for raw in raw_matches:
-        m = t.matches.of(raw)
+        m = of(raw)
         out.matches.append(m)
         if m.problems:
             out.unsupported += m.problems
+
+
+def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None,
+                   index: int = 0) -> RuleOut:
+    out = RuleOut()
+    if not rule.keys() <= RULE_FIELDS:
+        out.unsupported += newer_rule_fields(rule, index)
+    read_matches(rule, out, t.matches.of)
     settings, limits = _timeouts(rule, out) if "timeouts" in rule else (DEFAULT_SETTINGS, None)
     raw_filters = rule.get("filters")
     behavior = NO_FILTERS

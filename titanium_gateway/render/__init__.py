@@ -24,7 +24,6 @@ from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import grpcroute as _grpcroute
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
-from titanium_gateway.render import kindconflicts as _kindconflicts
 from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import otherroutes as _otherroutes
@@ -33,6 +32,7 @@ from titanium_gateway.render import programmed as _programmed
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.gatewayapi import listener_sets_served
+from titanium_gateway.render.httproute import kindconflicts as _kindconflicts
 from titanium_gateway.render.httproute import status as _httproute_status
 from titanium_gateway.render.ingress import status as _ingress_status
 from titanium_gateway.render.memo import RenderCache

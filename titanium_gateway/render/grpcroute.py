@@ -34,10 +34,10 @@ from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, plain
 from titanium_gateway.render.gateway import GatewayInfo
 from titanium_gateway.render.httproute import Translator
+from titanium_gateway.render.httproute.kindconflicts import Conflicts
 from titanium_gateway.render.httproute.matches import MatchOut, header_matches
 from titanium_gateway.render.httproute.parents import missing_parent_events
 from titanium_gateway.render.httproute.rules import NO_FILTERS, RuleOut, newer_rule_fields, read_matches
-from titanium_gateway.render.kindconflicts import Conflicts
 from titanium_gateway.render.precedence import grpc_match_part
 from titanium_gateway.render.regex import check_regex, regex_escape
 from titanium_gateway.twp.model import DEFAULT_SETTINGS, Match

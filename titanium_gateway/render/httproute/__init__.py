@@ -67,7 +67,7 @@ from titanium_gateway.twp.model import (
 )
 
 if TYPE_CHECKING:
-    from titanium_gateway.render.kindconflicts import Conflicts
+    from titanium_gateway.render.httproute.kindconflicts import Conflicts
 
 __all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_duration_ms", "timespan",
            "prefix_rewrite_transforms"]
@@ -89,7 +89,7 @@ class Translator:
                  rules: RuleTranslator = translate_rule, conflicts: Conflicts | None = None) -> None:
         self.ctx = ctx
         self.gateways = gateways
-        #: the listeners routes lost to a route of the other kind (render/kindconflicts.py)
+        #: the listeners routes lost to a route of the other kind (render/httproute/kindconflicts.py)
         self.conflicts = conflicts
         #: the route kind translated (HTTPRoute; GRPCRoute: render/grpcroute.py), and its rule translation
         self.kind = kind

@@ -76,6 +76,9 @@ class Kind:
     remembered: bool = False
     #: the module of the render that translates it (``render/<translator>``; "" only read)
     translator: str = ""
+    #: a route kind served: the listener protocols it attaches to (listed in their
+    #: ``supportedKinds``, in the order of this table); () for a kind never served
+    listener_protocols: tuple[str, ...] = ()
     #: the kind's name (``resource.kind``; an attribute: modules compare it in loops)
     kind: str = field(init=False)
 
@@ -130,9 +133,11 @@ GATEWAY = _gw("gateways", "Gateway", "gateways", versions=("v1", "v1beta1"), req
 LISTENER_SET = _gw("listenersets", "ListenerSet", "listener_sets", needed_for="ListenerSets", status=WHOLE,
                    remembered=True, released=_PARENT_RELEASED, translator="listenerset.py")
 HTTP_ROUTE = _gw("httproutes", "HTTPRoute", "httproutes", versions=("v1", "v1beta1"), required=True,
-                 needed_for="HTTPRoutes", status=PARENTS, released=_ROUTE_RELEASED, translator="httproute/")
+                 needed_for="HTTPRoutes", status=PARENTS, released=_ROUTE_RELEASED, translator="httproute/",
+                 listener_protocols=("HTTP", "HTTPS"))
+#: (HTTP/2 end to end: h2c with prior knowledge on HTTP listeners, h2 by ALPN on HTTPS ones)
 GRPC_ROUTE = _gw("grpcroutes", "GRPCRoute", "grpcroutes", needed_for="GRPCRoutes", status=PARENTS,
-                 released=_ROUTE_RELEASED, translator=_OTHER_ROUTES)
+                 released=_ROUTE_RELEASED, translator="grpcroute.py", listener_protocols=("HTTP", "HTTPS"))
 TLS_ROUTE = _gw("tlsroutes", "TLSRoute", "tlsroutes", needed_for="TLSRoutes", status=PARENTS,
                 released=_ROUTE_RELEASED, translator=_OTHER_ROUTES)
 TCP_ROUTE = _gw("tcproutes", "TCPRoute", "tcproutes", needed_for="TCPRoutes", status=PARENTS,
@@ -173,6 +178,8 @@ STATUS_KINDS = frozenset(row.kind for row in KINDS if row.status)
 ROUTE_KINDS = frozenset(row.kind for row in KINDS if row.status == PARENTS)
 #: the kinds whose ownership the controller remembers (``Kind.remembered``)
 REMEMBERED_KINDS = frozenset(row.kind for row in KINDS if row.remembered)
+#: the route kinds served (``Kind.listener_protocols``), in the order listeners list them
+SERVED_ROUTES: tuple[Kind, ...] = tuple(row for row in KINDS if row.listener_protocols)
 #: the route kinds this controller answers but does not serve (their translator: render/otherroutes.py)
 OTHER_ROUTES: tuple[Kind, ...] = tuple(row for row in KINDS if row.translator == _OTHER_ROUTES)
 #: the kinds a route's parentRef may name, with listeners
@@ -205,5 +212,5 @@ def status_resources() -> dict[str, Resource]:
 __all__ = [
     "ALWAYS", "ANCESTORS", "BY_KIND", "CLUSTER_SCOPED", "DISCOVERED", "GATEWAY_API_VERSION", "GATEWAY_GROUP",
     "KINDS", "KIND_FIELDS", "Kind", "OTHER_ROUTES", "PARENTS", "PARENT_KINDS", "REMEMBERED_KINDS", "ROUTE_KINDS",
-    "STATUS_KINDS", "WHOLE", "rank", "status_resources",
+    "SERVED_ROUTES", "STATUS_KINDS", "WHOLE", "rank", "status_resources",
 ]

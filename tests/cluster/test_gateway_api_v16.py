@@ -1,7 +1,7 @@
 """The Gateway API v1.6 kinds on a real API server with the chart's v1.6.3 CRDs: a
 BackendTLSPolicy honoured by the reference data plane (TLS to a TLS backend, its CA and hostname
 checked) or failing closed with the reason in its status; a ListenerSet's listener serving its
-routes; a TLSRoute and a GRPCRoute told they are not accepted, written once.
+routes; a TLSRoute told it is not accepted and a GRPCRoute accepted, each status written once.
 
 The data plane that carries the traffic is the reference data plane, run in this process on the
 files the controller wrote (the ConfigMap's twp.yaml and the generated TLS Secret), as the chart's
@@ -236,12 +236,12 @@ def test_other_route_kinds_get_their_status_once(env: ClusterEnv) -> None:
         env.apply({"apiVersion": GW, "kind": kind, "metadata": {"name": "other", "namespace": env.apps},
                    "spec": {"parentRefs": [{"name": "web"}], "hostnames": ["other.example.com"],
                             "rules": [{"backendRefs": [{"name": "api", "port": 8080}]}]}})
-    for kind in ("TLSRoute", "GRPCRoute"):
+    for kind, expected in (("TLSRoute", ("False", "NotAllowedByListeners")), ("GRPCRoute", ("True", "Accepted"))):
         parent = wait_for(lambda k=kind: ((env.get(k, env.apps, "other") or {}).get("status") or {}).get("parents"), 60,
                           what=f"the {kind}'s status")[0]
         assert parent["controllerName"] == env.release.rel.controller_name
         accepted = condition({"status": parent}, "Accepted")
-        assert (accepted["status"], accepted["reason"]) == ("False", "NotAllowedByListeners")
+        assert (accepted["status"], accepted["reason"]) == expected
     # more reconciles (a new route, its status): the other routes' statuses are not written again
     env.route(name="more", host="more.example.com")
     wait_for(lambda: (env.get("HTTPRoute", env.apps, "more") or {}).get("status"), 60)
@@ -250,5 +250,6 @@ def test_other_route_kinds_get_their_status_once(env: ClusterEnv) -> None:
         writes = env.controller_writes(mark, resource)
         assert len(writes) == 1, [w.get("verb") for w in writes]
     listener = (env.get("Gateway", env.apps, "web") or {})["status"]["listeners"][0]
-    assert listener["attachedRoutes"] == 1  # (the HTTPRoute only)
+    assert listener["attachedRoutes"] == 2  # (the HTTPRoute and the GRPCRoute)
+    assert {k["kind"] for k in listener["supportedKinds"]} == {"HTTPRoute", "GRPCRoute"}
     assert not env.forbidden()

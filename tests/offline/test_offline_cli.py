@@ -813,7 +813,7 @@ def test_the_gateway_api_v1_6_kinds_are_read_as_the_controller_reads_them(
                for c in conditions)
     assert main(["-f", str(ROOT / "tests" / "render" / "testdata" / "other-route-kinds" / "in.yaml"),
                  "--out", str(tmp_path / "other")]) == 0
-    assert "GRPCRoute apps/greeter: 3 parent(s)" in capsys.readouterr().err
+    assert "TLSRoute apps/greeter: 3 parent(s)" in capsys.readouterr().err
 
 
 def test_stdout_holds_a_document_per_data_plane_with_a_data_plane_per_gateway(

@@ -9,7 +9,8 @@
    Secret files;
 3. identical input gives identical bytes, also when the objects arrive in another order
    (config, parts, statuses, events, TLS files);
-4. every rejected object is reported: each ``directResponse 500`` route of an HTTPRoute has a
+4. every rejected object is reported: each ``directResponse 500`` route of an HTTPRoute (a
+   GRPCRoute) has a
    False condition on that route whose message carries the route's reason text, each of an
    Ingress a Warning Event on it carrying the text; every status is JSON with condition
    messages within the API server's 32768-character limit and Event notes within 1 KiB;
@@ -421,6 +422,59 @@ def httproutes(draw: st.DrawFn, index: int = 0) -> dict[str, Any]:
 
 
 @st.composite
+def grpc_matches(draw: st.DrawFn) -> dict[str, Any]:
+    m: dict[str, Any] = {}
+    if draw(st.integers(0, 3)):
+        method = draw(st.fixed_dictionaries({}, optional={
+            "type": st.sampled_from(("Exact", "RegularExpression", "Weird")),
+            "service": maybe(st.sampled_from(("grpc.testing.TestService", "a.B", "", "bad/svc", ".lead.Dot",
+                                              "grpc\\..*"))),
+            "method": maybe(st.one_of(st.sampled_from(("UnaryCall", "", "Bad/Method", "Stream.*")),
+                                      st.sampled_from(PATHOLOGICAL_REGEXES))),
+        }))
+        m["method"] = draw(maybe(st.just(method)))
+    if draw(st.booleans()):
+        m["headers"] = draw(st.lists(st.fixed_dictionaries({
+            "name": maybe(st.sampled_from(("x-env", "X-Env", "grpc-timeout", ":authority"))),
+            "value": maybe(st.text(max_size=10)),
+            "type": st.sampled_from(("Exact", "RegularExpression", "Weird")),
+        }), max_size=3))
+    if draw(st.integers(0, 5)) == 0:
+        m["path"] = {"type": "Exact", "value": "/x"}  # an HTTPRoute field: not a GRPCRoute match field
+    return m
+
+
+@st.composite
+def grpcroutes(draw: st.DrawFn, index: int = 0) -> dict[str, Any]:
+    """A GRPCRoute: method and header matches, the filters of either route kind, backends."""
+    rules = []
+    for _ in range(draw(st.integers(0, 3))):
+        rule: dict[str, Any] = {}
+        if draw(st.booleans()):
+            rule["matches"] = draw(st.lists(grpc_matches(), max_size=3))
+        if draw(st.booleans()):
+            rule["filters"] = draw(filters())
+        rule["backendRefs"] = draw(backend_refs())
+        if draw(st.integers(0, 5)) == 0:
+            rule["sessionPersistence"] = {"type": "Cookie"}
+        rules.append(rule)
+    parent = draw(st.fixed_dictionaries({"name": st.sampled_from(("web", "web2", "missing"))}, optional={
+        "sectionName": maybe(st.sampled_from(("http", "https", "nope"))),
+        "port": st.sampled_from(INTS_AT_LIMITS),
+        "namespace": st.sampled_from(NAMESPACES),
+    }))
+    spec: dict[str, Any] = {"parentRefs": [parent], "rules": rules}
+    if draw(st.booleans()):
+        spec["hostnames"] = draw(st.lists(hostnames(), max_size=3))
+    return {"apiVersion": GW_API, "kind": "GRPCRoute",
+            "metadata": {"name": f"g{index}-" + draw(st.sampled_from(("a", "b", "echo"))),
+                         "namespace": draw(st.sampled_from(NAMESPACES)),
+                         "generation": draw(maybe(st.integers(1, 5))),
+                         "creationTimestamp": draw(maybe(st.sampled_from(("2024-01-01T00:00:00Z", "2023-05-05T00:00:00Z"))))},
+            "spec": spec}
+
+
+@st.composite
 def gateways(draw: st.DrawFn, name: str = "web") -> dict[str, Any]:
     listeners = []
     for i in range(draw(st.integers(0, 4))):
@@ -522,6 +576,7 @@ def base_objects() -> list[dict[str, Any]]:
         {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
          "metadata": {"name": "g", "namespace": "other"},
          "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "apps"},
+                           {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "namespace": "apps"},
                            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "apps"}],
                   "to": [{"group": "", "kind": "Service"}, {"group": "", "kind": "Secret"}]}},
     ]
@@ -529,13 +584,15 @@ def base_objects() -> list[dict[str, Any]]:
 
 @st.composite
 def worlds(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """A whole cluster: Gateways, HTTPRoutes, Ingresses, Services, EndpointSlices, Secrets."""
+    """A whole cluster: Gateways, HTTPRoutes, GRPCRoutes, Ingresses, Services, EndpointSlices, Secrets."""
     objects = base_objects()
     objects.append(draw(gateways("web")))
     if draw(st.booleans()):
         objects.append(draw(gateways("web2")))
     for i in range(draw(st.integers(0, 4))):
         objects.append(draw(httproutes(i)))
+    for i in range(draw(st.integers(0, 2))):
+        objects.append(draw(grpcroutes(i)))
     for i in range(draw(st.integers(0, 2))):
         objects.append(draw(ingresses(i)))
     for name in draw(st.lists(st.sampled_from(SERVICES[:3]), max_size=3, unique=True)):
@@ -707,6 +764,8 @@ def _owner(route_id: str) -> tuple[str, str, str] | None:
     parts = route_id.split("/")
     if len(parts) >= 3 and parts[0] == "httproute":
         return ("HTTPRoute", parts[1], parts[2])
+    if len(parts) >= 3 and parts[0] == "grpcroute":
+        return ("GRPCRoute", parts[1], parts[2])
     if len(parts) >= 3 and parts[0] == "ingress":
         return ("Ingress", parts[1], parts[2])
     return None
@@ -742,8 +801,8 @@ def signature(exc: BaseException) -> str:
     text = " ".join(lines[:2]) if lines and lines[0].endswith(":") else (lines[0] if lines else "")
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
     text = re.sub(r"[0-9]+", "N", text)
-    text = re.sub(r"httproute/\S+|ingress/\S+", "<route>", text)
-    text = re.sub(r"\b(Ingress|HTTPRoute|Gateway) [^\s:]+", r"\1 <obj>", text)
+    text = re.sub(r"httproute/\S+|grpcroute/\S+|ingress/\S+", "<route>", text)
+    text = re.sub(r"\b(Ingress|HTTPRoute|GRPCRoute|Gateway) [^\s:]+", r"\1 <obj>", text)
     return f"{type(exc).__name__}: {text[:160]}"
 
 
@@ -874,7 +933,7 @@ def check_render(objects: Sequence[Mapping[str, Any]], options: RenderOptions | 
         assert _REASON_CODE.fullmatch(body), f"route {r['id']}: 500 body {body[:200]!r} says more than a reason"
         owner = _owner(r["id"])
         assert owner is not None, f"rejected route {r['id']} has no owner"
-        if owner[0] == "HTTPRoute":
+        if owner[0] in ("HTTPRoute", "GRPCRoute"):
             st_ = statuses.get(owner)
             assert st_ is not None, f"rejected route {r['id']}: no status on {owner}"
             conds = [c for c in _all_conditions(st_.status) if c.get("status") == "False"]

@@ -30,7 +30,7 @@ def _no_new_findings(before: set[str]) -> None:
 
 @pytest.mark.parametrize("full", MODES)
 def test_generated_worlds(full: bool) -> None:
-    """Whole generated clusters (Gateways, HTTPRoutes, Ingresses, Services, Secrets) keep every invariant."""
+    """Whole generated clusters (Gateways, HTTPRoutes, GRPCRoutes, Ingresses, Services, Secrets) keep every invariant."""
     secrets = fuzzlib.certs().private_keys()
 
     @fuzzlib.fuzz_settings(_examples(full, 30))
@@ -71,7 +71,7 @@ def test_every_golden_input_unmutated(case: str) -> None:
 
 @pytest.mark.parametrize("full", MODES)
 def test_routes_with_hostile_values_everywhere(full: bool) -> None:
-    """One valid Gateway; HTTPRoutes whose every field may be replaced by a hostile value."""
+    """One valid Gateway; HTTPRoutes and GRPCRoutes whose every field may be replaced by a hostile value."""
     world = [*fuzzlib.base_objects(),
              {"apiVersion": fuzzlib.GW_API, "kind": "Gateway", "metadata": {"name": "web", "namespace": "apps"},
               "spec": {"gatewayClassName": "titanium", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}},
@@ -82,6 +82,7 @@ def test_routes_with_hostile_values_everywhere(full: bool) -> None:
     @given(st.data())
     def run(data: st.DataObject) -> None:
         routes = [data.draw(fuzzlib.httproutes(i)) for i in range(data.draw(st.integers(1, 3)))]
+        routes += [data.draw(fuzzlib.grpcroutes(i)) for i in range(data.draw(st.integers(0, 2)))]
         for r in routes:
             r["spec"]["parentRefs"] = [{"name": "web", "namespace": "apps"}]
         objs = data.draw(fuzzlib.mutated(world + routes, max_mutations=3))

@@ -49,7 +49,8 @@ def test_http_listener_accepted_and_programmed_states() -> None:
     assert lcond(confirmed, "http", "Programmed")["status"] == "True"
     assert run(objs, assume_programmed=True).config_hash == pending.config_hash
     ls = listener_status(pending, "http")
-    assert ls["supportedKinds"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}]
+    assert ls["supportedKinds"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
+                                    {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"}]
     assert [c["type"] for c in ls["conditions"]] == ["Accepted", "Programmed", "ResolvedRefs", "Conflicted"]
     assert config(pending)["listeners"] == [{"host": "0.0.0.0", "port": 8080, "type": "transparent",
                                              "decryptSsl": False}]

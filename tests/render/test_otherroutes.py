@@ -1,4 +1,4 @@
-"""GRPCRoute, TLSRoute, TCPRoute, UDPRoute (render/otherroutes.py): answered once, never served.
+"""TLSRoute, TCPRoute, UDPRoute (render/otherroutes.py): answered once, never served.
 The golden case other-route-kinds shows the whole output."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def other(kind: str, parents: list[dict]) -> dict:
             "spec": {"parentRefs": parents, "rules": [{"backendRefs": [{"name": "api", "port": 8080}]}]}}
 
 
-@pytest.mark.parametrize("kind", ["GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"])
+@pytest.mark.parametrize("kind", ["TLSRoute", "TCPRoute", "UDPRoute"])
 def test_not_allowed_by_listeners_written_once(kind: str) -> None:
     route = other(kind, [{"name": "web"}, {"name": "web", "port": 81}])
     first = run([*base_objects(), route], now="2026-01-01T00:00:00Z")

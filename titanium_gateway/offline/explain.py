@@ -60,6 +60,12 @@ EXIT_USAGE = 2
 EXIT_NOT_ANSWERED = 3
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+#: A gRPC call's URL scheme -> the scheme of its connection (grpc: HTTP/2 cleartext, grpcs: over TLS).
+GRPC_SCHEMES = {"grpc": "http", "grpcs": "https"}
+#: The headers every gRPC client sends (a -H line of the same name replaces one).
+GRPC_HEADERS = (("content-type", "application/grpc"), ("te", "trailers"))
+#: A gRPC call's path: /<package.Service>/<Method>.
+_GRPC_PATH = re.compile(r"/[^/?#]+/[^/?#]+")
 _TOKEN = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 #: At most this many near misses are shown when no route matches.
@@ -81,6 +87,13 @@ class RequestSpec:
     port: int | None
     target: str
     headers: tuple[tuple[str, str], ...] = ()
+    #: a gRPC call (``grpc://`` or ``grpcs://``): an HTTP/2 POST of ``scheme`` with gRPC's headers
+    grpc: bool = False
+
+    @property
+    def url_scheme(self) -> str:
+        """The scheme the URL was given with."""
+        return ("grpcs" if self.scheme == "https" else "grpc") if self.grpc else self.scheme
 
     @property
     def gateway_port(self) -> int:
@@ -129,8 +142,12 @@ def _normalize_host(host: str, where: str) -> str:
 
 def parse_request(text: str, headers: Sequence[str] = ()) -> RequestSpec:
     """``METHOD URL``: an absolute ``http://`` or ``https://`` URL, or a URL without a host
-    (``/path``, ``http:///path``, ``https://:8443/path``) for the Gateway's address."""
+    (``/path``, ``http:///path``, ``https://:8443/path``) for the Gateway's address; or a gRPC
+    call ``grpc://HOST/package.Service/Method`` (``grpcs://`` over TLS; the method POST may be
+    left out): a POST of that path with the headers of a gRPC client (:data:`GRPC_HEADERS`)."""
     parts = text.split()
+    if len(parts) == 1 and parts[0].partition("://")[0].lower() in GRPC_SCHEMES:
+        parts = ["POST", parts[0]]
     if len(parts) != 2:
         raise UsageError(f"--request {text!r}: expected 'METHOD URL', e.g. 'GET https://shop.example.com/api'")
     method, url = parts
@@ -139,6 +156,7 @@ def parse_request(text: str, headers: Sequence[str] = ()) -> RequestSpec:
     if _CONTROL.search(url):
         raise UsageError(f"--request {text!r}: the URL holds a control character")
     hdrs = tuple(parse_header(h) for h in headers)
+    grpc = False
     hosts = [v for k, v in hdrs if k.lower() == "host"]
     if len(hosts) > 1:
         raise UsageError("more than one Host header")
@@ -149,8 +167,11 @@ def parse_request(text: str, headers: Sequence[str] = ()) -> RequestSpec:
     else:
         scheme, sep, after = url.partition("://")
         scheme = scheme.lower()
+        if sep and scheme in GRPC_SCHEMES:
+            grpc, scheme = True, GRPC_SCHEMES[scheme]
         if not sep or scheme not in DEFAULT_PORTS:
-            raise UsageError(f"--request {text!r}: expected an http:// or https:// URL, or a path starting with /")
+            raise UsageError(f"--request {text!r}: expected an http:// or https:// URL (grpc:// or grpcs:// for a "
+                             "gRPC call), or a path starting with /")
         cut = min((i for i in (after.find("/"), after.find("?"), after.find("#")) if i >= 0), default=len(after))
         netloc, rest = after[:cut], after[cut:]
     split = urlsplit(f"{scheme}://{netloc}{rest}")
@@ -168,7 +189,12 @@ def parse_request(text: str, headers: Sequence[str] = ()) -> RequestSpec:
     if not path.startswith("/"):
         path = "/" + path
     target = path + (f"?{split.query}" if split.query else "")
-    return RequestSpec(method, scheme, host, port, target, hdrs)
+    if grpc:
+        if not _GRPC_PATH.fullmatch(target):
+            raise UsageError(f"--request {text!r}: a gRPC call's path is /package.Service/Method")
+        given = {k.lower() for k, _ in hdrs}
+        hdrs = (*hdrs, *((k, v) for k, v in GRPC_HEADERS if k not in given))
+    return RequestSpec(method, scheme, host, port, target, hdrs, grpc)
 
 
 # -- the Gateway's address -------------------------------------------------------------------
@@ -440,8 +466,9 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
         url_authority += f":{spec.port}"
     request_info: dict[str, Any] = {
         "method": spec.method,
-        "url": f"{spec.scheme}://{url_authority}{spec.target}",
+        "url": f"{spec.url_scheme}://{url_authority}{spec.target}",
         "scheme": spec.scheme,
+        "grpc": spec.grpc,
         "host": hostname_of(host_header if host_header is not None else _host_for_header(url_host or "")),
         "port": port,
         "headers": [{"name": k, "value": v} for k, v in headers],
@@ -631,6 +658,9 @@ def text_report(ex: Explanation) -> str:
     host_line = next((h["value"] for h in r["headers"] if h["name"].lower() == "host"), "")
     others = [f"{h['name']}: {h['value']}" for h in r["headers"] if h["name"].lower() != "host"]
     lines.append(f"             Host: {host_line}" + (f"; {'; '.join(others)}" if others else ""))
+    if r.get("grpc"):
+        lines.append("             a gRPC call: HTTP/2 (" + ("h2 by ALPN" if r["scheme"] == "https" else "h2c, prior knowledge")
+                     + "), forwarded to the backend over HTTP/2")
     if ex.data_plane is not None:
         lines.append(f"data plane:  Gateway {ex.data_plane}'s own")
     if ex.listener is not None:
@@ -704,7 +734,8 @@ def _parser() -> argparse.ArgumentParser:
                    "repeatable")
     p.add_argument("--request", required=True, metavar="'METHOD URL'",
                    help="the request, e.g. 'GET https://shop.example.com/api?x=1'; a URL without a host "
-                   "('GET /x', 'GET https:///x', 'GET http://:8080/x') goes to the Gateway's address")
+                   "('GET /x', 'GET https:///x', 'GET http://:8080/x') goes to the Gateway's address; a gRPC "
+                   "call: 'grpc://HOST/package.Service/Method' (grpcs:// over TLS)")
     p.add_argument("-H", "--header", dest="headers", action="append", default=[], metavar="'NAME: VALUE'",
                    help="a request header (repeatable); Host sets the host the routes see")
     p.add_argument("--client-address", metavar="IP",

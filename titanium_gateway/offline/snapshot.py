@@ -42,21 +42,23 @@ def _filter_refs(filters: Any) -> Iterator[str]:
 
 #: The route kinds this controller answers but does not serve: their parentRefs name namespaces.
 _OTHER_ROUTES = frozenset(row.kind for row in kinds.OTHER_ROUTES)
-_HTTP_ROUTE, _GATEWAY, _LISTENER_SET = kinds.HTTP_ROUTE.kind, kinds.GATEWAY.kind, kinds.LISTENER_SET.kind
+#: The route kinds served: their parentRefs, backendRefs and mirrors name namespaces.
+_SERVED_ROUTES = frozenset(row.kind for row in kinds.SERVED_ROUTES)
+_GATEWAY, _LISTENER_SET = kinds.GATEWAY.kind, kinds.LISTENER_SET.kind
 _REFERENCE_GRANT = kinds.REFERENCE_GRANT.kind
 #: The kinds whose references can name other namespaces.
-_REFERRING = frozenset({_GATEWAY, _HTTP_ROUTE, _REFERENCE_GRANT, _LISTENER_SET, *_OTHER_ROUTES})
+_REFERRING = frozenset({_GATEWAY, *_SERVED_ROUTES, _REFERENCE_GRANT, _LISTENER_SET, *_OTHER_ROUTES})
 #: The kinds the controller reads in the Secret namespaces only (``--secret-namespaces``).
 _SECRET_NAMESPACED = frozenset({"Secret", "ConfigMap"})
 
 
 def _referenced_namespaces(kind: Any, spec: Any) -> Iterator[str]:
     """The namespaces an object's references name: a Gateway's (a ListenerSet's)
-    certificateRefs, a ListenerSet's parentRef, a route's parentRefs, an HTTPRoute's backendRefs
-    and mirror backendRefs, a ReferenceGrant's ``from``."""
+    certificateRefs, a ListenerSet's parentRef, a route's parentRefs, an HTTPRoute's (a GRPCRoute's)
+    backendRefs and mirror backendRefs, a ReferenceGrant's ``from``."""
     if not isinstance(spec, Mapping):
         return
-    if kind == _HTTP_ROUTE:
+    if kind in _SERVED_ROUTES:
         yield from _ns_of(spec.get("parentRefs"))
         for rule in f.items(spec.get("rules")):
             if not isinstance(rule, Mapping):

@@ -21,6 +21,7 @@ from titanium_gateway.render import backendtlsstatus as _backendtlsstatus
 from titanium_gateway.render import fields as _fields
 from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
+from titanium_gateway.render import grpcroute as _grpcroute
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
 from titanium_gateway.render import listenerevents as _listenerevents
@@ -31,6 +32,7 @@ from titanium_gateway.render import planes as _planes
 from titanium_gateway.render import reach as _reach
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.gatewayapi import listener_sets_served
+from titanium_gateway.render.httproute import kindconflicts as _kindconflicts
 from titanium_gateway.render.httproute import status as _httproute_status
 from titanium_gateway.render.ingress import status as _ingress_status
 from titanium_gateway.render.memo import RenderCache
@@ -42,6 +44,8 @@ from titanium_gateway.twp import emit as _emit
 from titanium_gateway.twp import model as _model
 from titanium_gateway.twp.model import Document, Source
 from titanium_gateway.twp.model import Route as _Route
+
+_SERVED_ROUTES = frozenset(row.kind for row in kinds.SERVED_ROUTES)
 
 __all__ = ["render", "gc_paused", "Document", "RenderCache", "RenderContext", "RenderOptions", "RenderResult", "Snapshot"]
 
@@ -140,11 +144,16 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     gateways = _gateway.translate(ctx, classes)
     listener_sets = _listenerset.translate(ctx, gateways, listener_sets_served(snapshot.gateway_api,
                                                                                snapshot.listener_sets))
+    conflicts = _kindconflicts.find(ctx, gateways)  # (an HTTPRoute and a GRPCRoute sharing a hostname)
     if cache is None:
-        _httproute.translate(ctx, gateways)
+        _httproute.translate(ctx, gateways, conflicts=conflicts)
     else:
-        _httproute.translate(ctx, gateways, cache, _route_deps(ctx, gateways, cache))
-    _otherroutes.translate(ctx, gateways)  # (GRPCRoute, TLSRoute, TCPRoute, UDPRoute: not accepted, and why)
+        deps = _route_deps(ctx, gateways, cache)
+        if deps is not None and conflicts.lost:  # (the Services tracked by name stay last)
+            deps = (*deps[:-1], conflicts.key(), deps[-1])
+        _httproute.translate(ctx, gateways, cache, deps, conflicts)
+    _grpcroute.translate(ctx, gateways, conflicts)
+    _otherroutes.translate(ctx, gateways)  # (TLSRoute, TCPRoute, UDPRoute: not accepted, and why)
     _translate_ingresses(ctx, cache)
     if cache is not None:
         cache.track_lookups(ctx.backends.looked_up, ctx.backends.lookup_versions)
@@ -253,7 +262,7 @@ def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreach
     for u in told:
         by_source.setdefault(u.source, []).append(u)
     for source, rules in by_source.items():
-        if source.kind == kinds.HTTP_ROUTE.kind:
+        if source.kind in _SERVED_ROUTES:
             _httproute_status.shadowed_rules(ctx, source, rules)
         else:
             _ingress_status.shadowed_paths(ctx, source, rules)

@@ -13,6 +13,7 @@ from titanium_gateway import kinds
 #: the claimed features by conformance level, in the order the file lists them
 CLAIMED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Core of the GATEWAY-HTTP profile", ("Gateway", "HTTPRoute", "ReferenceGrant")),
+    ("Core of the GATEWAY-GRPC profile", ("GRPCRoute",)),
     ("Extended", (
         "BackendTLSPolicy",
         "BackendTLSPolicySANValidation",

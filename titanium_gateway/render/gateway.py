@@ -11,13 +11,14 @@ Gateways of our classes are processed oldest first (creationTimestamp, namespace
 * inside one Gateway: same port with another protocol -> Conflicted ProtocolConflict, same port
   + protocol + hostname -> Conflicted HostnameConflict (the later listener); across Gateways
   only a protocol clash on one data-plane port conflicts (the newer listener);
-* ``allowedRoutes.kinds``: HTTPRoute is supported, others give ResolvedRefs False
+* ``allowedRoutes.kinds``: the route kinds served on the listener's protocol (HTTPRoute and
+  GRPCRoute on HTTP and HTTPS: ``kinds.SERVED_ROUTES``), others give ResolvedRefs False
   InvalidRouteKinds (supportedKinds lists what is served);
 * HTTPS ``certificateRefs``: core Secret (else InvalidCertificateRef), ReferenceGrant across
   namespaces (else RefNotPermitted), a valid kubernetes.io/tls pair (else InvalidCertificateRef).
 
 Routes may attach to a listener (and are counted in attachedRoutes) when it is accepted, not
-conflicted and serves HTTPRoute; it is *valid* when, for HTTPS, it also has at least one valid
+conflicted and serves a route kind; it is *valid* when, for HTTPS, it also has at least one valid
 certificate, and *usable* (programmed, its routes emitted) when it is valid and its Gateway has
 a data plane (render/planes.py: the shared one, or in ``per-gateway`` mode its own, which a
 Gateway whose namespace the controller may not create objects in does not get: Programmed
@@ -49,7 +50,11 @@ from titanium_gateway.render.status.conditions import ConditionList, bound_messa
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.GATEWAY.kind
-HTTPROUTE_KIND = {"group": GATEWAY_GROUP, "kind": kinds.HTTP_ROUTE.kind}
+#: protocol -> the route kinds served on a listener of that protocol (``kinds.SERVED_ROUTES``)
+_SERVED: dict[str, tuple[str, ...]] = {}
+for _row in kinds.SERVED_ROUTES:
+    for _protocol in _row.listener_protocols:
+        _SERVED[_protocol] = (*_SERVED.get(_protocol, ()), _row.kind)
 
 
 # -- hostnames ------------------------------------------------------------------------------
@@ -142,8 +147,9 @@ class ListenerInfo:
     hostname: str | None
     allowed_from: str = "Same"
     allowed_selector: Any = None
-    serves_httproute: bool = True
-    #: routes may attach (and are counted): accepted, not conflicted, serves HTTPRoute
+    #: the route kinds it serves (its ``supportedKinds``)
+    route_kinds: tuple[str, ...] = ()
+    #: routes may attach (and are counted): accepted, not conflicted, serves a route kind
     attachable: bool = False
     #: attachable and its references resolve (HTTPS: a valid certificate)
     valid: bool = False
@@ -564,13 +570,13 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
     conflict = "" if accepted_reason else _conflict(li, ports)
     refs_reason = refs_msg = ""
     cert_ok = True
-    if not accepted_reason and not conflict and protocol == "HTTPS" and li.serves_httproute:
+    if not accepted_reason and not conflict and protocol == "HTTPS" and li.route_kinds:
         cert_ok, refs_reason, refs_msg = _certificates(ctx, ns, created, name, li, tls, owner_kind)
     if not kinds_ok and not refs_reason:
         refs_reason, refs_msg = "InvalidRouteKinds", (
             f"no route kind is served on protocol {protocol!r}" if accepted_reason == "UnsupportedProtocol"
-            else "only HTTPRoute is supported in allowedRoutes.kinds")
-    li.attachable = not accepted_reason and not conflict and li.serves_httproute and not rejected
+            else f"only {' and '.join(_SERVED.get(protocol, ()))} are supported in allowedRoutes.kinds")
+    li.attachable = not accepted_reason and not conflict and bool(li.route_kinds) and not rejected
     li.valid = li.attachable and cert_ok
     li.usable = li.valid and plane is not None
     if accepted_reason:
@@ -649,26 +655,30 @@ def _acceptance(ctx: RenderContext, raw: Mapping[str, Any], tls: Mapping[str, An
 
 
 def _allowed_routes(raw: Mapping[str, Any], li: ListenerInfo, accepted_reason: str) -> bool:
-    """The namespaces and kinds the listener allows (into ``li``); False when a kind is not
-    HTTPRoute (InvalidRouteKinds)."""
+    """The namespaces and kinds the listener allows (into ``li``); False when a kind listed is
+    not served on its protocol (InvalidRouteKinds)."""
     allowed = raw.get("allowedRoutes") if isinstance(raw.get("allowedRoutes"), Mapping) else {}
     namespaces = allowed.get("namespaces") if isinstance(allowed.get("namespaces"), Mapping) else {}
     li.allowed_from = f.string(namespaces.get("from")) or "Same"
     li.allowed_selector = namespaces.get("selector")
     kinds_ok = True
     kinds = allowed.get("kinds")
+    served = _SERVED.get(li.protocol, ())
     if accepted_reason == "UnsupportedProtocol":
-        li.serves_httproute = False
+        li.route_kinds = ()
         kinds_ok = not (isinstance(kinds, list) and kinds)  # (no kind listed is served on it)
     elif isinstance(kinds, list) and kinds:
-        li.serves_httproute = False
+        listed: set[str] = set()
         for k in kinds:
             if isinstance(k, Mapping) and (f.string(k.get("group")) if "group" in k else GATEWAY_GROUP) == GATEWAY_GROUP \
-                    and k.get("kind") == HTTPROUTE_KIND["kind"]:
-                li.serves_httproute = True
+                    and k.get("kind") in served:
+                listed.add(k["kind"])
             else:
                 kinds_ok = False
-    li.supported_kinds = [dict(HTTPROUTE_KIND)] if li.serves_httproute else []
+        li.route_kinds = tuple(kind for kind in served if kind in listed)
+    else:
+        li.route_kinds = served
+    li.supported_kinds = [{"group": GATEWAY_GROUP, "kind": kind} for kind in li.route_kinds]
     return kinds_ok
 
 

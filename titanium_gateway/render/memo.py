@@ -144,7 +144,7 @@ def gateway_fingerprint(gateways: Mapping[tuple[str, str], Any]) -> tuple[Any, .
         gw = gateways[key]
         out.append((key, gw.namespace, gw.name, gw.accepted, gw.plane, tuple(
             (li.index, li.name, li.port, li.dp_port, li.protocol, li.hostname, li.allowed_from,
-             repr(li.allowed_selector), li.serves_httproute, li.attachable, li.valid, li.usable, li.listener_set)
+             repr(li.allowed_selector), li.route_kinds, li.attachable, li.valid, li.usable, li.listener_set)
             for li in gw.listeners)))
     return tuple(out)
 

@@ -1,7 +1,7 @@
-"""GRPCRoute, TLSRoute, TCPRoute, UDPRoute: answered, never served.
+"""TLSRoute, TCPRoute, UDPRoute: answered, never served.
 
-The listeners of this controller serve HTTPRoute only (their ``supportedKinds`` say so), so a
-route of another kind cannot attach to any of them. One whose ``parentRefs`` name a Gateway (or a
+The listeners of this controller serve HTTPRoute and GRPCRoute only (their ``supportedKinds`` say
+so), so a route of another kind cannot attach to any of them. One whose ``parentRefs`` name a Gateway (or a
 ListenerSet) of ours gets one parent entry of ours per such parentRef, in spec order, saying why
 (the Gateway API's reasons): ``Accepted: False``, reason ``NoMatchingParent`` when the parentRef's
 ``sectionName``/``port`` select no listener, else ``NotAllowedByListeners`` (no listener of the
@@ -29,6 +29,7 @@ API_VERSION = kinds.GATEWAY_API_VERSION
 KINDS: tuple[tuple[str, str], ...] = tuple((row.kind, row.field) for row in kinds.OTHER_ROUTES)
 _GATEWAY = kinds.GATEWAY.kind
 _LISTENER_SET = kinds.LISTENER_SET.kind
+_SERVED = " and ".join(row.kind for row in kinds.SERVED_ROUTES)
 
 
 def translate(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo]) -> None:
@@ -109,5 +110,5 @@ def _why(parent: Any, ident: tuple[Any, ...], kind: str) -> tuple[str, str]:
         what = f"sectionName {f.brief(section)}" if section else ""
         what += (" and " if what and port is not None else "") + (f"port {port}" if port is not None else "")
         return "NoMatchingParent", f"{where} has no listener with {what or 'that reference'}"
-    return "NotAllowedByListeners", (f"no listener of {where} allows {kind}: this controller serves HTTPRoute only "
-                                     "(the listeners' supportedKinds)")
+    return "NotAllowedByListeners", (f"no listener of {where} allows {kind}: this controller serves "
+                                     f"{_SERVED} only (the listeners' supportedKinds)")

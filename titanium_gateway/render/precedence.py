@@ -15,6 +15,11 @@ API order (contract, "Decisions"):
 9. the oldest object (creationTimestamp), 10. namespace, 11. name,
 12. rule index, 13. match index, and finally the route id (unique) as the last tie breaker.
 
+A GRPCRoute's routes have their own items 4-8 (:func:`grpc_match_part`, the GRPCRoute API's
+order): the longest service, then the longest method, then the most header matches; they start
+with ``/``, which sorts before the path type of every HTTPRoute and Ingress route, so at the same
+host a GRPCRoute's route (its path is a gRPC method's) is tried before those routes.
+
 Keys are strings whose order (``<``, ``sorted``) is that order: every number is written in a
 fixed width (lengths and counts as ``0xFFFFFFFF - n`` in 8 hex digits, so that "longer first"
 sorts first), the variable-length fields (creationTimestamp, namespace, name) each end with a
@@ -122,6 +127,12 @@ def match_part(match: Match) -> str:
     return (f"{rank}{_longer_first(plen)}{1 if match.method is None else 0}"
             f"{_longer_first(len(match.headers))}"
             f"{_longer_first(len(match.query) + len(match.query_regex))}")
+
+
+def grpc_match_part(service: int, method: int, headers: int) -> str:
+    """Items 4-8 of a GRPCRoute's route: the characters of its service and of its method, and
+    its header matches, each "more first" (the GRPCRoute API's precedence)."""
+    return f"/{_longer_first(service)}0{_longer_first(method)}{_longer_first(headers)}"
 
 
 def match_of(match: Mapping[str, Any]) -> Match:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
@@ -29,13 +29,14 @@ from titanium_gateway.render.httproute.attach import (
     Identity,
     Parent,
     effective_hosts,
+    listener_key,
     ref_identity,
 )
 from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
 from titanium_gateway.render.httproute.parents import missing_parent_events
-from titanium_gateway.render.httproute.rules import RuleOut, named, translate_rule
+from titanium_gateway.render.httproute.rules import RuleOut, RuleTranslator, named, translate_rule
 from titanium_gateway.render.httproute.status import (
     API_VERSION,
     Problems,
@@ -66,6 +67,9 @@ from titanium_gateway.twp.model import (
     Source,
 )
 
+if TYPE_CHECKING:
+    from titanium_gateway.render.httproute.kindconflicts import Conflicts
+
 __all__ = ["translate", "Translator", "check_regex", "regex_escape", "parse_duration_ms", "timespan",
            "prefix_rewrite_transforms"]
 
@@ -82,21 +86,29 @@ class Translator:
     reference), so they give the same for equal input whatever object holds it, and the
     routes of equal rules share one behavior."""
 
-    def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo]) -> None:
+    def __init__(self, ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], kind: str = _KIND,
+                 rules: RuleTranslator = translate_rule, conflicts: Conflicts | None = None) -> None:
         self.ctx = ctx
         self.gateways = gateways
+        #: the listeners routes lost to a route of the other kind (render/httproute/kindconflicts.py)
+        self.conflicts = conflicts
+        #: the route kind translated (HTTPRoute; GRPCRoute: render/grpcroute.py), and its rule translation
+        self.kind = kind
+        self.rules = rules
+        #: the data-plane route ids start with it: ``httproute/<ns>/<name>/r``
+        self.id_kind = kind.lower()
         #: parent kind -> (namespace, name) -> why a Gateway (a ListenerSet) of the snapshot is not ours
         self.foreign = ctx.foreign_parents()
         self.matches = Matches()
         self.filters = Filters()
-        self.backends = Backends(ctx)
+        self.backends = Backends(ctx, kind)
         #: a rule's content (RuleOut.key) -> its routes' behavior
         self.behaviors: dict[tuple[Any, ...], Behavior] = {}
-        self.attachments = Attachments(ctx)
-        self.statuses = Statuses(ctx)
+        self.attachments = Attachments(ctx, kind)
+        self.statuses = Statuses(ctx, kind)
 
     def route(self, route: Mapping[str, Any]) -> list[ListenerInfo]:
-        """One HTTPRoute; returns the listeners whose attachedRoutes it counted (already counted)."""
+        """One route of the kind; returns the listeners whose attachedRoutes it counted (already counted)."""
         ctx = self.ctx
         controller = ctx.options.controller_name
         meta = f.metadata(route)
@@ -116,6 +128,7 @@ class Translator:
         parents: list[Parent] = []
         refs = f.items(spec.get("parentRefs"))
         not_ours: list[str] = [] if refs else ["it has no parentRefs"]
+        lost = self.conflicts.of(self.kind, ns, name) if self.conflicts is not None and self.conflicts.lost else None
         for ref in refs:
             ident = ref_identity(ref if f.is_mapping(ref) else {}, ns)
             gw = self.parent(ident)
@@ -125,15 +138,17 @@ class Translator:
             if any(p.identity == ident for p in parents):
                 continue
             ok, reason, message, listeners = self.attachments.attach(gw, ref, ns, route_hosts)
+            if lost and ok:
+                ok, reason, message, listeners = _not_lost(ok, reason, message, listeners, lost)
             if bad_hosts and ok:
                 # emitting the valid names only could widen the route (none left = any host)
                 ok, reason, message, listeners = False, "UnsupportedValue", summarize(bad_hosts), []
             parents.append(Parent(ref, ident, ok, reason, message, listeners))
         if not_ours:
-            ctx.not_ours(NotOurs(_KIND, ns, name, "; ".join(not_ours)))
+            ctx.not_ours(NotOurs(self.kind, ns, name, "; ".join(not_ours)))
         if not parents:
             if old_parents:  # our entries on a route that no longer names a Gateway of ours go
-                ctx.add_status(Released.of(API_VERSION, _KIND, ns, name))
+                ctx.add_status(Released.of(API_VERSION, self.kind, ns, name))
             return []
         if len(parents) == 1:  # (the list of one parent holds each listener once; read-only)
             attached = parents[0].listeners if parents[0].accepted else []
@@ -208,16 +223,16 @@ class Translator:
         many routes were added."""
         ctx = self.ctx
         added = 0
-        source = Source(_KIND, ns, name)
+        source = Source(self.kind, ns, name)
         owner = owner_part(creation_timestamp(route), ns, name)
         host_keys = [(host, ctx.host_part(host)) for host in hosts]  # (each host with its precedence part)
         multi = len(hosts) > 1
-        id_prefix = f"httproute/{ns}/{name}/r"
+        id_prefix = f"{self.id_kind}/{ns}/{name}/r"
         last_clusters: list[Any] = []
         for ri, rule in enumerate(f.items(spec.get("rules"))):
             if not f.is_mapping(rule):
                 rule = {"matches": [None]}  # malformed: reported, answered 500 in the degraded tier
-            out = translate_rule(self, rule, ns, one_port, ri)
+            out = self.rules(self, rule, ns, one_port, ri)
             problems.refs += out.refs
             rule_unsupported = named(rule, out.unsupported) if out.unsupported and "name" in rule else out.unsupported
             if rule_unsupported:
@@ -275,6 +290,22 @@ class Translator:
         return Behavior(unhonoured("UnsupportedValue"))
 
 
+def _not_lost(ok: bool, reason: str, message: str, listeners: list[ListenerInfo], lost: Mapping[Any, str]
+              ) -> tuple[bool, str, str, list[ListenerInfo]]:
+    """An attachment without the listeners the route lost to an older route of the other kind
+    sharing a hostname there; not accepted when it lost them all."""
+    kept = [li for li in listeners if listener_key(li) not in lost]
+    if len(kept) == len(listeners):
+        return ok, reason, message, listeners
+    if kept:
+        return ok, reason, message, kept
+    winners = sorted({lost[listener_key(li)] for li in listeners})
+    return (False, "NotAllowedByListeners",
+            f"{', '.join(winners)} came first (older, or as old and first by namespace/name) and shares a hostname "
+            "with this route on the listeners it would attach to: a listener serves only one of an HTTPRoute and a "
+            "GRPCRoute with hostnames in common", [])
+
+
 def _one_port(listeners: list[ListenerInfo]) -> tuple[int, str] | None:
     """The (Gateway port, protocol) of the listeners when they have one (a redirect's port)."""
     ports = {(li.port, li.protocol) for li in listeners}
@@ -307,10 +338,11 @@ def _answer(behavior: Behavior) -> Behavior:
 
 
 def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], cache: RenderCache | None = None,
-              deps: Any = None) -> None:
+              deps: Any = None, conflicts: Conflicts | None = None) -> None:
     """Every HTTPRoute, in key order. With a ``cache`` and the route dependencies ``deps`` (see
     render/memo.py; None: nothing is memoized), a route whose ``(uid, resourceVersion)`` and
-    dependencies are unchanged replays its recorded effects instead of being translated."""
+    dependencies are unchanged replays its recorded effects instead of being translated.
+    ``conflicts``: the listeners HTTPRoutes lost to older GRPCRoutes (part of ``deps``)."""
     routes = ctx.snapshot.httproutes
     if cache is not None and (deps is None or deps != cache.route_deps):
         cache.routes.clear()
@@ -318,7 +350,7 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
     memo = cache.routes if cache is not None and deps is not None else None
     kept: dict[str, tuple[tuple[str, str], Recording]] = {}
     listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
-    translator = Translator(ctx, gateways)
+    translator = Translator(ctx, gateways, conflicts=conflicts)
     for key in sorted(routes):
         route = routes[key]
         if not f.is_mapping(route):

@@ -1,4 +1,5 @@
-"""HTTPRoute ``parentRefs``: which Gateway listeners a route attaches to, and its hosts.
+"""A route's ``parentRefs`` (an HTTPRoute's, a GRPCRoute's): which Gateway listeners it attaches
+to, and its hosts.
 
 Per parentRef to one of our Gateways or ListenerSets (refs to others are never reported; a
 Gateway's listeners are its own, not its ListenerSets'): listeners by
@@ -25,6 +26,11 @@ from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 #: (group, kind, namespace, name, sectionName, port) of a parentRef, defaults filled in
 Identity = tuple[str, str, str, str, str, Any]
 _GATEWAY = kinds.GATEWAY.kind
+
+
+def listener_key(li: ListenerInfo) -> tuple[Any, ...]:
+    """A listener's identity, the same from one render to the next."""
+    return (li.gateway_ns, li.gateway_name, li.listener_set, li.index, li.name)
 
 
 def ref_identity(ref: Mapping[str, Any], route_ns: str) -> Identity:
@@ -71,13 +77,15 @@ class Parent:
 
 
 class Attachments:
-    """The listeners a (Gateway, sectionName, port, route namespace) selects, counts and admits,
-    once per render (every route of a namespace usually names its Gateway the same way)."""
+    """The listeners a (Gateway, sectionName, port, route namespace) selects, counts and admits
+    for routes of the kind ``kind``, once per render (every route of a namespace usually names
+    its Gateway the same way)."""
 
-    __slots__ = ("ctx", "_made")
+    __slots__ = ("ctx", "kind", "_made")
 
-    def __init__(self, ctx: RenderContext) -> None:
+    def __init__(self, ctx: RenderContext, kind: str = kinds.HTTP_ROUTE.kind) -> None:
         self.ctx = ctx
+        self.kind = kind
         self._made: dict[tuple[Any, ...], tuple[bool, list[ListenerInfo], bool]] = {}
 
     def _listeners(self, gw: GatewayInfo, section: str, port: int | None, route_ns: str
@@ -89,7 +97,7 @@ class Attachments:
                         if (not section or li.name == section) and (port is None or li.port == port)
                         and (li.listener_set is None or gw.kind != _GATEWAY)]
             allowed = [li for li in selected
-                       if li.serves_httproute and li.attachable and li.allows_namespace(self.ctx, route_ns)]
+                       if self.kind in li.route_kinds and li.attachable and li.allows_namespace(self.ctx, route_ns)]
             hit = self._made[key] = (bool(selected), allowed, any(li.hostname is not None for li in allowed))
         return hit
 

@@ -53,8 +53,9 @@ class BackendsOut:
     first_ref: str
 
 
-def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, settings: ClusterSettings) -> Resolved:
-    """A Service backendRef -> (cluster, reason, message)."""
+def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, settings: ClusterSettings,
+                from_kind: str = kinds.HTTP_ROUTE.kind) -> Resolved:
+    """A Service backendRef of a route of the kind ``from_kind`` -> (cluster, reason, message)."""
     group = ref.get("group") if isinstance(ref.get("group"), str) else ""
     kind = f.string(ref.get("kind")) or "Service"
     name = f.text(ref.get("name"))
@@ -62,7 +63,7 @@ def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, setti
     if group != "" or kind != "Service":
         return None, "InvalidKind", f"backendRef {shown(group)}/{shown(kind)} {name} is not a core Service"
     if not ctx.grants.allows(
-        from_group=GATEWAY_GROUP, from_kind=kinds.HTTP_ROUTE.kind, from_namespace=route_ns,
+        from_group=GATEWAY_GROUP, from_kind=from_kind, from_namespace=route_ns,
         to_group="", to_kind="Service", to_namespace=ns, to_name=name,
     ):
         return None, "RefNotPermitted", ctx.grants.refusal("Service", ns, name)
@@ -81,12 +82,14 @@ def resolve_ref(ctx: RenderContext, ref: Mapping[str, Any], route_ns: str, setti
 
 class Backends:
     """The backends of one render: each distinct reference resolved once (a Service is usually
-    the backend of many routes), each distinct ``backendRefs`` list made once."""
+    the backend of many routes), each distinct ``backendRefs`` list made once; ``kind``: the
+    route kind whose references they are (a ReferenceGrant names it)."""
 
-    __slots__ = ("ctx", "_refs", "_lists")
+    __slots__ = ("ctx", "kind", "_refs", "_lists")
 
-    def __init__(self, ctx: RenderContext) -> None:
+    def __init__(self, ctx: RenderContext, kind: str = kinds.HTTP_ROUTE.kind) -> None:
         self.ctx = ctx
+        self.kind = kind
         self._refs: dict[tuple[Any, ...], Resolved] = {}
         self._lists: dict[tuple[Any, ...], BackendsOut] = {}
 
@@ -100,9 +103,9 @@ class Backends:
                        settings, "")
             hit = self._refs.get(key)
         except TypeError:  # a malformed (unhashable) field: resolved every time
-            return resolve_ref(self.ctx, ref, route_ns, settings)
+            return resolve_ref(self.ctx, ref, route_ns, settings, self.kind)
         if hit is None:
-            hit = self._refs[key] = resolve_ref(self.ctx, ref, route_ns, settings)
+            hit = self._refs[key] = resolve_ref(self.ctx, ref, route_ns, settings, self.kind)
         return hit
 
     def of(self, refs: list[Any], route_ns: str, settings: ClusterSettings) -> tuple[BackendsOut, tuple[Any, ...] | None]:

@@ -94,26 +94,8 @@ def build_match(raw: Mapping[str, Any]) -> MatchOut:
         else:
             method = raw_method.upper()
     headers: dict[str, str] = {}
-    for h in f.items(raw.get("headers")):
-        h = f.mapping(h)
-        name, value, htype = f.string(h.get("name")).lower(), h.get("value"), f.string(h.get("type")) or "Exact"
-        if not name or not isinstance(value, str):
-            problems.append("a header match is malformed")
-            degraded = True
-            continue
-        if not HEADER_NAME.match(name):
-            problems.append("a header match name is not a header name of at most 256 token characters")
-            degraded = True
-            continue
-        if htype != "Exact":
-            problems.append(f"header match type {plain(htype)} ({plain(name)}) is not supported")
-            degraded = True
-            continue
-        if not f.writable(value):
-            problems.append(f"header match {plain(name)} value {brief(value)} holds a lone UTF-16 surrogate")
-            degraded = True
-            continue
-        headers.setdefault(name, value)
+    if "headers" in raw and not header_matches(raw["headers"], headers, problems):
+        degraded = True
     query: dict[str, str] = {}
     query_regex: dict[str, str] = {}
     for q in f.items(raw.get("queryParams")):
@@ -153,6 +135,28 @@ def build_match(raw: Mapping[str, Any]) -> MatchOut:
     match = Match(path_value, path_kind, method, tuple(sorted(headers.items())), tuple(sorted(query.items())),
                   tuple(sorted(query_regex.items())))
     return MatchOut(match, degraded, tuple(problems), match_part(match))
+
+
+def header_matches(items: Any, headers: dict[str, str], problems: list[str]) -> bool:
+    """A match's ``headers`` (an HTTPRoute's, a GRPCRoute's: Exact only) into ``headers`` (names
+    lower-cased, the first of a name kept); False when one cannot be honoured (said in ``problems``)."""
+    ok = True
+    for h in f.items(items):
+        h = f.mapping(h)
+        name, value, htype = f.string(h.get("name")).lower(), h.get("value"), f.string(h.get("type")) or "Exact"
+        if not name or not isinstance(value, str):
+            problems.append("a header match is malformed")
+        elif not HEADER_NAME.match(name):
+            problems.append("a header match name is not a header name of at most 256 token characters")
+        elif htype != "Exact":
+            problems.append(f"header match type {plain(htype)} ({plain(name)}) is not supported")
+        elif not f.writable(value):
+            problems.append(f"header match {plain(name)} value {brief(value)} holds a lone UTF-16 surrogate")
+        else:
+            headers.setdefault(name, value)
+            continue
+        ok = False
+    return ok
 
 
 _MATCH_FIELDS = frozenset({"path", "method", "headers", "queryParams"})

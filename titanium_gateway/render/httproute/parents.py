@@ -1,4 +1,4 @@
-"""HTTPRoute parentRefs that name a Gateway which does not exist.
+"""HTTPRoute (GRPCRoute) parentRefs that name a Gateway which does not exist.
 
 No controller owns such a parent, so none may report on it in the route's status (a status entry
 names the parent and the controller that owns it), and the route would leave no trace anywhere.
@@ -24,11 +24,14 @@ _HTTP_ROUTE = kinds.HTTP_ROUTE.kind
 NO_MATCHING_PARENT = "NoMatchingParent"
 
 
-def missing_parent_events(ctx: RenderContext) -> None:
-    """One ``NoMatchingParent`` Event per HTTPRoute naming every Gateway parentRef whose Gateway is
-    not in the snapshot (in any order: the render sorts its Events)."""
+def missing_parent_events(ctx: RenderContext, route_kind: str = _HTTP_ROUTE) -> None:
+    """One ``NoMatchingParent`` Event per route of the kind ``route_kind`` (a served route kind) naming
+    every Gateway parentRef whose Gateway is not in the snapshot (in any order: the render sorts
+    its Events)."""
     gateways, namespaces = ctx.snapshot.gateways, ctx.snapshot.namespaces
-    for route in ctx.snapshot.httproutes.values():
+    routes = (ctx.snapshot.httproutes if route_kind == _HTTP_ROUTE
+              else getattr(ctx.snapshot, kinds.BY_KIND[route_kind].field))
+    for route in routes.values():
         meta = f.metadata(route)
         name, ns = f.name_of(meta), f.namespace_of(meta)
         if not name or ns is None or meta.get("deletionTimestamp") or _going(namespaces.get(ns)):
@@ -42,7 +45,7 @@ def missing_parent_events(ctx: RenderContext) -> None:
                 missing.append(f"parentRefs[{index}]: Gateway {gw_ns}/{gw_name} does not exist")
         if missing:
             ctx.add_event(EventRecord(
-                kind=_HTTP_ROUTE, namespace=ns, name=name, type="Warning", reason=NO_MATCHING_PARENT,
+                kind=route_kind, namespace=ns, name=name, type="Warning", reason=NO_MATCHING_PARENT,
                 message="; ".join(missing) + ", so nothing serves the route through "
                 + ("it" if len(missing) == 1 else "them"),
                 uid=f.string(meta.get("uid")), api_version=API_VERSION))

@@ -10,7 +10,7 @@ finished with the action of the backends and the limits of the timeouts).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from titanium_gateway.render import fields as f
@@ -58,6 +58,9 @@ class RuleOut:
 #: The behavior of a rule without filters, before its backends and timeouts decide the rest.
 NO_FILTERS = Behavior(UNDECIDED)
 
+#: What translates one rule of a route kind: (translator, rule, route namespace, one_port, index)
+RuleTranslator = Callable[["Translator", Mapping[str, Any], str, "tuple[int, str] | None", int], RuleOut]
+
 
 def _timeouts(rule: Mapping[str, Any], out: RuleOut) -> tuple[ClusterSettings, Limits | None]:
     """A rule's ``timeouts``: the backend request timeout as the settings of its clusters, and
@@ -104,17 +107,15 @@ def named(rule: Mapping[str, Any], problems: list[str]) -> list[str]:
     return [f"rule {name!r}: {p}" for p in problems] if name else problems
 
 
-def newer_rule_fields(rule: Mapping[str, Any], index: int) -> list[str]:
+def newer_rule_fields(rule: Mapping[str, Any], index: int, known: frozenset[str] = RULE_FIELDS) -> list[str]:
     """The problems of a rule's fields the render does not know (``spec.rules[0].retry is not
-    supported``), in the rule's order."""
-    return [f"spec.rules[{index}].{f.plain(key)} is not supported" for key in rule if key not in RULE_FIELDS]
+    supported``; ``known``: the fields of the route kind's rules it reads), in the rule's order."""
+    return [f"spec.rules[{index}].{f.plain(key)} is not supported" for key in rule if key not in known]
 
 
-def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None,
-                   index: int = 0) -> RuleOut:
-    out = RuleOut()
-    if not rule.keys() <= RULE_FIELDS:
-        out.unsupported += newer_rule_fields(rule, index)
+def read_matches(rule: Mapping[str, Any], out: RuleOut, of: Callable[[Any], MatchOut]) -> None:
+    """A rule's ``matches`` (none: one match of everything) made by ``of`` into ``out``, their
+    problems with them."""
     raw_matches = rule.get("matches")
     if raw_matches is None or raw_matches == []:
         raw_matches = [{}]
@@ -122,10 +123,18 @@ def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_po
         out.unsupported.append("matches is malformed")
         raw_matches = [None]
     for raw in raw_matches:
-        m = t.matches.of(raw)
+        m = of(raw)
         out.matches.append(m)
         if m.problems:
             out.unsupported += m.problems
+
+
+def translate_rule(t: Translator, rule: Mapping[str, Any], route_ns: str, one_port: tuple[int, str] | None,
+                   index: int = 0) -> RuleOut:
+    out = RuleOut()
+    if not rule.keys() <= RULE_FIELDS:
+        out.unsupported += newer_rule_fields(rule, index)
+    read_matches(rule, out, t.matches.of)
     settings, limits = _timeouts(rule, out) if "timeouts" in rule else (DEFAULT_SETTINGS, None)
     raw_filters = rule.get("filters")
     behavior = NO_FILTERS

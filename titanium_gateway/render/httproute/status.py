@@ -1,4 +1,5 @@
-"""HTTPRoute status: one entry per parentRef to our Gateways, in spec order.
+"""A served route's status (an HTTPRoute's, a GRPCRoute's): one entry per parentRef to our
+Gateways, in spec order.
 
 Accepted (the parent's attachment, or UnsupportedValue listing the rule problems) and
 ResolvedRefs (the first backend problem's reason); every problem a 500 body names is listed.
@@ -30,6 +31,7 @@ from titanium_gateway.twp.model import Source
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.HTTP_ROUTE.kind
+_SERVED = frozenset(row.kind for row in kinds.SERVED_ROUTES)
 _ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
 Outcome = tuple[bool, str, str]
 #: The Event reason of an accepted route (or an owned Ingress) that has no route in the config.
@@ -57,16 +59,17 @@ def not_served_reason(listeners: list[ListenerInfo]) -> str:
 
 
 def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable]) -> None:
-    """Unreachable rules of one HTTPRoute: a ``ShadowedRule`` Warning Event per rule and a
-    sentence in the message of each parent's ``Accepted: True`` condition (the route stays
+    """Unreachable rules of one HTTPRoute (GRPCRoute): a ``ShadowedRule`` Warning Event per rule
+    and a sentence in the message of each parent's ``Accepted: True`` condition (the route stays
     Accepted: it is valid)."""
-    uid = f.string(f.metadata(ctx.snapshot.httproutes.get(f"{source.namespace}/{source.name}")).get("uid"))
+    objects = getattr(ctx.snapshot, kinds.BY_KIND[source.kind].field)
+    uid = f.string(f.metadata(objects.get(f"{source.namespace}/{source.name}")).get("uid"))
     names = rule_names(ctx)
     for u in rules:
-        ctx.add_event(EventRecord(kind=KIND, namespace=source.namespace, name=source.name, type="Warning",
+        ctx.add_event(EventRecord(kind=source.kind, namespace=source.namespace, name=source.name, type="Warning",
                                   reason=SHADOWED_RULE, message=u.message(names=names), uid=uid,
                                   api_version=API_VERSION))
-    status = ctx.status.get((KIND, source.namespace, source.name))
+    status = ctx.status.get((source.kind, source.namespace, source.name))
     if status is None or type(status) is not ObjectStatus:
         return
     rules = sorted(rules, key=_rule_index)
@@ -77,12 +80,13 @@ def shadowed_rules(ctx: RenderContext, source: Source, rules: list[Unreachable])
 
 
 def rule_names(ctx: RenderContext) -> Callable[[Source, int], str]:
-    """The names of the HTTPRoute rules of this render's snapshot (``rules.rule_name``)."""
-    routes = ctx.snapshot.httproutes
+    """The names of the HTTPRoute (GRPCRoute) rules of this render's snapshot (``rules.rule_name``)."""
+    snapshot = ctx.snapshot
 
     def name(source: Source, index: int) -> str:
-        if source.kind != KIND:
+        if source.kind not in _SERVED:
             return ""
+        routes = getattr(snapshot, kinds.BY_KIND[source.kind].field)
         return rule_name(routes.get(f"{source.namespace}/{source.name}"), index)
 
     return name
@@ -153,12 +157,13 @@ class Statuses:
     """The statuses of one render. The conditions of a parent are made once for each
     (generation, Accepted, ResolvedRefs, kept transition times): thousands of routes of one
     Gateway have the same ones; like the parentRef echoes, they are shared read-only between
-    the routes' statuses."""
+    the routes' statuses. ``kind``: the kind of the routes."""
 
-    __slots__ = ("ctx", "_conditions", "_echoes")
+    __slots__ = ("ctx", "kind", "_conditions", "_echoes")
 
-    def __init__(self, ctx: RenderContext) -> None:
+    def __init__(self, ctx: RenderContext, kind: str = KIND) -> None:
         self.ctx = ctx
+        self.kind = kind
         self._conditions: dict[tuple[Any, ...], tuple[ConditionList, list[Any]]] = {}
         self._echoes: dict[tuple[Any, ...], dict[str, Any]] = {}
 
@@ -185,7 +190,7 @@ class Statuses:
         ref_reason = problems.refs[0][0] if problems.refs else ""
         n_firsts, n_ref_firsts = len(set(problems.firsts)), len(set(problems.ref_firsts))
         if unserved:
-            ctx.add_event(EventRecord(kind=KIND, namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
+            ctx.add_event(EventRecord(kind=self.kind, namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
                                       message=f"the route is not served: {unserved}",
                                       uid=f.string(f.metadata(route).get("uid")), api_version=API_VERSION))
         entries: list[dict[str, Any]] = []
@@ -222,4 +227,4 @@ class Statuses:
                 "controllerName": ctx.options.controller_name,
                 "conditions": hit[1],
             })
-        ctx.add_status(ObjectStatus.of(API_VERSION, KIND, ns, name, {"parents": entries}))
+        ctx.add_status(ObjectStatus.of(API_VERSION, self.kind, ns, name, {"parents": entries}))

@@ -135,7 +135,7 @@ class GatewayOutcome:
     previous: tuple[Mapping[str, Any], ...]
     acceptance: Outcome
     #: whether Programmed follows the delivery (a Gateway: accepted with a valid listener; a
-    #: ListenerSet: accepted), else Programmed False (Invalid; a ListenerSet: why not accepted)
+    #: ListenerSet: accepted), else Programmed False: ``unprogrammed``, or Invalid
     valid: bool
     #: the data plane that serves it (``""`` the shared one; a Gateway's ``namespace/name``);
     #: None: none, ``no_plane`` says why
@@ -149,6 +149,8 @@ class GatewayOutcome:
     attached_listener_sets: int | None = None
     #: the listeners (None: not written: a ListenerSet not allowed, or whose Gateway is not accepted)
     listeners: tuple[ListenerOutcome, ...] | None = ()
+    #: Programmed when not valid, if not Invalid (a ListenerSet not accepted: why)
+    unprogrammed: Outcome | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:

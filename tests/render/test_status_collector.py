@@ -104,3 +104,14 @@ def test_a_conflicted_listener_set_entry_says_why_and_an_invalid_listener_is_inv
     assert a["Accepted"] == a["Programmed"] == ("False", "HostnameConflict")
     assert b["Programmed"] == ("False", "Invalid")
     assert "addresses" not in st.status
+
+
+def test_not_valid_is_invalid_unless_the_outcome_says_why() -> None:
+    state = programmed.delivery("h", "", assume_programmed=True, confirmed_hash=None, probe_message="")
+    gateway = programmed.status(_gateway(valid=False, acceptance=(False, "ListenersNotValid", "none")), state, "now")
+    assert _conditions(gateway.status["conditions"])["Programmed"] == ("False", "Invalid")
+    why = (False, "NotAllowed", "Gateway apps/web allows no ListenerSets")
+    ls = programmed.status(_gateway(kind="ListenerSet", addresses=None, listeners=None, valid=False, acceptance=why,
+                                    unprogrammed=why), state, "now")
+    assert _conditions(ls.status["conditions"])["Programmed"] == ("False", "NotAllowed")
+    assert set(ls.status) == {"conditions"}

@@ -715,6 +715,7 @@ def outcome(info: GatewayInfo) -> GatewayOutcome:
     listeners = tuple(listener_outcome(li) for li in info.listeners if li.listener_set is None)
     conds = info.conditions
     return GatewayOutcome(API_VERSION, KIND, info.namespace, info.name, conds.observed_generation,
-                          conds.previous, info.acceptance, info.accepted, info.plane, info.no_plane,
-                          info.address_problem, tuple(info.addresses), info.attached_listener_sets, listeners,
-                          info.address_reason)
+                          conds.previous, info.acceptance, info.accepted, info.plane, no_plane=info.no_plane,
+                          address_problem=info.address_problem, addresses=tuple(info.addresses),
+                          attached_listener_sets=info.attached_listener_sets, listeners=listeners,
+                          address_reason=info.address_reason)

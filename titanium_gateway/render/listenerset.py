@@ -188,7 +188,8 @@ def outcome(info: ListenerSetInfo) -> GatewayOutcome:
                  else tuple(listener_outcome(li) for li in info.listeners))
     gw = info.gateway
     return GatewayOutcome(API_VERSION, KIND, info.namespace, info.name, conds.observed_generation, conds.previous,
-                          info.acceptance, info.accepted, gw.plane, gw.no_plane, listeners=listeners)
+                          info.acceptance, info.accepted, gw.plane, gw.no_plane, listeners=listeners,
+                          unprogrammed=(False, info.acceptance[1], info.acceptance[2]))
 
 
 def parents(listener_sets: Mapping[tuple[str, str], ListenerSetInfo]) -> dict[tuple[str, str], tuple[str, str]]:

@@ -136,7 +136,7 @@ class GatewayOutcome:
     previous: tuple[Mapping[str, Any], ...]
     acceptance: Outcome
     #: whether Programmed follows the delivery (a Gateway: accepted with a valid listener; a
-    #: ListenerSet: accepted), else Programmed False (Invalid; a ListenerSet: why not accepted)
+    #: ListenerSet: accepted), else Programmed False: ``unprogrammed``, or Invalid
     valid: bool
     #: the data plane that serves it (``""`` the shared one; a Gateway's ``namespace/name``);
     #: None: none, ``no_plane`` says why
@@ -153,6 +153,8 @@ class GatewayOutcome:
     #: the reason that goes with ``address_problem``: AddressNotAssigned (not yet the Service's)
     #: or AddressNotUsable (its data plane cannot use it)
     address_reason: str = "AddressNotAssigned"
+    #: Programmed when not valid, if not Invalid (a ListenerSet not accepted: why)
+    unprogrammed: Outcome | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -34,7 +34,6 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from titanium_gateway import kinds
 from titanium_gateway.render.result import GatewayOutcome, ListenerOutcome, ObjectStatus, RenderResult
 from titanium_gateway.render.status.conditions import ConditionList
 
@@ -116,13 +115,11 @@ def status(outcome: GatewayOutcome, state: Delivery, now: str,
         old_listeners = {li.get("name"): li.get("conditions") or () for li in previous.get("listeners") or ()}
     conds = ConditionList(None, previous=previous_conditions, now=now, observed_generation=o.generation)
     conds.set("Accepted", *o.acceptance)
-    if o.kind == kinds.GATEWAY.kind:
+    if o.valid or o.unprogrammed is None:
         conds.set("Programmed", *condition("gateway", o.valid, state, address_problem=o.address_problem,
                                             address_reason=o.address_reason))
-    elif o.valid:
-        conds.set("Programmed", *condition("gateway", True, state))
-    else:  # (a ListenerSet not accepted: why)
-        conds.set("Programmed", False, o.acceptance[1], o.acceptance[2])
+    else:
+        conds.set("Programmed", *o.unprogrammed)
     body: dict[str, Any] = {}
     if o.addresses is not None:
         body["addresses"] = [dict(a) for a in o.addresses]

@@ -12,6 +12,8 @@ SUPPORTED_FEATURES: tuple[str, ...] = (
     "BackendTLSPolicySANValidation",
     "Gateway",
     "HTTPRoute",
+    "HTTPRouteBackendProtocolH2C",
+    "HTTPRouteBackendProtocolWebSocket",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
     "HTTPRouteNamedRouteRule",

@@ -5,9 +5,9 @@ the pod runner serves the cluster's pods).
    working tree and the reference data plane as the chart's own pods (the pod runner runs them);
    on a release that was there already, the controller's pods are deleted so that the new ones
    run the working tree as it is now (the data plane keeps running);
-2. the quick start's backends (examples/quickstart-backends/) and its Gateway and HTTPRoute
-   (examples/quickstart/10-*, 20-*) created where absent: an object that exists is left as it is,
-   so a rerun never undoes your edits;
+2. the quick start's backends (examples/quickstart-backends/), its Gateway and HTTPRoute
+   (examples/quickstart/10-*, 20-*) and the GRPCRoute of examples/grpc/ created where absent: an
+   object that exists is left as it is, so a rerun never undoes your edits;
 3. waits until the Gateway is Programmed and a request through its address answers, shows it,
    and writes the address to DIR/dev/gateway-address (for dev.sh's closing lines).
 """
@@ -28,7 +28,8 @@ from tests.support.chartrelease import CHART, HELM_ENV
 from tests.support.kubecluster import REPO, LocalCluster
 
 VALUES = REPO / "hack" / "kube" / "dev-values.yaml"
-QUICKSTART = [REPO / "examples" / "quickstart" / "10-gateway.yaml", REPO / "examples" / "quickstart" / "20-httproute.yaml"]
+QUICKSTART = [REPO / "examples" / "quickstart" / "10-gateway.yaml", REPO / "examples" / "quickstart" / "20-httproute.yaml",
+              REPO / "examples" / "grpc" / "grpcroute.yaml"]
 BACKENDS = REPO / "examples" / "quickstart-backends" / "backends.yaml"
 HOST = "shop.example.com"
 

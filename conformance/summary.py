@@ -125,10 +125,12 @@ def print_profile(name: str, profile: dict, features: dict, tests: dict[str, dic
     print(f"    extended: {es.get('Passed', 0)}/{etotal} passed, {es.get('Skipped', 0)} skipped "
           f"(result: {ext.get('result')})")
     for feature in sorted(claimed & extended_features):
-        # A test counts for a feature when it needs it and every other feature it needs is claimed
-        # (the profile's core features are claimed by running the profile).
+        # A test counts for a feature when it needs it, every other feature it needs is claimed
+        # (the profile's core features are, by running the profile), and it belongs to the profile
+        # (the suite's rule: every feature it needs is one of the profile's).
         names = sorted(n for n, t in tests.items() if feature in t["features"]
-                       and set(t["features"]) <= claimed | core_features)
+                       and set(t["features"]) <= claimed | core_features
+                       and set(t["features"]) <= core_features | extended_features)
         passed = [n for n in names if results.get(n) == "PASS"]
         failed = [n for n in names if results.get(n) == "FAIL"]
         line = f"      {feature:<34} {len(passed)}/{len(names)}"

@@ -84,7 +84,7 @@ cluster-test:  ## the cluster tier (tests/cluster) on a cluster of its own; fail
 	TITANIUM_CLUSTER_TESTS=require $(PYTHON) -m pytest -q -m cluster tests/cluster
 
 dev:  ## cluster up, chart installed, this tree's controller, the reference data plane and echo backends as pods, quick start applied
-	PYTHON="$(PYTHON)" hack/kube/dev.sh $(KUBE_DIR)
+	PYTHON="$(PYTHON)" DEV_VALUES="$(DEV_VALUES)" hack/kube/dev.sh $(KUBE_DIR)
 
 clean:
 	rm -rf out artifacts .pytest_cache build dist *.egg-info

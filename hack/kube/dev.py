@@ -1,20 +1,27 @@
 """make dev, the part inside the cluster's network (hack/kube/dev.sh runs it through exec.sh, once
 the pod runner serves the cluster's pods).
 
-1. ``helm upgrade --install`` of the chart with hack/kube/dev-values.yaml: the controller of this
-   working tree and the reference data plane as the chart's own pods (the pod runner runs them);
-   on a release that was there already, the controller's pods are deleted so that the new ones
-   run the working tree as it is now (the data plane keeps running);
+1. ``helm upgrade --install`` of the chart with hack/kube/dev-values.yaml and then the user's
+   own values files (``--values FILE``, from ``make dev DEV_VALUES=FILE``: later files win): the
+   controller of this working tree and the reference data plane as the chart's own pods (the pod
+   runner runs them); a value the release has (``helm get values``: set with ``helm upgrade
+   --set`` by hand, say) that the upgrade changes is named first, so it is not lost unseen; on a
+   release that was there already, the controller's pods are deleted so that the new ones run
+   the working tree as it is now (the data plane keeps running);
 2. the quick start's backends (examples/quickstart-backends/), its Gateway and HTTPRoute
    (examples/quickstart/10-*, 20-*) and the GRPCRoute of examples/grpc/ created where absent: an
    object that exists is left as it is, so a rerun never undoes your edits;
 3. waits until the Gateway is Programmed and a request through its address answers, shows it,
-   and writes the address to DIR/dev/gateway-address (for dev.sh's closing lines).
+   and writes the address to DIR/dev/gateway-address (for dev.sh's closing lines); then names
+   every listener of every Gateway that is not in its good state (a Programmed Gateway can have
+   an HTTPS listener whose certificate it may not read), with its conditions' reasons and
+   messages.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -26,6 +33,7 @@ import yaml
 
 from tests.support.chartrelease import CHART, HELM_ENV
 from tests.support.kubecluster import REPO, LocalCluster
+from titanium_gateway.render.listenerevents import SOUND, listener_problem
 
 VALUES = REPO / "hack" / "kube" / "dev-values.yaml"
 QUICKSTART = [REPO / "examples" / "quickstart" / "10-gateway.yaml", REPO / "examples" / "quickstart" / "20-httproute.yaml",
@@ -40,6 +48,11 @@ def log(msg: str) -> None:
 
 def rel(path: Path) -> str:
     return str(path.relative_to(REPO))
+
+
+def display(path: Path) -> str:
+    """``path`` relative to the checkout when it is in it."""
+    return rel(path) if path.resolve().is_relative_to(REPO) else str(path)
 
 
 def create_absent(cluster: LocalCluster, files: list[Path]) -> None:
@@ -82,13 +95,54 @@ def programmed_address(gw: dict[str, Any]) -> str:
     return next((a.get("value", "") for a in status.get("addresses") or []), "")
 
 
+#: A listener's conditions in their good state: the render's (its InvalidListener Events), and
+#: Programmed, which the data plane's confirmation makes True.
+GOOD = {**SOUND, "Programmed": "True"}
+
+
+def listener_problems(gw: dict[str, Any]) -> list[str]:
+    """Each listener of a Gateway with a condition not in its good state, as
+    ``Gateway NS/NAME: listener "L" cannot serve: Type=Status (Reason): message; ...``."""
+    md = gw.get("metadata") or {}
+    found = (listener_problem(li, GOOD) for li in (gw.get("status") or {}).get("listeners") or [])
+    return [f"Gateway {md.get('namespace')}/{md.get('name')}: {p}" for p in found if p]
+
+
+def flatten(values: Any, prefix: str = "") -> dict[str, Any]:
+    """Helm values as ``{"controller.replicas": 1, ...}`` (a list is one value)."""
+    if not isinstance(values, dict) or (prefix and not values):
+        return {prefix: values} if prefix else {}
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def dropped_values(current: dict[str, Any], files: list[Path]) -> list[str]:
+    """The values the release has now (``helm get values``) that an upgrade with ``files``
+    (merged in order) would change or drop, as ``key: now -> then``."""
+    wanted: dict[str, Any] = {}
+    for f in files:
+        wanted.update(flatten(yaml.safe_load(f.read_text()) or {}))
+    out = []
+    for key, value in sorted(flatten(current).items()):
+        if key not in wanted:
+            out.append(f"{key}: {json.dumps(value)} -> the chart's default")
+        elif wanted[key] != value:
+            out.append(f"{key}: {json.dumps(value)} -> {json.dumps(wanted[key])}")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--helm", required=True)
     ap.add_argument("--release", default="titanium-gateway")
     ap.add_argument("--namespace", default="gateway-system")
     ap.add_argument("--timeout", type=float, default=240)
+    ap.add_argument("--values", action="append", type=Path, default=[], metavar="FILE",
+                    help="a values file of yours, applied after hack/kube/dev-values.yaml (repeatable)")
     args = ap.parse_args()
+    files = [VALUES, *args.values]
     cluster = LocalCluster(os.environ["TITANIUM_KUBE_DIR"])
     work = cluster.dir / "dev"
     work.mkdir(exist_ok=True)
@@ -96,9 +150,16 @@ def main() -> int:
 
     there = cluster.run(args.helm, "status", args.release, "--namespace", args.namespace, check=False,
                         env=HELM_ENV).returncode == 0
-    log(f"helm upgrade --install {args.release} {rel(CHART)} --values {rel(VALUES)}")
+    if there:
+        current = cluster.run(args.helm, "get", "values", args.release, "--namespace", args.namespace,
+                              "--output", "json", env=HELM_ENV).stdout
+        changed = dropped_values(json.loads(current or "{}") or {}, files)
+        if changed:
+            log("the release has values that this upgrade changes (set with helm by hand?); keep them in a values "
+                "file of yours, make dev DEV_VALUES=FILE:\n  " + "\n  ".join(changed))
+    log(f"helm upgrade --install {args.release} {rel(CHART)} " + " ".join(f"--values {display(f)}" for f in files))
     cluster.run(args.helm, "upgrade", "--install", args.release, str(CHART), "--namespace", args.namespace,
-                "--create-namespace", "--values", str(VALUES), timeout=300, env=HELM_ENV)
+                "--create-namespace", *(a for f in files for a in ("--values", str(f))), timeout=300, env=HELM_ENV)
     selector = f"app.kubernetes.io/component=controller,app.kubernetes.io/instance={args.release}"
     old: list[str] = []
     if there:
@@ -142,6 +203,10 @@ def main() -> int:
             answer = e
         time.sleep(1)
     print(cluster.kubectl("get", "gatewayclass,gateway,httproute", "-A").stdout, end="")
+    problems = [p for gw in cluster.api.list("Gateway") for p in listener_problems(gw)]
+    if problems:
+        log(f"{len(problems)} listener(s) not in their good state (kubectl describe gateway; the Gateway's "
+            "InvalidListener Events):\n  " + "\n  ".join(problems))
     if isinstance(answer, requests.Response) and answer.status_code == 200:
         try:
             pod = answer.json().get("pod", "?")

@@ -8,6 +8,9 @@
 #   hack/kube/dev.sh [DIR]      (DIR: $TITANIUM_KUBE_DIR, else .cache/kube/cluster)
 # Environment: PYTHON (default python3), the interpreter with `pip install -e '.[test]'`: it runs
 # the pod runner, and through it the controller, the data plane and the backends.
+# DEV_VALUES: values files of yours (space-separated), applied after hack/kube/dev-values.yaml;
+# remembered in DIR/dev/values-files, so a later run without DEV_VALUES applies them again
+# (DEV_VALUES=none forgets them).
 set -euo pipefail
 # shellcheck source=hack/kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,8 +22,31 @@ DIR="$(cluster_dir "${1:-}")"
   echo "hack/kube/dev.sh: $PYTHON lacks the packages of pip install -e '.[test]' (make install; or PYTHON=.venv/bin/python)" >&2
   exit 2
 }
+# The user's values files, as absolute paths (checked before anything starts).
+USER_VALUES=()
+if [[ -n "${DEV_VALUES:-}" && "$DEV_VALUES" != none ]]; then
+  for f in $DEV_VALUES; do
+    [[ -f "$f" ]] || { echo "hack/kube/dev.sh: DEV_VALUES: no file $f" >&2; exit 2; }
+    USER_VALUES+=("$(realpath "$f")")
+  done
+fi
 "$KUBE_ROOT/hack/kube/build.sh"
 "$KUBE_ROOT/hack/kube/up.sh" "$DIR"
+mkdir -p "$DIR/dev"
+REMEMBERED="$DIR/dev/values-files"
+if [[ "${DEV_VALUES:-}" == none ]]; then
+  rm -f "$REMEMBERED"
+elif [[ ${#USER_VALUES[@]} -gt 0 ]]; then
+  printf '%s\n' "${USER_VALUES[@]}" >"$REMEMBERED"
+elif [[ -s "$REMEMBERED" ]]; then
+  mapfile -t USER_VALUES <"$REMEMBERED"
+  for f in "${USER_VALUES[@]}"; do
+    [[ -f "$f" ]] || { echo "hack/kube/dev.sh: your values file $f (from an earlier make dev) is gone: DEV_VALUES=none forgets it" >&2; exit 2; }
+  done
+  echo "hack/kube/dev.sh: with your values from an earlier run: ${USER_VALUES[*]} (DEV_VALUES=none forgets them)" >&2
+fi
+VALUES_ARGS=()
+for f in "${USER_VALUES[@]}"; do VALUES_ARGS+=(--values "$f"); done
 # shellcheck disable=SC1091
 source "$DIR/cluster.env"
 # Helm is fetched (once) outside the cluster's network, which has no way out.
@@ -45,7 +71,7 @@ else
 fi
 
 TITANIUM_KUBE_DIR="$DIR" PYTHONPATH="$KUBE_ROOT${PYTHONPATH:+:$PYTHONPATH}" \
-  "$KUBE_ROOT/hack/kube/exec.sh" "$PYTHON" "$KUBE_ROOT/hack/kube/dev.py" --helm "$HELM"
+  "$KUBE_ROOT/hack/kube/exec.sh" "$PYTHON" "$KUBE_ROOT/hack/kube/dev.py" --helm "$HELM" "${VALUES_ARGS[@]}"
 
 # How to reach this cluster from here on (its directory is named unless it is the default one).
 ex="hack/kube/exec.sh" again="make dev" down="make cluster-down"
@@ -64,6 +90,8 @@ cluster's network: run commands there with hack/kube/exec.sh (kubectl is set up 
       the controller's log (--previous: before its last restart)
   $again
       after a code change: the controller restarts with it (your edits to the quick start stay)
+  $again DEV_VALUES=my-values.yaml
+      chart values of yours on top of hack/kube/dev-values.yaml, kept for later runs
   $down
       stop everything
 MSG

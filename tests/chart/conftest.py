@@ -21,7 +21,9 @@ NAMESPACE = "gateway-system"
 # The variants the acceptance criteria name, plus the kind values file of the conformance run.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    "secret-namespaces": {"controller": {"secretNamespaces": ["apps", "shop"]}},
+    # the namespaces this release serves, listed: Gateways in apps, a certificate granted from shop
+    "secret-namespaces": {"controller": {"secretNamespaces": ["shop"]}, "dataPlane": {"gatewayNamespaces": ["apps"]}},
+    "shared-secret-namespaces": {"controller": {"secretNamespaces": ["apps", "shop"]}, "dataPlane": {"mode": "shared"}},
     "secrets-cluster-wide": {"controller": {"secretsClusterWide": True}},
     "cluster-ip": {"dataPlane": {"service": {"type": "ClusterIP"}}},
     "legacy-annotation": {"controller": {"watchLegacyAnnotation": True}},

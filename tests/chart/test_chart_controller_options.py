@@ -61,9 +61,13 @@ def test_controller_parses_the_charts_args_and_environment(helm, variant: str) -
     target_ports = sorted(int(p["targetPort"]) for p in service["spec"]["ports"] if str(p["targetPort"]).isdigit())
     assert set(opts.data_plane_ports) <= set(target_ports) or not target_ports
     controller_values = VARIANTS[variant].get("controller", {})
-    if controller_values.get("secretsClusterWide"):
+    listed = [*controller_values.get("secretNamespaces", []),
+              *VARIANTS[variant].get("dataPlane", {}).get("gatewayNamespaces", [])]
+    if controller_values.get("secretsClusterWide") or not listed:
         assert opts.secret_namespaces == ()  # the flag's default: every namespace
     else:  # the release namespace and the listed ones, as the RBAC grants
-        assert opts.secret_namespaces == tuple(sorted({NAMESPACE, *controller_values.get("secretNamespaces", [])}))
+        assert opts.secret_namespaces == tuple(sorted({NAMESPACE, *listed}))
+    mode = VARIANTS[variant].get("dataPlane", {}).get("mode", "perGateway")
+    assert opts.admission_policy == ("titanium-gateway-controller-writes" if mode == "perGateway" else "")
     legacy = VARIANTS[variant].get("controller", {}).get("watchLegacyAnnotation", False)
     assert opts.watch_legacy_annotation is bool(legacy)

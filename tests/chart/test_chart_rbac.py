@@ -1,4 +1,5 @@
-"""RBAC, rule by rule, against docs/install.md "RBAC" (no verb or resource beyond it)."""
+"""RBAC, rule by rule, against docs/install.md "RBAC" and docs/security.md (no verb or resource
+beyond them), and the admission policy that fences every cluster-wide write RBAC cannot narrow."""
 
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ NAMESPACED_RULES = {
 }
 # Secret and ConfigMap reads: a Role of its own in each namespace whose Secrets the controller reads
 SECRET_READ_RULES = {("", "secrets", None): READ, ("", "configmaps", None): READ}
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+#: the cluster-wide writes the admission policy does not fence: status (the status subresource
+#: changes nothing else) and Events (records, docs/security.md)
+UNFENCED_WRITES = {
+    *(("gateway.networking.k8s.io", f"{plural}/status") for plural in GATEWAY_API_STATUS),
+    ("networking.k8s.io", "ingresses/status"),
+    ("events.k8s.io", "events"),
+}
 
 
 def flatten(rules: list[dict], with_names: bool) -> dict:
@@ -65,7 +74,9 @@ def flatten(rules: list[dict], with_names: bool) -> dict:
 
 def test_cluster_role_rules_exactly(helm):
     role = one(helm.template(), "ClusterRole", "titanium-gateway-controller")
-    assert flatten(role["rules"], with_names=False) == CLUSTER_RULES
+    # (no namespaces listed: certificates and CA ConfigMaps read in every namespace, read only)
+    assert flatten(role["rules"], with_names=False) == {**CLUSTER_RULES, ("", "secrets"): READ,
+                                                       ("", "configmaps"): READ}
 
 
 def main_role(docs: list[dict]) -> dict:
@@ -110,35 +121,61 @@ def secret_readers(docs: list[dict]) -> dict[str, dict]:
     return roles
 
 
-def test_default_reads_the_secrets_of_the_release_namespace_only(helm):
+def test_default_reads_certificates_cluster_wide_read_only(helm):
+    """No namespaces listed: the release serves every namespace, so a certificate in a Gateway's
+    own namespace works after a default install; read only (no write on Secrets is cluster-wide
+    but the data-plane one the admission policy fences)."""
     docs = helm.template()
     cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
-    assert ("", "secrets") not in cluster, "no cluster-wide Secret read by default"
-    assert sorted(secret_readers(docs)) == [NAMESPACE]
+    assert cluster == {**CLUSTER_RULES, ("", "secrets"): READ, ("", "configmaps"): READ}
+    assert secret_readers(docs) == {}
     assert flatten(main_role(docs)["rules"], with_names=True) == NAMESPACED_RULES
+    env = {e["name"]: e.get("value") for e in one(docs, "Deployment", "titanium-gateway-controller")
+           ["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert "TITANIUM_GATEWAY_SECRET_NAMESPACES" not in env  # (every namespace)
 
 
-def test_secret_namespaces_variant(helm):
-    docs = helm.template(VARIANTS["secret-namespaces"])
-    cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
-    assert cluster == CLUSTER_RULES, "no cluster-wide Secret or ConfigMap read with controller.secretNamespaces"
-    assert sorted(secret_readers(docs)) == sorted(["apps", "shop", NAMESPACE])
+@pytest.mark.parametrize("variant", ["secret-namespaces", "shared-secret-namespaces"])
+def test_listed_namespaces_leave_nothing_cluster_wide(helm, variant):
+    """The namespaces listed: every Secret read and every write is a Role there; no ClusterRole
+    grants a Secret read or any write (status and Events aside)."""
+    docs = helm.template(VARIANTS[variant])
+    for role in by_kind(docs, "ClusterRole"):
+        for (group, resource), verbs in flatten(role["rules"], with_names=False).items():
+            assert (group, resource) not in {("", "secrets"), ("", "configmaps")}, (role["metadata"]["name"], resource)
+            if verbs & WRITE_VERBS:
+                assert (group, resource) in UNFENCED_WRITES, (role["metadata"]["name"], group, resource, verbs)
+    readers = sorted(["apps", "shop", NAMESPACE])
+    assert sorted(secret_readers(docs)) == readers
     assert flatten(main_role(docs)["rules"], with_names=True) == NAMESPACED_RULES
+    env = {e["name"]: e.get("value") for e in one(docs, "Deployment", "titanium-gateway-controller")
+           ["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert sorted(env["TITANIUM_GATEWAY_SECRET_NAMESPACES"].split(",")) == readers
     # the release namespace listed again: still one Role there
-    docs = helm.template({"controller": {"secretNamespaces": [NAMESPACE, "apps"]}})
+    docs = helm.template({"controller": {"secretNamespaces": [NAMESPACE, "apps"]}, "dataPlane": {"mode": "shared"}})
     assert sorted(secret_readers(docs)) == sorted(["apps", NAMESPACE])
 
 
-def test_cluster_wide_secret_read_is_an_explicit_opt_in(helm):
+def test_secret_namespaces_alone_cannot_leave_per_gateway_writes_cluster_wide(helm):
+    err = helm.template_fails({"controller": {"secretNamespaces": ["apps"]}})
+    assert "list dataPlane.gatewayNamespaces too" in err
+
+
+def test_cluster_wide_secret_read_can_be_forced_or_refused(helm):
     docs = helm.template(VARIANTS["secrets-cluster-wide"])
     cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
     assert cluster == {**CLUSTER_RULES, ("", "secrets"): READ, ("", "configmaps"): READ}
     assert secret_readers(docs) == {}
     # both would leave one of them without effect: refused, with the reason
-    proc = helm.run(*helm.template_args({"controller": {"secretsClusterWide": True, "secretNamespaces": ["apps"]}}),
-                    check=False)
+    proc = helm.run(*helm.template_args({"controller": {"secretsClusterWide": True, "secretNamespaces": ["apps"]},
+                                         "dataPlane": {"mode": "shared"}}), check=False)
     assert proc.returncode != 0
-    assert "leave controller.secretNamespaces empty" in proc.stderr
+    assert "leave controller.secretNamespaces and dataPlane.gatewayNamespaces empty" in proc.stderr
+    # false: the release namespace only
+    docs = helm.template({"controller": {"secretsClusterWide": False}})
+    cluster = flatten(one(docs, "ClusterRole", "titanium-gateway-controller")["rules"], with_names=False)
+    assert ("", "secrets") not in cluster
+    assert sorted(secret_readers(docs)) == [NAMESPACE]
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -165,6 +202,8 @@ def test_no_verb_or_resource_beyond_the_security_section(helm, variant):
     allowed = {(g, r): v for (g, r), v in CLUSTER_RULES.items()}
     for (g, r, _), v in [*NAMESPACED_RULES.items(), *SECRET_READ_RULES.items()]:
         allowed[(g, r)] = allowed.get((g, r), set()) | v
+    allowed[("", "secrets")] = allowed[("", "secrets")] | READ  # (no namespaces listed: cluster-wide)
+    allowed[("", "configmaps")] = allowed[("", "configmaps")] | READ
     for role in by_kind(docs, "Role") + by_kind(docs, "ClusterRole"):
         # the Gateways' own data planes: created, updated and deleted (their rules exactly, above)
         data_planes = role["metadata"]["name"] == "titanium-gateway-controller-data-planes"
@@ -185,7 +224,8 @@ DATA_PLANE_RULES = {
     ("apps", "deployments"): {"get", "list", "watch", "create", "patch", "delete"},
     ("", "services"): {"create", "patch", "delete"},
     ("", "configmaps"): {"get", "list", "create", "patch", "delete"},
-    ("", "secrets"): {"get", "create", "patch", "delete"},
+    # never read: written with a JSON patch that tests the labels first, or created
+    ("", "secrets"): {"create", "patch", "delete"},
     ("", "pods"): {"list", "watch", "patch"},
 }
 DATA_PLANES = "titanium-gateway-controller-data-planes"

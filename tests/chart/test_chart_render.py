@@ -83,7 +83,8 @@ def test_crds_are_rendered_with_include_crds_and_valid(helm):
             "referencegrants", "tcproutes", "tlsroutes", "udproutes")
     ]
     policies = by_kind(docs, "ValidatingAdmissionPolicy") + by_kind(docs, "ValidatingAdmissionPolicyBinding")
-    assert [p["metadata"]["name"] for p in policies] == ["safe-upgrades.gateway.networking.k8s.io"] * 2
+    assert sorted(p["metadata"]["name"] for p in policies) == sorted(
+        ["safe-upgrades.gateway.networking.k8s.io", "titanium-gateway-controller-writes"] * 2)
     for obj in crds + policies:
         kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
 
@@ -111,9 +112,10 @@ def test_default_install_objects(helm):
         ("PodDisruptionBudget", ns, "titanium-gateway-controller"),
         ("PodDisruptionBudget", ns, "titanium-gateway-data-plane"),
         ("Role", ns, "titanium-gateway-controller"),
-        ("Role", ns, "titanium-gateway-controller-secrets"),
         ("RoleBinding", ns, "titanium-gateway-controller"),
-        ("RoleBinding", ns, "titanium-gateway-controller-secrets"),
+        # the fence on the controller's writes (no namespaces listed: Secrets read cluster-wide)
+        ("ValidatingAdmissionPolicy", "", "titanium-gateway-controller-writes"),
+        ("ValidatingAdmissionPolicyBinding", "", "titanium-gateway-controller-writes"),
         ("Secret", ns, "titanium-gateway-admin-token"),
         ("Secret", ns, "titanium-gateway-data-plane-tls"),
         ("Service", ns, "titanium-gateway-data-plane"),
@@ -181,9 +183,9 @@ def test_controller_deployment(helm):
         "TITANIUM_GATEWAY_CONFIG_PARTS": "64",
         "TITANIUM_GATEWAY_PORT_MAP": "80=8080,443=8443",
         "TITANIUM_GATEWAY_DATA_PLANE_PORTS": "8080,8443",
-        "TITANIUM_GATEWAY_SECRET_NAMESPACES": "gateway-system",
         "TITANIUM_GATEWAY_DATA_PLANE_MODE": "per-gateway",
         "TITANIUM_GATEWAY_DATA_PLANE_TEMPLATE": "/etc/titanium-gateway/data-plane.yaml",
+        "TITANIUM_GATEWAY_ADMISSION_POLICY": "titanium-gateway-controller-writes",
         "TITANIUM_GATEWAY_INGRESS_CONTROLLER_NAME": "titanium.io/ingress-controller",
         "TITANIUM_GATEWAY_WATCH_LEGACY_ANNOTATION": "false",
         "TITANIUM_GATEWAY_ADMIN_PORT": "9901",
@@ -251,6 +253,8 @@ def test_controller_env_follows_values(helm):
     _, c = controller_container(helm.template(VARIANTS["secret-namespaces"]))
     assert env_of(c)["TITANIUM_GATEWAY_SECRET_NAMESPACES"] == "gateway-system,apps,shop"
     _, c = controller_container(helm.template())
+    assert "TITANIUM_GATEWAY_SECRET_NAMESPACES" not in env_of(c)  # nothing listed: every namespace
+    _, c = controller_container(helm.template({"controller": {"secretsClusterWide": False}}))
     assert env_of(c)["TITANIUM_GATEWAY_SECRET_NAMESPACES"] == "gateway-system"
     _, c = controller_container(helm.template(VARIANTS["secrets-cluster-wide"]))
     assert "TITANIUM_GATEWAY_SECRET_NAMESPACES" not in env_of(c)

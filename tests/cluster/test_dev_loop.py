@@ -4,7 +4,9 @@ quick start's echo backends; a request through the Gateway's address answers 200
 a route edit shows in the next requests; after an API server restart and after a crash of the
 controller (restarted by the pod runner, its previous log kept) route edits are served again; a
 second ``make dev`` restarts the controller, keeps the edited route, and the new controller
-writes nothing (the API server's audit log)."""
+writes nothing (the API server's audit log); a values file of the user's (``DEV_VALUES``) is
+applied and kept by the next run without it, and the summary names a listener that cannot serve;
+a gRPC call through the Gateway's address reaches the gRPC backend by examples/grpc's GRPCRoute."""
 
 from __future__ import annotations
 
@@ -35,15 +37,15 @@ SELECTOR = "app.kubernetes.io/component=controller,app.kubernetes.io/instance=ti
 _HOST_NET = os.open("/proc/self/ns/net", os.O_RDONLY)
 
 
-def on_host(*cmd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def on_host(*cmd: str, timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``cmd`` in the host's network namespace, as a developer runs it."""
     return subprocess.run(["nsenter", f"--net=/proc/self/fd/{_HOST_NET}", "--", *cmd], pass_fds=(_HOST_NET,),
                           capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHON": sys.executable})
+                          env={**os.environ, "PYTHON": sys.executable, **(env or {})})
 
 
-def make_dev() -> subprocess.CompletedProcess[str]:
-    p = on_host(str(REPO / "hack/kube/dev.sh"), str(DEV_DIR), timeout=600)
+def make_dev(**env: str) -> subprocess.CompletedProcess[str]:
+    p = on_host(str(REPO / "hack/kube/dev.sh"), str(DEV_DIR), timeout=600, env=env)
     assert p.returncode == 0, f"hack/kube/dev.sh failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
     return p
 
@@ -53,6 +55,7 @@ def dev(kube: KubeSession) -> Iterator[tuple[LocalCluster, str]]:
     """make dev on a cluster of its own (the tier's toolchain checks come with ``kube``)."""
     DEV_DIR.parent.mkdir(parents=True, exist_ok=True)
     on_host(str(REPO / "hack/kube/down.sh"), str(DEV_DIR), timeout=120)  # a cluster an earlier run left
+    (DEV_DIR / "dev" / "values-files").unlink(missing_ok=True)  # (values an earlier run remembered)
     try:
         out = make_dev().stderr
         yield LocalCluster(DEV_DIR), out
@@ -177,6 +180,32 @@ def test_make_dev_serves_the_quick_start_and_follows_edits_restarts_and_crashes(
     writes = [e for e in cluster.audit.writes(mark, user=CONTROLLER) if describe_resource(e) != "leases"]
     assert not writes, "\n".join(describe(e) for e in writes)
 
+    # a values file of the user's: applied after hack/kube/dev-values.yaml, and kept by the next
+    # run without DEV_VALUES; the summary names a listener that cannot serve, though the Gateway
+    # is Programmed
+    mine = DEV_DIR.parent / "dev-test-values.yaml"
+    mine.write_text("controller:\n  minReconcileMs: 300\n")
+    with cluster.inside():
+        cluster.api.patch("Gateway", "apps", "web", [{"op": "add", "path": "/spec/listeners/-", "value": {
+            "name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
+            "tls": {"certificateRefs": [{"name": "no-such-secret"}]}}}], type="json")
+    out = make_dev(DEV_VALUES=str(mine)).stderr
+    shown = str(mine.relative_to(REPO)) if mine.is_relative_to(REPO) else str(mine)
+    assert f"--values hack/kube/dev-values.yaml --values {shown}" in out
+    assert 'Gateway apps/web: listener "https" cannot serve: ' in out and "no-such-secret" in out, out[-3000:]
+    assert min_reconcile_ms(cluster) == "300"
+    again = make_dev(DEV_VALUES="").stderr
+    assert f"with your values from an earlier run: {mine}" in again and f"--values {shown}" in again
+    assert min_reconcile_ms(cluster) == "300"
+
+
+def min_reconcile_ms(cluster: LocalCluster) -> str:
+    """The controller Deployment's minimum reconcile interval (the chart's controller.minReconcileMs)."""
+    with cluster.inside():
+        deploy = cluster.api.get_object("Deployment", NS, "titanium-gateway-controller")
+    assert deploy is not None
+    env = deploy["spec"]["template"]["spec"]["containers"][0].get("env") or []
+    return next(str(e.get("value")) for e in env if "RECONCILE" in e["name"])
 
 def grpc_call(cluster: LocalCluster, address: str, method: str = "Echo") -> dict[str, Any]:
     """``python3 -m tools.podrunner.shims.grpcecho call`` (a grpcio client: h2c with prior

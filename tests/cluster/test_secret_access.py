@@ -1,8 +1,10 @@
-"""Secret access on a real API server, with the chart's RBAC (docs/install.md, "Which Secrets the
-controller can read"): by default the controller's ServiceAccount reads the Secrets of the
-release namespace and no other; ``controller.secretNamespaces`` adds namespaces. A certificateRef
-the controller may not read is reported on its listener, naming the chart values; the controller
-itself never gets a 403 (it watches only what it may read)."""
+"""Secret access on a real API server, with the chart's RBAC (docs/install.md, "Which Secrets and
+ConfigMaps the controller can read"): with no namespaces listed (the default) the controller's
+ServiceAccount reads certificates in every namespace, read only, so an HTTPS listener whose
+Secret is in the Gateway's own namespace works after a default install; it reads only the
+kubernetes.io/tls ones (a field selector) and writes none. With namespaces listed, it reads those
+and no other: a certificateRef elsewhere is reported on its listener, naming the chart values;
+the controller itself never gets a 403 (it watches only what it may read)."""
 
 from __future__ import annotations
 
@@ -50,7 +52,27 @@ def generated_files(env: ClusterEnv) -> set[str]:
     return set(((env.get("Secret", env.ns, env.release.rel.tls_secret) or {}).get("data")) or {})
 
 
-def test_by_default_the_controller_reads_the_secrets_of_its_own_namespace_only(env: ClusterEnv) -> None:
+def secret_reads(env: ClusterEnv) -> list[dict[str, Any]]:
+    return [e for e in env.cluster.audit.events(env.audit_mark, user=env.controller_user())
+            if (e.get("objectRef") or {}).get("resource") == "secrets" and e.get("verb") in ("get", "list", "watch")]
+
+
+def only_certificates_read(env: ClusterEnv) -> None:
+    """Every Secret read of the controller: the kubernetes.io/tls ones (list and watch with the
+    type field selector), or its own generated Secret by name; never another Secret."""
+    reads = secret_reads(env)
+    assert reads
+    for e in reads:
+        uri = str(e.get("requestURI") or "")
+        own = e["verb"] == "get" and e["objectRef"].get("namespace") == env.ns and \
+            e["objectRef"].get("name") == env.release.rel.tls_secret
+        from urllib.parse import parse_qs, urlparse
+
+        selector = parse_qs(urlparse(uri).query).get("fieldSelector")
+        assert own or selector == ["type=kubernetes.io/tls"], uri
+
+
+def test_by_default_certificates_are_read_in_every_namespace_read_only(env: ClusterEnv) -> None:
     other = env.namespace(f"{env.release.rel.name}-other")
     env.apply(make_tls_secret("shop-tls", env.apps, cn="shop.example.com"))
     env.apply(make_tls_secret("shared-tls", env.ns, cn="shared.example.com"))
@@ -60,57 +82,77 @@ def test_by_default_the_controller_reads_the_secrets_of_its_own_namespace_only(e
     # controller runs: the 403s these probes get are expected, the audit check starts after them)
     sa = as_controller(env)
     try:
-        assert status_of(sa.get, "Secret", env.apps, "shop-tls") == 403
-        assert status_of(sa.list, "Secret", env.apps) == 403
-        assert status_of(sa.list, "Secret", None) == 403  # no cluster-wide read
-        assert status_of(sa.get, "Secret", other, "elsewhere") == 403
-        assert status_of(sa.get, "Secret", env.ns, "shared-tls") == 200
-        assert status_of(sa.list, "Secret", env.ns, field_selector="type=kubernetes.io/tls") == 200
+        assert status_of(sa.get, "Secret", env.apps, "shop-tls") == 200
+        assert status_of(sa.list, "Secret", None, field_selector="type=kubernetes.io/tls") == 200
+        # read only: no write on a Secret it did not make (the shared data plane's own, by name, aside)
+        assert status_of(sa.patch, "Secret", env.apps, "shop-tls", {"metadata": {"labels": {"x": "y"}}}) == 403
+        assert status_of(sa.delete, "Secret", other, "elsewhere", missing_ok=False) == 403
+        assert status_of(sa.create, {"apiVersion": "v1", "kind": "Secret",
+                                     "metadata": {"name": "new", "namespace": env.apps}}) == 403
     finally:
         sa.close()
     env.audit_mark = env.cluster.audit.mark()
 
     env.service("api")
     env.set_load_balancer()
-    ctrl = env.start_controller()
+    env.start_controller()
     env.gateway(listeners=[https("shop", "shop.example.com", {"name": "shop-tls"}),
-                           https("shared", "shared.example.com", {"name": "shared-tls", "namespace": env.ns})])
+                           https("shared", "shared.example.com", {"name": "shared-tls", "namespace": env.ns}),
+                           https("other", "other.example.com", {"name": "elsewhere", "namespace": other})])
     env.apply({"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
                "metadata": {"name": "gateways", "namespace": env.ns},
                "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": env.apps}],
                         "to": [{"group": "", "kind": "Secret", "name": "shared-tls"}]}})
-    # the Secret in the Gateway's namespace exists, but the controller may not read it: said so
-    refs = wait_for(lambda: (c := listener_refs(env, "shop")) and c["status"] == "False" and c, 90,
-                    what="listener shop ResolvedRefs=False")
-    assert refs["reason"] == "InvalidCertificateRef"
-    assert refs["message"] == (
-        f"Secret {env.apps}/shop-tls cannot be read: the controller reads Secrets in {env.ns} only "
-        "(--secret-namespaces; chart values controller.secretNamespaces, controller.secretsClusterWide)")
-    # the release namespace's certificate is read and converted
-    wait_for(lambda: (c := listener_refs(env, "shared")) and c["status"] == "True", 60,
-             what="listener shared ResolvedRefs=True")
-    wait_for(lambda: f"{env.ns}.shared-tls.pfx" in generated_files(env), 60, what="the PFX of shared-tls")
-    assert f"{env.apps}.shop-tls.pfx" not in generated_files(env)
-    # the controller only ever asked for what it may read
-    secret_reads = [e for e in env.cluster.audit.events(env.audit_mark, user=env.controller_user())
-                    if (e.get("objectRef") or {}).get("resource") == "secrets"]
-    assert secret_reads and {e["objectRef"].get("namespace") for e in secret_reads} == {env.ns}
+    # the Gateway's own namespace and the one granted by a ReferenceGrant: read and converted
+    for name in ("shop", "shared"):
+        wait_for(lambda name=name: (c := listener_refs(env, name)) and c["status"] == "True", 90,
+                 what=f"listener {name} ResolvedRefs=True")
+    wait_for(lambda: {f"{env.apps}.shop-tls.pfx", f"{env.ns}.shared-tls.pfx"} <= generated_files(env), 60,
+             what="the PFX of shop-tls and shared-tls")
+    # readable but not granted: the Gateway API's rule, not RBAC, keeps it out
+    refs = wait_for(lambda: (c := listener_refs(env, "other")) and c["status"] == "False" and c, 60,
+                    what="listener other ResolvedRefs=False")
+    assert refs["reason"] == "RefNotPermitted"
+    assert f"{other}.elsewhere.pfx" not in generated_files(env)
+    only_certificates_read(env)
 
-    # controller.secretNamespaces: the Gateway's namespace is read too (a helm upgrade, then the
-    # controller with the chart's new environment)
-    env.expect_alive.discard("ctrl-a")
-    ctrl.stop()
+
+def test_listed_namespaces_are_the_only_ones_read(env: ClusterEnv) -> None:
+    other = env.namespace(f"{env.release.rel.name}-other")
+    env.apply(make_tls_secret("shop-tls", env.apps, cn="shop.example.com"))
+    env.apply(make_tls_secret("elsewhere", other))
+    # the namespaces this release serves, listed (a helm upgrade): Roles there, nothing cluster-wide
     env.cluster.run(env.kube.helm, "upgrade", env.release.rel.name, str(CHART), "--namespace", env.ns,
                     "--reuse-values", "--set", f"controller.secretNamespaces={{{env.apps}}}", timeout=180,
                     env=HELM_ENV)
     sa = as_controller(env)
     try:
         assert status_of(sa.get, "Secret", env.apps, "shop-tls") == 200
-        assert status_of(sa.get, "Secret", other, "elsewhere") == 403  # still nothing else
+        assert status_of(sa.get, "Secret", other, "elsewhere") == 403
+        assert status_of(sa.list, "Secret", None, field_selector="type=kubernetes.io/tls") == 403
     finally:
         sa.close()
     env.audit_mark = env.cluster.audit.mark()
-    env.start_controller("ctrl-b")
+
+    env.service("api")
+    env.set_load_balancer()
+    env.start_controller()
+    env.gateway(listeners=[https("shop", "shop.example.com", {"name": "shop-tls"})])
+    env.gateway("edge", ns=other, listeners=[https("edge", "edge.example.com", {"name": "elsewhere"})])
     wait_for(lambda: (c := listener_refs(env, "shop")) and c["status"] == "True", 90,
              what="listener shop ResolvedRefs=True")
     wait_for(lambda: f"{env.apps}.shop-tls.pfx" in generated_files(env), 60, what="the PFX of shop-tls")
+
+    def edge_refs() -> Any:
+        for lst in ((env.get("Gateway", other, "edge") or {}).get("status") or {}).get("listeners") or []:
+            c = condition({"status": lst}, "ResolvedRefs")
+            if c and c["status"] == "False":
+                return c
+        return None
+
+    refs = wait_for(edge_refs, 90, what="listener edge ResolvedRefs=False")
+    assert refs["reason"] == "InvalidCertificateRef"
+    assert refs["message"].startswith(f"Secret {other}/elsewhere cannot be read: the controller reads Secrets in ")
+    assert "controller.secretNamespaces" in refs["message"]
+    # the controller only ever asked for what it may read
+    assert {e["objectRef"].get("namespace") for e in secret_reads(env)} <= {env.ns, env.apps}

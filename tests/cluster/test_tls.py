@@ -14,9 +14,9 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from tests.cluster.conftest import ClusterEnv, condition, wait_for
 from tests.integration.conftest import make_tls_secret
 
-#: Secrets in the test's own namespaces: the chart's opt-in to read them in every namespace
-#: (its default, the release namespace only, is tested in test_secret_access.py)
-EVERY_NAMESPACE = {"controller": {"secretsClusterWide": True}}
+#: Secrets in the test's own namespaces: the chart's default (no namespaces listed) reads
+#: certificates in every namespace (tests/cluster/test_secret_access.py)
+CHART_DEFAULTS: dict = {}
 
 
 def https(name: str, host: str, ref: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def listener_condition(env: ClusterEnv, name: str, ctype: str) -> dict[str, Any]
     return condition({"status": listener(env, name)}, ctype)
 
 
-@pytest.mark.parametrize("env", [EVERY_NAMESPACE], indirect=True, ids=["secrets-cluster-wide"])
+@pytest.mark.parametrize("env", [CHART_DEFAULTS], indirect=True, ids=["chart-defaults"])
 def test_tls_secret_becomes_pfx_and_cross_namespace_needs_a_reference_grant(env: ClusterEnv) -> None:
     certs = env.namespace(f"{env.release.rel.name}-certs")
     env.service("api")

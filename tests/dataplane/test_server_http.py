@@ -112,10 +112,10 @@ def test_redirect(harness, be) -> None:
 @covers("action.directResponse", "d.own-matches")
 def test_direct_response(harness, be) -> None:
     (port,) = serve(harness, [route("bad", 1, {"path": "/bad", "pathKind": "Prefix"},
-                                    directResponse={"status": 500, "body": "UnsupportedValue: no"}),
+                                    directResponse={"status": 500, "body": "UnsupportedValue"}),
                               route("good", 2)], [cluster("be", [be.destination()])])
     r = requests.get(f"http://127.0.0.1:{port}/bad/x", timeout=5)
-    assert r.status_code == 500 and r.text == "UnsupportedValue: no"
+    assert r.status_code == 500 and r.text == "UnsupportedValue"
     assert r.headers["Content-Type"].startswith("text/plain")
     assert requests.get(f"http://127.0.0.1:{port}/good", timeout=5).status_code == 200
     assert len(be.requests) == 1

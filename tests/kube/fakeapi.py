@@ -212,6 +212,10 @@ class FakeKubeApi:
                 raise ApiError(404, "NotFound", f'{res.plural} "{name}" not found')
             return copy.deepcopy(o)
 
+    def get_metadata(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        o = self.get(res, namespace, name)
+        return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o.get("metadata") or {}}
+
     def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
         with self.lock:
             self._log("create", res, namespace=namespace, body=copy.deepcopy(body))

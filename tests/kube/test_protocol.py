@@ -11,7 +11,7 @@ from titanium_gateway.kube.rest import RestApi
 
 from .fakeapi import FakeKubeApi
 
-METHODS = ["list", "watch", "get", "create", "replace", "patch", "delete"]
+METHODS = ["list", "watch", "get", "get_metadata", "create", "replace", "patch", "delete"]
 
 
 def params(cls: type, name: str) -> list[tuple[str, object, object]]:

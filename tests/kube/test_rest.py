@@ -67,3 +67,39 @@ def test_from_kubeconfig_and_local_validation(tmp_path: Path) -> None:
         assert own.configuration.retries is False  # urllib3 must not sleep on Retry-After itself
         assert cfg.retries is None  # the caller's configuration is not modified
         own.close()
+
+
+def test_get_metadata_asks_for_partial_object_metadata_and_dry_run_create_stores_nothing() -> None:
+    """A Secret's data never travels for get_metadata (the Accept header asks the API server for
+    PartialObjectMetadata); create_dry_run sends dryRun=All (checked on the wire)."""
+    from kubernetes.client import Configuration
+
+    from titanium_gateway.kube.api import SECRETS
+
+    cfg = Configuration()
+    cfg.host = "http://apiserver.invalid"
+    api = RestApi(cfg, registry=Registry())
+    seen: list[tuple[str, str, dict, list]] = []
+
+    class Raw:
+        status = 200
+        data = json.dumps({"kind": "PartialObjectMetadata", "metadata": {"name": "s"}}).encode()
+        headers: dict = {}
+
+        def release_conn(self) -> None:
+            pass
+
+    def fake_request(method, path, query, headers, body, timeout):  # type: ignore[no-untyped-def]
+        seen.append((method, path, dict(headers), list(query)))
+        return Raw()
+
+    api.transport.request = fake_request  # type: ignore[method-assign]
+    try:
+        assert api.get_metadata(SECRETS, "apps", "s") == {"kind": "PartialObjectMetadata", "metadata": {"name": "s"}}
+        api.create_dry_run(CONFIG_MAPS, "apps", {"metadata": {"name": "probe"}})
+    finally:
+        api.close()
+    (m1, p1, h1, _), (m2, p2, _, q2) = seen
+    assert (m1, p1) == ("GET", "/api/v1/namespaces/apps/secrets/s")
+    assert h1["Accept"] == "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    assert (m2, p2, q2) == ("POST", "/api/v1/namespaces/apps/configmaps", [("dryRun", "All")])

@@ -28,7 +28,7 @@ HTTPS = ROOT / "examples" / "https"
 TESTDATA = ROOT / "tests" / "render" / "testdata"
 
 #: Every key of the JSON output, in order (documented in docs/render-cli.md).
-JSON_KEYS = ["request", "listener", "certificate", "route", "order", "source", "action", "status", "location", "body",
+JSON_KEYS = ["request", "listener", "certificate", "route", "order", "source", "action", "status", "location", "body", "why",
              "backends", "mirror", "transforms", "upstream", "policies", "timeout", "answeredBy", "match", "losing", "losingRoutes",
              "note", "hints", "dataPlane"]
 
@@ -125,8 +125,15 @@ def test_direct_response(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = explain(capsys, "-f", case("seed-httproute-redirects"), "--request", "GET http://a.example.com/prefix/1")
     assert code == 0
     assert (out["action"], out["status"]) == ("direct", 500)
-    assert out["body"] == "UnsupportedValue: RequestRedirect with ReplacePrefixMatch is not supported"
+    assert out["body"] == "UnsupportedValue"  # any client reads the body: the reason code only
+    assert any(w.startswith("UnsupportedValue: ") and "RequestRedirect with ReplacePrefixMatch is not supported" in w
+               for w in out["why"])
     assert out["source"]["rule"] == 2
+    code, text, _ = explain_text(capsys, "-f", case("ingress-backend-and-path-errors"), "--request",
+                                 "GET http://shop.example.com/missing-service")
+    assert "action:      direct response: 'BackendNotFound' (500)" in text
+    why = text.split("(500)\n", 1)[1].splitlines()[0]
+    assert why.startswith("  why: BackendNotFound: ") and "Service apps/nope not found" in why
 
 
 def test_no_route_is_404_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:

@@ -187,3 +187,63 @@ spec: {ports: [{name: http, port: 8080}]}
     assert route["match"]["path"] == "/api" and route["match"]["pathKind"] == "Prefix"
     assert {p["kind"] for p in route["policies"]} == {"IpAllowDeny", "RateLimit"}
     assert route["transforms"][0]["kind"] == "PathRegexReplace"
+
+
+BLOCKED = f"""\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: api
+  namespace: shop
+  annotations:
+    {P}rewrite-target: /$2
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: shop.example.com
+    http:
+      paths:
+      - {{path: "/api(/|$)(.*)", pathType: ImplementationSpecific, backend: {{service: {{name: api, port: {{number: 80}}}}}}}}
+      - {{path: "/v[0-9]+/(.*)", pathType: ImplementationSpecific, backend: {{service: {{name: api, port: {{number: 80}}}}}}}}
+      - {{path: /docs, pathType: Prefix, backend: {{service: {{name: api, port: {{number: 80}}}}}}}}
+"""
+
+
+def test_the_path_that_blocks_a_rewrite_is_named_and_a_never_matching_path_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "api.yaml"
+    src.write_text(BLOCKED)
+    assert main(["-f", str(src)]) == 1  # no security finding: the never-matching paths fail it
+    report = capsys.readouterr().out
+    rewrite = report.split(f"{P}rewrite-target: '/$2'", 1)[1].splitlines()[1]
+    assert "the paths '/v[0-9]+/(.*)', '/docs' are not one of the prefix-stripping idioms" in rewrite
+    assert "'/api(/|$)(.*)'" not in rewrite  # the path that fits is not blamed
+    errors = [line for line in report.splitlines() if line.startswith("  ERROR ")]
+    assert len(errors) == 2 and "path '/api(/|$)(.*)' (ImplementationSpecific)" in errors[0]
+    assert "path '/v[0-9]+/(.*)' (ImplementationSpecific)" in errors[1] and "never" in errors[1]
+    assert "2 path(s) that can never match (exit code 1): shop/api path '/api(/|$)(.*)'; shop/api path '/v[0-9]+/(.*)'" \
+        in report
+    assert main(["-f", str(src), "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["neverMatching"] is True and data["blocking"] is False
+    assert len(data["ingresses"][0]["pathErrors"]) == 2
+
+
+@pytest.mark.parametrize(("annotations", "path", "fails"), [
+    ({}, "/api/(.*)", False),  # no regex in ingress-nginx either: the same literal prefix
+    ({f"{P}use-regex": "true"}, "/api/(.*)", True),
+    ({f"{P}use-regex": "true"}, "/file.txt", False),  # '.' alone still matches the same literal paths
+    ({f"{P}rewrite-target": "/"}, "/v1$", True),  # a rewrite-target makes ingress-nginx read regexes too
+    ({f"{P}rewrite-target": "/$1", f"{P}use-regex": "true"}, "/api/(.*)", False),  # the idiom: converted
+])
+def test_which_paths_can_never_match(annotations: dict[str, str], path: str, fails: bool, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+           "metadata": {"name": "a", "namespace": "n", "annotations": annotations},
+           "spec": {"ingressClassName": "nginx", "rules": [{"http": {"paths": [
+               {"path": path, "pathType": "ImplementationSpecific",
+                "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}}]}}
+    src = tmp_path / "a.json"
+    src.write_text(json.dumps(ing))
+    assert main(["-f", str(src)]) == (1 if fails else 0)
+    assert ("can never match" in capsys.readouterr().out) is fails

@@ -45,6 +45,7 @@ expect.yaml (every key optional; a condition is ``"True"``, ``"False"``, or ``"<
     cluster_count: 2
     certificates: [{file: ..., hosts: [...], source: ...}]     # exact list
     events: [{reason: ..., kind: ...}]                         # each present, subset match
+    event_count: 3
     plane_count: 3                        # data planes of the render (the shared one included)
     planes:                               # a data plane by key (a Gateway's: <ns>/<name>), with
       <ns>/<name>: {listeners: ..., routes: ..., certificates: ..., tls_files: ...}  # the keys above
@@ -316,6 +317,8 @@ def check_expectations(result: RenderResult, expect: Mapping[str, Any]) -> list[
         flat = [{**e, **e["involvedObject"]} for e in events]
         if not any(not subset_match(want, e) for e in flat):
             errors.append(f"no event matching {want!r} (have {events!r})")
+    if "event_count" in expect and len(events) != expect["event_count"]:
+        errors.append(f"{len(events)} events, expected {expect['event_count']}")
     if expect.get("no_events") and events:
         errors.append(f"expected no events, got {events!r}")
     return errors

@@ -217,7 +217,7 @@ def test_weights_zero_and_no_backends() -> None:
     some = one([{"backendRefs": [{"name": "api", "port": 8080, "weight": 0}, {"name": "api", "port": 8080}]}])
     assert routes(some)[0]["clusterId"] == "svc-apps.api.8080"
     none = one([{}])
-    assert routes(none)[0]["directResponse"] == {"status": 500, "body": "NoBackends: the rule has no backendRefs"}
+    assert routes(zero)[0]["directResponse"] == routes(none)[0]["directResponse"] == {"status": 500, "body": "NoBackends"}
 
 
 def test_no_ready_endpoints_is_empty_cluster() -> None:
@@ -300,7 +300,7 @@ def test_unsupported_filters_answer_500_for_their_rule_only(filters: list[dict[s
     res = one([rule(matches=[{"path": {"value": "/bad"}}], filters=filters), rule()])
     bad = route_by_id(res, "httproute/apps/shop/r0m0")
     assert bad["directResponse"]["status"] == 500
-    assert bad["directResponse"]["body"].startswith("UnsupportedValue: ")
+    assert bad["directResponse"]["body"] == "UnsupportedValue"
     assert bad["match"] == {"path": "/bad", "pathKind": "Prefix"}
     assert route_by_id(res, "httproute/apps/shop/r1m0")["clusterId"] == "svc-apps.api.8080"
     assert parent_cond(res, "Accepted")["reason"] == "UnsupportedValue"

@@ -238,7 +238,14 @@ def test_long_canary_header_route_falls_back_to_the_block_writer(monkeypatch: py
 
 
 def _bodies(ctx: RenderContext) -> dict[str, Any]:
-    return {r["id"].split("/")[2]: r.get("clusterId") or r.get("directResponse", {}).get("body") for r in ctx.ordered_routes()}
+    """Per Ingress its route's cluster, or its 500 answer's reason and the Event that says why
+    (the body names the reason only)."""
+    why = {(e.name, e.reason): e.message.split(": ", 1)[1] for e in ctx.events()}
+    out: dict[str, Any] = {}
+    for r in ctx.ordered_routes():
+        name, body = r["id"].split("/")[2], r.get("directResponse", {}).get("body")
+        out[name] = r.get("clusterId") or f"{body}: {why[name, body]}"
+    return out
 
 
 @pytest.mark.parametrize("valid_first", [True, False])

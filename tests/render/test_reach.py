@@ -390,7 +390,7 @@ def test_deterministic_in_any_input_order_and_with_a_cache() -> None:
     cache = RenderCache()
     warm = [render(build_snapshot(objects), RenderOptions(assume_programmed=True), cache) for _ in range(3)]
     assert all(w == first and w.unreachable == first.unreachable for w in warm)
-    assert {e.reason for e in first.events} == {"ShadowedRule", "NotServed"}
+    assert {e.reason for e in first.events} == {"ShadowedRule", "NotServed", "InvalidListener"}
 
 
 def test_a_warm_cache_renders_the_same() -> None:

@@ -74,6 +74,9 @@ KINDS: dict[str, Kind] = {
     "CustomResourceDefinition": Kind("apiextensions.k8s.io/v1", "customresourcedefinitions", False),
     "ValidatingWebhookConfiguration": Kind("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations",
                                            False),
+    "ValidatingAdmissionPolicy": Kind("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", False),
+    "ValidatingAdmissionPolicyBinding": Kind("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings",
+                                             False),
     "ClusterRole": Kind("rbac.authorization.k8s.io/v1", "clusterroles", False),
     "Role": Kind("rbac.authorization.k8s.io/v1", "roles"),
 }

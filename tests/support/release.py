@@ -89,15 +89,16 @@ DATA_PLANE_RULES = [
     {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "patch", "delete"]},
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "patch"]},
 ]
 
 
 def chart_rbac_rules(rel: Release, *, per_gateway: bool = False) -> list[dict[str, Any]]:
-    """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml with
-    ``controller.secretsClusterWide: true``: the controllers of the tests read Secrets in every
-    namespace, the default of ``--secret-namespaces``)."""
+    """The chart's ClusterRole/Role/bindings as objects (mirrors templates/rbac.yaml with no
+    namespaces listed, the chart's default: the controllers of the tests read Secrets and
+    ConfigMaps in every namespace, the default of ``--secret-namespaces``). The chart's admission
+    policy is not mirrored: the in-process API server has no admission (tests/cluster checks it)."""
     sa_ns, sa_name = rel.service_account.split(":")
     subject = [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_ns}]
     name = f"{rel.name}-controller"

@@ -70,6 +70,15 @@ class RecordingApi:
                 raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
             return copy.deepcopy(o)
 
+    def get_metadata(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        with self.lock:
+            self.calls.append({"verb": "get_metadata", "plural": res.plural, "namespace": namespace, "name": name})
+            self._maybe_fail("get", res.plural)
+            o = self.find(res, namespace, name)
+            if o is None:
+                raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
+            return {"kind": "PartialObjectMetadata", "metadata": copy.deepcopy(o["metadata"])}
+
     def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
         with self.lock:
             self.calls.append({"verb": "create", "plural": res.plural, "namespace": namespace, "body": body})
@@ -106,8 +115,14 @@ class RecordingApi:
             elif patch_type == "json":
                 new = copy.deepcopy(cur)
                 for op in body:
-                    keys = op["path"].strip("/").split("/")
+                    keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].strip("/").split("/")]
                     tgt = new
+                    if op["op"] == "test":  # RFC 6902: the value must be there, equal
+                        for k in keys:
+                            tgt = tgt.get(k) if isinstance(tgt, dict) else None
+                        if tgt != op["value"]:
+                            raise ApiError(422, "Invalid", f"testing value {op['path']} failed: test failed")
+                        continue
                     for k in keys[:-1]:
                         tgt = tgt.setdefault(k, {})
                     if op["op"] in ("add", "replace"):

@@ -178,3 +178,40 @@ def test_a_complete_config_needs_no_part_bytes_and_released_bytes_are_never_writ
     assert data(api, "tp-part-1") == {"twp.part-1.yaml": "p1"}  # never overwritten with nothing
     # after a reset the objects are read again: they hold these very bytes, so nothing is written
     assert not w.write(full) and w.is_complete(full.config_hash) and len(api.writes()) == n
+
+
+def plane_secret_writer(api: RecordingApi) -> SecretWriter:
+    """The TLS Secret writer of a Gateway's own data plane (created when missing)."""
+    from titanium_gateway.render.planes import controller_label
+
+    labels = {"app.kubernetes.io/managed-by": "titanium-gateway",
+              "gateway.titaniumproxy.com/controller": controller_label("example.com/gw"),
+              "gateway.networking.k8s.io/gateway-name": "web"}
+    owner = [{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "web", "uid": "u1",
+              "controller": True}]
+    return SecretWriter(api, "apps", "web-titanium-tls", guard=LeaderGuard(), registry=Registry(),
+                        create=lambda n: {"name": n, "namespace": "apps", "labels": dict(labels),
+                                          "ownerReferences": owner})
+
+
+def test_a_gateway_plane_secret_is_never_read_and_a_new_term_writes_nothing() -> None:
+    api = RecordingApi()
+    w = plane_secret_writer(api)
+    assert w.write(result("r", tls={"a.pfx": b"A"}))
+    assert api.obj(SECRETS, "apps", "web-titanium-tls")["data"] == {"a.pfx": base64.b64encode(b"A").decode()}
+    w.reset()  # a new term: its metadata (the hash label) says it is written
+    assert not w.write(result("r", tls={"a.pfx": b"A"}))
+    assert w.write(result("r", tls={"a.pfx": b"B"}))
+    assert not [c for c in api.calls if c["verb"] == "get" and c["plural"] == "secrets"]
+
+
+def test_a_secret_of_that_name_someone_else_made_is_refused_not_read_nor_changed() -> None:
+    from titanium_gateway.writers.base import Refused
+
+    api = RecordingApi()
+    api.put(SECRETS, {"metadata": {"name": "web-titanium-tls", "namespace": "apps", "labels": {"app": "theirs"}},
+                      "data": {"password": "c2VjcmV0"}})
+    with pytest.raises(Refused, match="exists and was not made by this controller"):
+        plane_secret_writer(api).write(result("r", tls={"a.pfx": b"A"}))
+    assert api.obj(SECRETS, "apps", "web-titanium-tls")["data"] == {"password": "c2VjcmV0"}
+    assert not [c for c in api.calls if c["verb"] == "get" and c["plural"] == "secrets"]

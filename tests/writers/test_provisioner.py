@@ -149,16 +149,27 @@ def test_ensure_creates_then_writes_only_what_changed_and_never_takes_over() -> 
     prov = _provisioner(api)
     plane = planes()["infra/public"]
     assert prov.ensure(plane, _cached(api)) == ""
+    # the admin-token Secret's data is never read (its metadata only): a patch that tests the
+    # labels (404), then a create
     assert sorted((c["verb"], c["plural"]) for c in api.writes()) == [
-        ("create", "deployments"), ("create", "secrets"), ("create", "services")]
+        ("create", "deployments"), ("create", "secrets"), ("create", "services"), ("patch", "secrets")]
+    assert not [c for c in api.calls if c["verb"] in ("get", "list") and c["plural"] == "secrets"]
+    assert [c["verb"] for c in api.calls if c["plural"] == "secrets"][0] == "get_metadata"
     assert api.obj(SECRETS, "infra", "public-titanium-admin")["metadata"]["labels"]["app.kubernetes.io/component"] \
         == "admin-token"
     n = len(api.writes())
     assert prov.ensure(plane, _cached(api)) == ""
     assert len(api.writes()) == n  # nothing changed: nothing written
-    # a new term reads the Secret again, and writes nothing when it is as it should be
+    # a new term reads the Secret's metadata (its hash label), and writes nothing
     prov.reset()
     assert prov.ensure(plane, _cached(api)) == "" and len(api.writes()) == n
+    # a Secret whose token changed behind its back (the hash label no longer matches): written
+    api.objects[("secrets", "infra", "public-titanium-admin")]["data"]["token"] = "b3RoZXI="
+    api.objects[("secrets", "infra", "public-titanium-admin")]["metadata"]["labels"][po.DATA_HASH_LABEL] = "x"
+    prov.reset()
+    assert prov.ensure(plane, _cached(api)) == "" and len(api.writes()) == n + 1
+    assert api.writes()[-1]["plural"] == "secrets" and api.writes()[-1]["body"][0]["op"] == "test"
+    n += 1
     # a new listener set: the Deployment is patched (its pods roll), not re-created
     import dataclasses
 
@@ -166,7 +177,7 @@ def test_ensure_creates_then_writes_only_what_changed_and_never_takes_over() -> 
 
     changed = dataclasses.replace(plane, listeners=frozenset({ListenerKey(8080, False), ListenerKey(8443, True)}))
     assert prov.ensure(changed, _cached(api)) == ""
-    (patch,) = [c for c in api.writes() if c["verb"] == "patch"]
+    (patch,) = [c for c in api.writes()[n:] if c["verb"] == "patch"]
     assert patch["plural"] == "deployments" and patch["patch_type"] == "merge"
     dep = api.obj(DEPLOYMENTS, "infra", "public-titanium")
     assert dep["spec"]["template"]["metadata"]["annotations"]["gateway.titaniumproxy.com/listeners"] == \
@@ -180,6 +191,26 @@ def test_an_object_of_that_name_made_by_someone_else_is_left_alone_and_said() ->
     assert "Service infra/public-titanium exists and was not made by this controller" in problem
     assert api.obj(SERVICES, "infra", "public-titanium")["metadata"]["labels"] == {"app": "mine"}
     assert not [c for c in api.writes() if c["plural"] == "services"]
+
+
+def test_an_admin_secret_of_that_name_made_by_someone_else_is_neither_read_nor_changed() -> None:
+    api = Api()
+    theirs = {"metadata": {"name": "public-titanium-admin", "namespace": "infra", "labels": {"app": "mine"}},
+              "data": {"password": "c2VjcmV0"}}
+    api.put(SECRETS, copy.deepcopy(theirs))
+    problem = _provisioner(api).ensure(planes()["infra/public"], _cached(api))
+    assert "Secret infra/public-titanium-admin exists and was not made by this controller" in problem
+    assert api.obj(SECRETS, "infra", "public-titanium-admin")["data"] == theirs["data"]
+    assert not [c for c in api.calls if c["verb"] == "get" and c["plural"] == "secrets"]
+
+
+def test_an_admission_refusal_of_a_delete_leaves_the_object_alone() -> None:
+    api = Api()
+    prov = _provisioner(api)
+    refusal = ApiError(403, "Forbidden", 'secrets "x" is forbidden: ValidatingAdmissionPolicy '
+                       "'tg-controller-writes' with binding 'tg-controller-writes' denied request: not ours")
+    api.delete = lambda *a, **kw: (_ for _ in ()).throw(refusal)  # type: ignore[method-assign]
+    prov._delete(SECRETS, "infra", "public-titanium-tls")  # logged, not raised
 
 
 def test_a_forbidden_write_is_a_problem_told_not_a_crash() -> None:

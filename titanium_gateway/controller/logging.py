@@ -139,6 +139,9 @@ def setup_logging(verbose: bool = False, stream: TextIO | None = None) -> loggin
     # urllib3/kubernetes debug lines can carry request bodies (Secret data): keep them quiet.
     for noisy in ("urllib3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # A Python warning raised from here on (a dependency's deprecation) is a "warning" line of
+    # this handler (logger py.warnings), not a raw two-line text on stderr.
+    logging.captureWarnings(True)
     return handler
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from titanium_gateway.controller.admission import check_policy
 from titanium_gateway.controller.health import HealthServer, HealthState
 from titanium_gateway.controller.logging import install_exception_hooks, register_secret, setup_logging
 from titanium_gateway.controller.options import ControllerOptions, OptionsError, parse_options
@@ -150,6 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         log.error("cannot load the Kubernetes client configuration", extra={"error": str(e)})
         return EXIT_USAGE
+    problem = check_policy(api, opts)
+    if problem:
+        log.error("cannot start: %s", problem, extra={"policy": opts.admission_policy})
+        api.close()
+        return 1
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

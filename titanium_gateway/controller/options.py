@@ -83,6 +83,9 @@ class ControllerOptions:
     gateway_namespaces: tuple[str, ...] = ()
     #: ``per-gateway``: the file of the settings of the data planes it creates (writers/plane_objects.py)
     data_plane_template: str | None = None
+    #: the ValidatingAdmissionPolicy that must fence the controller's writes ("": none checked;
+    #: controller/admission.py checks it at start)
+    admission_policy: str = ""
 
     @property
     def service_namespace(self) -> str:
@@ -146,6 +149,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "gateway-namespaces": ("str", "per-gateway: comma-separated namespaces the controller creates data planes in "
                                   "(all)"),
     "data-plane-template": ("str", "per-gateway: the YAML file of the settings of the data planes it creates"),
+    "admission-policy": ("str", "per-gateway: the ValidatingAdmissionPolicy that must refuse the controller's "
+                                "writes outside its data planes, checked at start (none)"),
     "ingress-controller-name": ("str", "IngressClass.spec.controller to own"),
     "watch-legacy-annotation": ("bool", "also own Ingresses with the kubernetes.io/ingress.class annotation"),
     "admin-port": ("int", "data-plane admin port (9901); token from $TITANIUM_ADMIN_TOKEN"),
@@ -287,4 +292,5 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         data_plane_mode=mode,
         gateway_namespaces=gateway_ns,
         data_plane_template=template,
+        admission_policy=s("admission-policy") or "",
     )

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from titanium_gateway.controller.admission import refused_by_admission
 from titanium_gateway.controller.gatewayapi import GatewayApiWatch
 from titanium_gateway.controller.options import ControllerOptions
 from titanium_gateway.controller.transform import CA_KEY
@@ -62,7 +63,7 @@ from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.programmed import reprogram
 from titanium_gateway.render.result import ObjectStatus, Plane, Released, RenderResult
 from titanium_gateway.render.snapshot import KIND_FIELDS, Snapshot
-from titanium_gateway.writers.base import LeaderGuard, NotLeader, retry_after_of, rfc3339
+from titanium_gateway.writers.base import LeaderGuard, NotLeader, Refused, retry_after_of, rfc3339
 from titanium_gateway.writers.configmap import ConfigMapWriter
 from titanium_gateway.writers.deployment import DeploymentStamper, canonical_listeners
 from titanium_gateway.writers.events import EventWriter
@@ -229,6 +230,8 @@ class PlaneState:
     message: str = ""
     #: why its objects could not be made (the provisioner's answer; "" when they are)
     problem: str = ""
+    #: why the API server's admission refused its config or certificate write ("" when it did not)
+    refused: str = ""
     #: the result's plane holds its parts' names only (their bytes were written and released)
     parts_released: bool = False
     #: True until its pods were probed in this leadership term
@@ -569,7 +572,7 @@ class Controller:
 
     def _plane_probes(self) -> dict[str, tuple[str | None, str]]:
         """What each Gateway's own data plane confirmed, and why not (a provisioning problem first)."""
-        return {key: (st.confirmed, st.problem or st.message) for key, st in self._gateway_planes.items()}
+        return {key: (st.confirmed, st.problem or st.refused or st.message) for key, st in self._gateway_planes.items()}
 
     def reconcile(self) -> RenderResult | None:
         """One pass. Followers only keep their caches warm."""
@@ -707,8 +710,15 @@ class Controller:
             if st.confirmed == plane.config_hash:
                 st.config_writer.confirm(plane.config_hash)
                 st.secret_writer.confirm(plane.config_hash)
-            st.secret_writer.write(plane)  # type: ignore[arg-type]
-            if st.config_writer.write(plane):  # type: ignore[arg-type]
+            try:
+                st.secret_writer.write(plane)  # type: ignore[arg-type]
+                written = st.config_writer.write(plane)  # type: ignore[arg-type]
+            except (k.ApiError, Refused) as e:
+                if not refused_by_admission(st, plane, e, self.trigger):
+                    raise
+                continue
+            refused_by_admission(st, plane, None, self.trigger)
+            if written:
                 log.info("config written", extra={"config_hash": plane.config_hash, "data_plane": plane.key,
                                                    "bytes": len(plane.config), "parts": len(plane.parts)})
             own = plane.gateway is not None

@@ -127,6 +127,9 @@ class KubeApi(Protocol):
 
     def get(self, res: Resource, namespace: str | None, name: str, *, subresource: str | None = None) -> Obj: ...
 
+    def get_metadata(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        """The object's ``metadata`` only (``PartialObjectMetadata``): no ``data`` of a Secret."""
+
     def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj: ...
 
     def replace(self, res: Resource, namespace: str | None, name: str, body: Obj, *,

@@ -306,10 +306,11 @@ class RestApi:
 
     # --- transport ----------------------------------------------------------------------------
     def _send(self, method: str, path: str, query: list[tuple[str, Any]], body: Any = None,
-              content_type: str | None = None, timeout: float | tuple[float, float] | None = None) -> Any:
+              content_type: str | None = None, timeout: float | tuple[float, float] | None = None,
+              accept: str = "application/json") -> Any:
         """Send one request; returns the urllib3 response (body unread) or raises ApiError."""
         self.limiter.accept()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
         try:
@@ -328,8 +329,8 @@ class RestApi:
         return raw
 
     def _json(self, method: str, path: str, query: list[tuple[str, Any]] | None = None, body: Any = None,
-              content_type: str | None = None) -> Obj:
-        raw = self._send(method, path, query or [], body, content_type)
+              content_type: str | None = None, accept: str = "application/json") -> Obj:
+        raw = self._send(method, path, query or [], body, content_type, accept=accept)
         try:
             data = raw.data
         finally:
@@ -400,6 +401,16 @@ class RestApi:
 
     def create(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
         return self._json("POST", res.path(namespace), body=body, content_type="application/json")
+
+    def get_metadata(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        """The object's metadata only (a PartialObjectMetadata): a Secret's data never travels."""
+        return self._json("GET", res.path(namespace, name),
+                          accept="application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+
+    def create_dry_run(self, res: Resource, namespace: str | None, body: Obj) -> Obj:
+        """A create the API server runs through authorization and admission but never stores."""
+        return self._json("POST", res.path(namespace), [("dryRun", "All")], body=body,
+                          content_type="application/json")
 
     def replace(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
                 subresource: str | None = None) -> Obj:

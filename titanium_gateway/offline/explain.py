@@ -257,6 +257,8 @@ class Explanation:
     status: int | None = None
     location: str | None = None
     body: str | None = None
+    #: a 500 answer: why, from the source object's status and Events (the body is its reason only)
+    why: list[str] = field(default_factory=list)
     backends: list[dict[str, Any]] = field(default_factory=list)
     mirror: dict[str, Any] | None = None
     transforms: list[dict[str, Any]] = field(default_factory=list)
@@ -287,6 +289,7 @@ class Explanation:
             "status": self.status,
             "location": self.location,
             "body": self.body,
+            "why": self.why,
             "backends": self.backends,
             "mirror": self.mirror,
             "transforms": self.transforms,
@@ -540,11 +543,37 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
         ex.action, ex.status, ex.location = "redirect", outcome.status, outcome.location
     elif isinstance(outcome, Respond):
         ex.action, ex.status, ex.body = "direct", outcome.status, outcome.body
+        ex.why = _why(result, mroute, outcome.body)
     if answer is not None:
         notes.insert(0, f"the {answer.policy} policy answers {answer.status} before the route's action")
         ex.status, ex.answered_by = answer.status, answer.policy
     ex.note = "; ".join(notes) or None
     return ex
+
+
+def _why(result: RenderResult, route: model.Route | None, reason: str) -> list[str]:
+    """Why the route's source object answers 500 with ``reason``: the False conditions of its
+    status (an HTTPRoute's parents), then its Warning Events (an Ingress's): those of that reason
+    that name the route's path, else those of that reason, else all; each as ``Reason: message``."""
+    if route is None or not route.source.kind:
+        return []
+    s = route.source
+    out: list[str] = []
+    for st in result.statuses:
+        if (st.kind, st.namespace, st.name) != (s.kind, s.namespace, s.name):
+            continue
+        conditions = [c for p in st.status.get("parents") or () for c in p.get("conditions") or ()]
+        conditions += list(st.status.get("conditions") or ())
+        out += [f"{c.get('reason')}: {c.get('message')}" for c in conditions if c.get("status") == "False"]
+    events = [e for e in result.events if (e.kind, e.namespace, e.name) == (s.kind, s.namespace, s.name)
+              and e.type == "Warning"]
+    of_reason = [e for e in events if e.reason == reason]
+    # an Ingress's Events name the path ("host h path /p (Prefix): ...", "rule 0 path 2: ...")
+    names = tuple(n for n in (f" {route.match.path} " if route.match.path else "",
+                              f" rule {route.rule_index} path {route.match_index}: ") if n)
+    of_route = [e for e in of_reason if any(n in f" {e.message} " for n in names)]
+    out += [f"{e.reason}: {e.message}" for e in of_route or of_reason or events]
+    return list(dict.fromkeys(out))
 
 
 def _hints(config: Config, req: contract.Request, by_id: Mapping[str, model.Route],
@@ -639,6 +668,7 @@ def text_report(ex: Explanation) -> str:
         lines.append(f"action:      redirect, Location: {ex.location} ({status})")
     else:
         lines.append(f"action:      direct response: {ex.body!r} ({status})")
+        lines.extend(f"  why: {w}" for w in ex.why)
     if ex.mirror is not None:
         lines.append(f"mirror:      {ex.mirror['percent']:g}% copied to {_backend_text(ex.mirror)}")
     if ex.policies:

@@ -5,8 +5,9 @@ ingress-nginx class reports each ``nginx.ingress.kubernetes.io/`` annotation as 
 which ``titanium.io/`` annotation, and how the meaning differs), unsupported, or without
 effect (``titanium_gateway.render.ingress.nginx``). With ``--out DIR`` it writes the converted
 Ingresses, one file each. The exit code is 1 when a security-relevant annotation (or
-ingress-nginx's default HTTPS redirect) has no equivalent, so a script cannot miss it; 2 on
-bad input or usage; 0 otherwise. The interface is in ``docs/render-cli.md`` and the
+ingress-nginx's default HTTPS redirect) has no equivalent, or when a path that ingress-nginx read
+as a regular expression stays a literal prefix that never matches, so a script cannot miss it;
+2 on bad input or usage; 0 otherwise. The interface is in ``docs/render-cli.md`` and the
 migration guide in ``docs/migrating-from-ingress-nginx.md``.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +33,9 @@ NGINX_CONTROLLER = "k8s.io/ingress-nginx"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_TREAT = ("nginx",)
 DEFAULT_TARGET_CLASS = "titanium"
+#: What makes a path a regular expression that, read as a literal prefix, no request path
+#: holds in practice (a ``.`` alone still matches the same literal requests).
+_NEVER_LITERAL = re.compile(r"[\\^$|?*+()\[\]{}]")
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink",
                   "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences")
 
@@ -47,6 +52,8 @@ class IngressReport:
     analysis: na.Analysis | None = None
     #: Ingress-level notes about matching (pathType ImplementationSpecific, ...).
     notes: list[str] = field(default_factory=list)
+    #: the paths the converted Ingress keeps that can never match what they matched (exit 1).
+    path_errors: list[str] = field(default_factory=list)
     converted: dict[str, Any] | None = None
 
     @property
@@ -92,8 +99,10 @@ def _paths(ingress: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return out
 
 
-def convert(ingress: Mapping[str, Any], target_class: str = DEFAULT_TARGET_CLASS) -> tuple[dict[str, Any], na.Analysis, list[str]]:
-    """The converted Ingress, the analysis of its annotations, and notes on path matching."""
+def convert(ingress: Mapping[str, Any], target_class: str = DEFAULT_TARGET_CLASS,
+            ) -> tuple[dict[str, Any], na.Analysis, list[str], list[str]]:
+    """The converted Ingress, the analysis of its annotations, notes on path matching, and the
+    paths that can never match (a regular expression of ingress-nginx kept as a literal prefix)."""
     meta = _map(ingress.get("metadata"))
     spec = _map(ingress.get("spec"))
     namespace = _str(meta.get("namespace")) or "default"
@@ -124,6 +133,9 @@ def convert(ingress: Mapping[str, Any], target_class: str = DEFAULT_TARGET_CLASS
     if rewrite is not None and rewrite.verdict == na.MAPPED and na.uses_capture_groups(rewrite.value):
         idiom = na.rewrite_idiom(path_values, rewrite.value.strip())
     regex = _str(annotations.get(na.PREFIX + "use-regex")).strip() in ("true", "True", "TRUE", "1", "t", "T")
+    # ingress-nginx reads the paths as regular expressions with use-regex, and with any rewrite-target
+    regex_paths = regex or rewrite is not None
+    errors: list[str] = []
     for rule in _list(new_spec.get("rules")):
         for p in _list(_map(_map(rule).get("http")).get("paths")):
             if not isinstance(p, dict):
@@ -132,12 +144,16 @@ def convert(ingress: Mapping[str, Any], target_class: str = DEFAULT_TARGET_CLASS
                 base = idiom[0][path_values.index(p["path"])]
                 notes.append(f"path {p['path']!r} ({p.get('pathType')}) becomes {base!r} (Prefix)")
                 p["path"], p["pathType"] = base, "Prefix"
+            elif p.get("pathType") == "ImplementationSpecific" and regex_paths and _NEVER_LITERAL.search(_str(p.get("path"))):
+                errors.append(f"path {p['path']!r} (ImplementationSpecific) is a regular expression in ingress-nginx "
+                              "and a literal Prefix here: it matches only a request path that holds these characters "
+                              "as they are, so in practice never. Rewrite it as Prefix or Exact paths")
             elif p.get("pathType") == "ImplementationSpecific" and not regex:
                 notes.append(f"path {p.get('path')!r} is ImplementationSpecific: a Prefix here, which ends at a "
                              f"segment boundary ({p.get('path')!r} does not match {str(p.get('path')).rstrip('/') + 'x'!r}; "
                              "ingress-nginx's plain prefix does)")
     converted = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": new_meta, "spec": new_spec}
-    return converted, analysis, notes
+    return converted, analysis, notes, errors
 
 
 def migrate(
@@ -163,7 +179,7 @@ def migrate(
         elif not cls and not treat_unclassed:
             report.skipped = "it names no class (--treat-unclassed converts it)"
         else:
-            report.converted, report.analysis, report.notes = convert(obj, target_class)
+            report.converted, report.analysis, report.notes, report.path_errors = convert(obj, target_class)
         reports.append(report)
     return reports
 
@@ -180,6 +196,7 @@ def text_report(reports: Sequence[IngressReport], target_class: str, notes: Read
     lines: list[str] = []
     counts = {na.MAPPED: 0, na.UNSUPPORTED: 0, na.NO_EFFECT: 0}
     blocking: list[str] = []
+    never: list[str] = []
     converted = skipped = 0
     for r in reports:
         head = f"Ingress {r.namespace}/{r.name} ({r.origin})"
@@ -213,6 +230,9 @@ def text_report(reports: Sequence[IngressReport], target_class: str, notes: Read
                 blocking.append(f"{r.namespace}/{r.name} ({f.effect})")
         for note in r.notes:
             lines.append(f"  {'note':<12} {note}")
+        for error in r.path_errors:
+            lines.append(f"  {'ERROR':<12} {error}")
+            never.append(f"{r.namespace}/{r.name} {error.split(' (ImplementationSpecific)', 1)[0]}")
     if notes is not None:
         lines.extend(notes.empty)
         lines.extend(notes.skipped)
@@ -223,6 +243,8 @@ def text_report(reports: Sequence[IngressReport], target_class: str, notes: Read
     )
     if blocking:
         lines.append(f"{len(blocking)} security-relevant setting(s) without an equivalent (exit code 1): " + "; ".join(blocking))
+    if never:
+        lines.append(f"{len(never)} path(s) that can never match (exit code 1): " + "; ".join(never))
     return "\n".join(lines) + "\n"
 
 
@@ -243,9 +265,11 @@ def json_report(reports: Sequence[IngressReport], target_class: str) -> str:
             item["findings"] = [_finding_json(f) for f in r.analysis.findings]
             item["ingressNotes"] = [_finding_json(f) for f in r.analysis.notes]
             item["pathNotes"] = list(r.notes)
+            item["pathErrors"] = list(r.path_errors)
             item["blocking"] = bool(r.blocking)
         items.append(item)
-    return json.dumps({"ingresses": items, "blocking": any(r.blocking for r in reports)}, indent=2) + "\n"
+    return json.dumps({"ingresses": items, "blocking": any(r.blocking for r in reports),
+                       "neverMatching": any(r.path_errors for r in reports)}, indent=2) + "\n"
 
 
 def output_name(r: IngressReport) -> str:
@@ -275,7 +299,7 @@ def _parser() -> argparse.ArgumentParser:
     p = CommandLineParser(
         prog="titanium-gateway migrate-ingress",
         description="Report what every nginx.ingress.kubernetes.io/ annotation of your Ingresses becomes here, "
-        "and convert them (exit 1 when a security-relevant one has no equivalent).",
+        "and convert them (exit 1 when a security-relevant one has no equivalent or a path can never match).",
     )
     p.add_argument("-f", "--filename", dest="paths", action="append", required=True, metavar="PATH",
                    help="a YAML/JSON file, a directory of them, or - for stdin; repeatable")
@@ -318,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("no Ingress in the input", file=sys.stderr)
     if args.out is not None:
         print(f"wrote {len(names)} converted Ingress(es) to {args.out}", file=sys.stderr)
-    return 1 if any(r.blocking for r in reports) else 0
+    return 1 if any(r.blocking or r.path_errors for r in reports) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

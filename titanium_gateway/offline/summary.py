@@ -230,10 +230,19 @@ def summary(
     return "\n".join(lines) + "\n"
 
 
+def readable_line(secret_namespaces: tuple[str, ...]) -> str:
+    """Which Secrets (and CA ConfigMaps) the render assumed the controller may read."""
+    if secret_namespaces:
+        return (f"Secrets and ConfigMaps assumed readable: those of namespace(s) {', '.join(secret_namespaces)} only "
+                "(--secret-namespaces; the chart's controller.secretNamespaces)")
+    return ("Secrets and ConfigMaps assumed readable: those of every namespace (the default; "
+            "--secret-namespaces NS,NS renders as a controller that reads only those namespaces)")
+
+
 def input_notices(report: LoadReport, prepared: Prepared | None, options: RenderOptions | None,
                   result: RenderResult | None = None) -> list[str]:
     """What the user must know about the input besides the render: what could not take part,
-    Secrets not read, namespaces assumed, warnings, ignored objects, notes, empty and skipped
+    which Secrets were assumed readable and which were not read, namespaces assumed, warnings, ignored objects, notes, empty and skipped
     files (the summary's tail; ``explain`` prints it too)."""
     lines: list[str] = []
     if prepared is not None and options is not None:
@@ -241,6 +250,7 @@ def input_notices(report: LoadReport, prepared: Prepared | None, options: Render
         if absent:
             lines.append(f"Not taking part ({len(absent)}):")
             lines.extend(f"  {line}" for line in absent)
+        lines.append(readable_line(options.secret_namespaces))
         if prepared.unread_secrets:
             lines.append(f"Secrets not read (outside --secret-namespaces): {', '.join(prepared.unread_secrets)}")
         if prepared.unread_config_maps:

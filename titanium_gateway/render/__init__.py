@@ -22,6 +22,7 @@ from titanium_gateway.render import gateway as _gateway
 from titanium_gateway.render import gatewayclass as _gatewayclass
 from titanium_gateway.render import httproute as _httproute
 from titanium_gateway.render import ingress as _ingress
+from titanium_gateway.render import listenerevents as _listenerevents
 from titanium_gateway.render import listenerset as _listenerset
 from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import otherroutes as _otherroutes
@@ -182,6 +183,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
         _gateway.status(ctx, info, _plane_delivery(info, deliveries))
     for key in sorted(listener_sets):  # (a ListenerSet's Programmed follows its Gateway's data plane)
         _listenerset.status(ctx, listener_sets[key], _plane_delivery(listener_sets[key].gateway, deliveries))
+    _listenerevents.listener_events(ctx)  # (from the statuses just made)
     shared = planes[0]
     assert shared.key == _planes.SHARED
     return RenderResult(

@@ -52,7 +52,8 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
 Precedence tiers (``precedence.TIER_*``): NORMAL for routes whose match is exact, DEGRADED for a
 500 route carrying only the expressible part of a match it cannot express (ordered after every
 normal route, so it never shadows), DEFAULT_BACKEND for the Ingress defaultBackend (last).
-A route that cannot be honoured answers ``DirectResponse(500, "<Reason>: <why>")``; an invalid
+A route that cannot be honoured answers 500 with its reason code only (``unhonoured.unhonoured``;
+the why is in status and Events); an invalid
 share of a weighted split points at a cluster without destinations (503).
 """
 

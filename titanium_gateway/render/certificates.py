@@ -25,6 +25,7 @@ import binascii
 import hashlib
 import hmac
 import threading
+import typing
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timezone
@@ -32,7 +33,6 @@ from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 TLS_SECRET_TYPE = "kubernetes.io/tls"
@@ -41,9 +41,9 @@ _cache: OrderedDict[str, CertificateConversion] = OrderedDict()
 
 
 #: The private keys ``pkcs12.serialize_key_and_certificates`` accepts (it raises TypeError for
-#: any other, e.g. an X25519 key).
-_PKCS12_KEY_TYPES = (rsa.RSAPrivateKey, dsa.DSAPrivateKey, ec.EllipticCurvePrivateKey,
-                     ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)
+#: any other, e.g. an X25519 key), as the library itself lists them: naming a deprecated key
+#: class here (``dsa.DSAPrivateKey``) would print a CryptographyDeprecationWarning at import.
+_PKCS12_KEY_TYPES = typing.get_args(pkcs12.PKCS12PrivateKeyTypes)
 _build_lock = threading.Lock()
 
 

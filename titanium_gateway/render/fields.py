@@ -124,7 +124,7 @@ def shown(value: str) -> str:
 
 
 def listed(named: int) -> int:
-    """How many problems a condition lists: every one a 500 body names, within the API's
+    """How many problems a condition lists: every one of a rule that answers 500, within the API's
     32768-character message limit (at most 90 problems of at most 303 characters)."""
     return min(90, max(MAX_PROBLEMS_LISTED, named))
 

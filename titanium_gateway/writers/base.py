@@ -20,6 +20,12 @@ class WriteError(Exception):
     """A write that cannot succeed without an operator (e.g. a pre-created object is missing)."""
 
 
+class Refused(WriteError):
+    """A write of a Gateway's own data plane that cannot succeed until someone acts (an object of
+    that name this controller did not make): said on that Gateway's status, never retried in a
+    loop."""
+
+
 #: Assumed Retry-After (seconds) for a 429 that names none (client-go waits 1 s then too).
 DEFAULT_RETRY_AFTER = 1.0
 
@@ -53,6 +59,14 @@ class LeaderGuard:
     def check(self, what: str) -> None:
         if not self._is_leader():
             raise NotLeader(f"not the leader: skipped {what}")
+
+
+def is_admission_refusal(e: ApiError, policy: str = "") -> bool:
+    """Whether ``e`` is a ValidatingAdmissionPolicy's refusal of a write (of ``policy`` when
+    named): lasting until someone changes the object or the policy, so told (on the Gateway's
+    status and in the log), never retried in a loop."""
+    marker = f"ValidatingAdmissionPolicy '{policy}'" if policy else "ValidatingAdmissionPolicy '"
+    return e.status in (403, 422) and marker in (e.message or str(e))
 
 
 def unreadable(e: ApiError, what: str) -> None:

@@ -158,6 +158,43 @@ def plane_labels(gateway: Any, controller_name: str, template: DataPlaneTemplate
     return out
 
 
+#: The label of a data plane's Secret holding a hash of its ``data`` and owner: the next term
+#: reads the Secret's metadata only (never its data) to learn whether it is already written.
+DATA_HASH_LABEL = "gateway.titaniumproxy.com/data-hash"
+
+
+def data_hash(data: Mapping[str, str], owners: Any) -> str:
+    """The :data:`DATA_HASH_LABEL` value of a Secret's ``data`` (base64 values) and owners."""
+    blob = json.dumps([dict(data), owners], sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:40]
+
+
+def held_hash(meta_obj: Mapping[str, Any] | None, labels: Mapping[str, str]) -> str:
+    """The :data:`DATA_HASH_LABEL` of a Secret's metadata when it carries the controller labels
+    of ``labels`` ("" otherwise: not ours, or not known)."""
+    held = (((meta_obj or {}).get("metadata") or {}).get("labels")) or {}
+    if any(held.get(k) != labels.get(k) for k in (planes.MANAGED_BY_LABEL, planes.CONTROLLER_LABEL)):
+        return ""
+    return str(held.get(DATA_HASH_LABEL) or "")
+
+
+def data_hash_op(value: str) -> dict[str, Any]:
+    """The JSON-patch operation that sets :data:`DATA_HASH_LABEL` (after :func:`ours_test`: the
+    labels exist)."""
+    return {"op": "add", "path": "/metadata/labels/" + DATA_HASH_LABEL.replace("/", "~1"), "value": value}
+
+
+def ours_test(labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """JSON-patch ``test`` operations that fail unless the object carries the controller labels
+    of ``labels`` (:func:`plane_labels`): a write that never reads, and never changes an object
+    of that name it did not make."""
+    def path(label: str) -> str:
+        return "/metadata/labels/" + label.replace("~", "~0").replace("/", "~1")
+
+    return [{"op": "test", "path": path(key), "value": labels[key]}
+            for key in (planes.MANAGED_BY_LABEL, planes.CONTROLLER_LABEL)]
+
+
 def selector(gateway: Any, controller_name: str) -> dict[str, str]:
     """The labels that select the pods of a Gateway's data plane."""
     return {"app.kubernetes.io/name": "titanium", "app.kubernetes.io/component": "data-plane",

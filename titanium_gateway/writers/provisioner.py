@@ -25,7 +25,7 @@ from titanium_gateway.metrics import REGISTRY, Registry
 from titanium_gateway.render import planes
 from titanium_gateway.render.result import Plane
 from titanium_gateway.writers import plane_objects as tpl
-from titanium_gateway.writers.base import LeaderGuard
+from titanium_gateway.writers.base import LeaderGuard, is_admission_refusal
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +92,8 @@ class Provisioner:
 
     def _taken(self, obj: Mapping[str, Any], kind: str, wanted: Mapping[str, Any]) -> _Taken | None:
         """Why an existing object may not be taken over (None: it is ours)."""
-        md = _meta(obj)
         if owned_by(obj, self.controller_name) is None:
-            return _Taken(f"{kind} {md.get('namespace')}/{md.get('name')} exists and was not made by this controller: "
-                          "it is left alone (delete or rename it, or rename the Gateway)")
+            return self._foreign(kind, _meta(obj))
         del wanted
         return None
 
@@ -152,34 +150,46 @@ class Provisioner:
         del cur
 
     def _secret(self, desired: dict[str, Any]) -> None:
-        """The admin-token Secret: created, or patched when its token or owner differs (read
-        once per term: Secrets of Gateways' namespaces are not watched)."""
+        """The admin-token Secret: its data is never read. Its metadata (only) is read once per
+        term: a hash label of ours saying it holds the token and owner wanted leaves it alone;
+        else a JSON patch that tests the labels of this controller first (so a Secret of that
+        name it did not make is neither read nor changed: _Taken), or a create when missing."""
         md = desired["metadata"]
         key = (md["namespace"], md["name"])
         wanted = (desired["data"], md["ownerReferences"])
         if self._secrets.get(key) == wanted:
             return
+        digest = tpl.data_hash(desired["data"], md["ownerReferences"])
         try:
-            cur: Mapping[str, Any] | None = self.api.get(SECRETS, md["namespace"], md["name"])
+            meta: Mapping[str, Any] | None = self.api.get_metadata(SECRETS, md["namespace"], md["name"])
+        except ApiError:
+            meta = None
+        if meta is not None and tpl.held_hash(meta, md["labels"]) == digest:
+            self._secrets[key] = wanted
+            return
+        self.guard.check(f"write Secret {key[0]}/{key[1]}")
+        try:
+            self.api.patch(SECRETS, md["namespace"], md["name"], [
+                *tpl.ours_test(md["labels"]),
+                {"op": "add", "path": "/metadata/ownerReferences", "value": md["ownerReferences"]},
+                {"op": "add", "path": "/data", "value": desired["data"]}, tpl.data_hash_op(digest)],
+                patch_type="json")
+            self._writes.labels(kind="Secret", verb="patch").inc()
         except ApiError as e:
+            if e.status in (409, 422):  # the test failed: not ours
+                raise self._foreign("Secret", md) from None
             if not e.is_not_found:
                 raise
-            cur = None
-        if cur is None:
             self.guard.check(f"create Secret {key[0]}/{key[1]}")
-            self.api.create(SECRETS, md["namespace"], desired)
+            labelled = {**desired, "metadata": {**md, "labels": {**md["labels"], tpl.DATA_HASH_LABEL: digest}}}
+            self.api.create(SECRETS, md["namespace"], labelled)
             self._writes.labels(kind="Secret", verb="create").inc()
-        else:
-            taken = self._taken(cur, "Secret", desired)
-            if taken is not None:
-                raise taken
-            if (cur.get("data"), _meta(cur).get("ownerReferences")) != wanted:
-                self.guard.check(f"patch Secret {key[0]}/{key[1]}")
-                self.api.patch(SECRETS, md["namespace"], md["name"],
-                               {"metadata": {"ownerReferences": md["ownerReferences"]}, "data": desired["data"]},
-                               patch_type="merge")
-                self._writes.labels(kind="Secret", verb="patch").inc()
         self._secrets[key] = wanted
+
+    @staticmethod
+    def _foreign(kind: str, md: Mapping[str, Any]) -> _Taken:
+        return _Taken(f"{kind} {md.get('namespace')}/{md.get('name')} exists and was not made by this controller: "
+                      "it is left alone (delete or rename it, or rename the Gateway)")
 
     # -- delete ---------------------------------------------------------------------------------
     def remove(self, keep: Iterable[GatewayKey], present: Iterable[GatewayKey],
@@ -220,7 +230,10 @@ class Provisioner:
             calls[res]()
             self._writes.labels(kind=res.kind, verb="delete").inc()
         except ApiError as e:
-            if not e.is_not_found:
+            if is_admission_refusal(e):  # (an object of that name it did not make: left alone)
+                log.warning("delete refused by admission: left alone", extra={
+                    "kind": res.kind, "namespace": ns, "object_name": name, "error": e.message})
+            elif not e.is_not_found:
                 raise
 
 

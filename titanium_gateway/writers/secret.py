@@ -2,7 +2,9 @@
 
 Written (a JSON patch replacing ``/data``) only when the bytes change; the chart pre-creates
 the Secret, so a missing one is a clear error - except the Secret of a Gateway's own data
-plane, which the writer creates when it is missing (``create``: the metadata of a new one). Like dropped config parts, a file the new config
+plane, which the writer creates when it is missing (``create``: the metadata of a new one) and
+never reads: its metadata carries a hash of its data (``DATA_HASH_LABEL``), which a new term reads
+(metadata only), and its write tests the controller's labels first. Like dropped config parts, a file the new config
 no longer names is kept until that config is confirmed by every pod (``confirm``): pods still
 running the previous config may reference it until they reload. The private keys inside the PFX files live only
 in memory and in this Secret: nothing here logs file contents. Before its first write in a term
@@ -21,7 +23,14 @@ from typing import Any
 from titanium_gateway.kube.api import SECRETS, ApiError, KubeApi
 from titanium_gateway.metrics import Registry
 from titanium_gateway.render.result import RenderResult
-from titanium_gateway.writers.base import LeaderGuard, WriteError, config_writes, unreadable
+from titanium_gateway.writers.base import LeaderGuard, Refused, WriteError, config_writes, unreadable
+from titanium_gateway.writers.plane_objects import (
+    DATA_HASH_LABEL,
+    data_hash,
+    data_hash_op,
+    held_hash,
+    ours_test,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +50,8 @@ class SecretWriter:
         self.guard = guard
         self._lock = threading.Lock()
         self._known: dict[str, str] | None = None
+        #: a Gateway's data plane's Secret: the hash of what it holds, learned from its metadata
+        self._held = ""
         #: files kept after the config stopped naming them: name -> (base64, config_hash)
         self._retired: dict[str, tuple[str, str]] = {}
         self._writes = config_writes(registry)
@@ -48,6 +59,7 @@ class SecretWriter:
     def reset(self) -> None:
         with self._lock:
             self._known = None
+            self._held = ""
             self._retired.clear()
 
     def confirm(self, config_hash: str) -> bool:
@@ -65,7 +77,17 @@ class SecretWriter:
                           "the controller never creates it (check --tls-secret and the release)")
 
     def _learn(self) -> None:
-        """What the Secret holds now, when this term has not written it yet (one GET)."""
+        """What the Secret holds now, when this term has not written it yet (one GET). Never for
+        the Secret of a Gateway's own data plane: it is written without being read (the write
+        tests this controller's labels first, so a Secret of that name it did not make is
+        neither read nor changed)."""
+        if self.create is not None:
+            try:  # its metadata only: the hash of what it holds, when it is ours
+                meta = self.api.get_metadata(SECRETS, self.namespace, self.name)
+            except ApiError:
+                return  # (missing: created by the write; unreadable: written)
+            self._held = held_hash(meta, self.create(self.name).get("labels") or {})
+            return
         try:
             cur = self.api.get(SECRETS, self.namespace, self.name)
         except ApiError as e:
@@ -100,6 +122,11 @@ class SecretWriter:
                         self._retired[f] = (self._retired.get(f, (v, ""))[0], result.config_hash)
             for f, (v, _) in self._retired.items():
                 data[f] = v
+            if self._known is None and self._held and self.create is not None:
+                held, self._held = self._held, ""
+                if held == data_hash(data, self.create(self.name).get("ownerReferences") or []):
+                    self._known = data  # (already written: its metadata says so)
+                    return False
             if data == self._known:
                 return False
             return self._patch(data)
@@ -107,16 +134,24 @@ class SecretWriter:
     def _patch(self, data: dict[str, str]) -> bool:
         self.guard.check(f"write Secret {self.namespace}/{self.name}")
         body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": data}]
-        if self.create is not None:  # (the owner too: see _learn)
-            body.append({"op": "add", "path": "/metadata/ownerReferences",
-                         "value": self.create(self.name).get("ownerReferences") or []})
+        if self.create is not None:  # (ours only, and the owner too: see _learn)
+            owners = self.create(self.name).get("ownerReferences") or []
+            body[:0] = ours_test(self.create(self.name).get("labels") or {})
+            body += [{"op": "add", "path": "/metadata/ownerReferences", "value": owners},
+                     data_hash_op(data_hash(data, owners))]
         try:
             self.api.patch(SECRETS, self.namespace, self.name, body, patch_type="json")
         except ApiError as e:
             self._known = None
+            if self.create is not None and e.status in (409, 422):
+                raise Refused(f"Secret {self.namespace}/{self.name} exists and was not made by this controller: "
+                              "it is left alone (delete or rename it, or rename the Gateway)") from None
             if e.is_not_found and self.create is not None:
+                meta = self.create(self.name)
+                meta["labels"] = {**meta.get("labels", {}),
+                                  DATA_HASH_LABEL: data_hash(data, meta.get("ownerReferences") or [])}
                 self.api.create(SECRETS, self.namespace, {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                                                          "metadata": self.create(self.name), "data": data})
+                                                          "metadata": meta, "data": data})
             elif e.is_not_found:
                 raise self._missing() from e
             else:

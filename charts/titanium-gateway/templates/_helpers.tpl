@@ -36,17 +36,30 @@
 {{- end -}}
 {{- end -}}
 
-{{/* The namespaces whose Secrets the controller reads, comma-separated (--secret-namespaces):
-the release namespace and controller.secretNamespaces; "" with controller.secretsClusterWide
-(every namespace). */}}
+{{/* Whether the controller reads Secrets and ConfigMaps in every namespace ("true" or ""):
+controller.secretsClusterWide when set, else when no namespaces are listed (neither
+controller.secretNamespaces nor dataPlane.gatewayNamespaces: the release serves every namespace). */}}
+{{- define "tg.secretsClusterWide" -}}
+{{- $c := .Values.controller -}}
+{{- if kindIs "bool" $c.secretsClusterWide -}}
+{{- if $c.secretsClusterWide }}true{{ end -}}
+{{- else if not (or $c.secretNamespaces .Values.dataPlane.gatewayNamespaces) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The namespaces whose Secrets and ConfigMaps the controller reads, comma-separated
+(--secret-namespaces): the release namespace, dataPlane.gatewayNamespaces (a Gateway's
+certificate in its own namespace) and controller.secretNamespaces; "" when it reads them in
+every namespace (tg.secretsClusterWide). */}}
 {{- define "tg.secretNamespaces" -}}
-{{- $listed := .Values.controller.secretNamespaces | default list -}}
-{{- if .Values.controller.secretsClusterWide -}}
+{{- $listed := concat (.Values.controller.secretNamespaces | default list) (.Values.dataPlane.gatewayNamespaces | default list) -}}
+{{- if include "tg.secretsClusterWide" . -}}
 {{- if $listed -}}
-{{- fail "controller.secretsClusterWide reads Secrets in every namespace: leave controller.secretNamespaces empty, or set secretsClusterWide to false" -}}
+{{- fail "controller.secretsClusterWide reads Secrets in every namespace: leave controller.secretNamespaces and dataPlane.gatewayNamespaces empty, or set secretsClusterWide to false" -}}
 {{- end -}}
 {{- else -}}
-{{- prepend $listed .Release.Namespace | uniq | join "," -}}
+{{- prepend ($listed | sortAlpha) .Release.Namespace | uniq | join "," -}}
 {{- end -}}
 {{- end -}}
 
@@ -154,6 +167,16 @@ seccompProfile:
 {{- end -}}
 {{- if and .Values.dataPlane.gatewayNamespaces (ne .Values.dataPlane.mode "perGateway") -}}
 {{- fail "dataPlane.gatewayNamespaces is for dataPlane.mode=perGateway" -}}
+{{- end -}}
+{{- if and (include "tg.perGateway" .) .Values.controller.secretNamespaces (not .Values.dataPlane.gatewayNamespaces) -}}
+{{- fail "controller.secretNamespaces with dataPlane.mode=perGateway: list dataPlane.gatewayNamespaces too (the namespaces this release serves), or the Secret reads would be namespaced while the data-plane writes stay cluster-wide" -}}
+{{- end -}}
+{{- if .Values.admissionPolicy.enabled -}}
+{{- if and (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration") (not (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")) -}}
+{{- fail "admissionPolicy.enabled: this API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30+, not disabled by --runtime-config). The policy fences the controller's writes (docs/security.md): enable it, or set admissionPolicy.enabled=false and list dataPlane.gatewayNamespaces (namespaced Roles only)" -}}
+{{- end -}}
+{{- else if and (include "tg.perGateway" .) (not .Values.dataPlane.gatewayNamespaces) -}}
+{{- fail "admissionPolicy.enabled=false with dataPlane.mode=perGateway writes Secrets, ConfigMaps, Services and Deployments in every namespace unfenced: list dataPlane.gatewayNamespaces (namespaced Roles only), or keep the policy (Kubernetes 1.30+)" -}}
 {{- end -}}
 {{- end -}}
 

@@ -55,6 +55,7 @@ from titanium_gateway.render.precedence import (
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.regex import check_regex, regex_escape
 from titanium_gateway.render.result import NotOurs, Released
+from titanium_gateway.render.unhonoured import unhonoured
 from titanium_gateway.twp.model import (
     RESPONSE_TRANSFORMS,
     Behavior,
@@ -233,7 +234,7 @@ class Translator:
                     for cluster in clusters:
                         ctx.add_cluster(cluster)
                     last_clusters = clusters
-            shared = self._shared_behavior(out, summarize(rule_unsupported, 3) if rule_unsupported else "")
+            shared = self._shared_behavior(out)
             for mi, m in enumerate(out.matches):
                 tier = TIER_DEGRADED if m.degraded else TIER_NORMAL
                 behavior = shared
@@ -248,11 +249,11 @@ class Translator:
             problems.unsupported += rule_unsupported
         return added
 
-    def _shared_behavior(self, out: RuleOut, rule_message: str) -> Behavior | None:
+    def _shared_behavior(self, out: RuleOut) -> Behavior | None:
         """The behavior of every route of a rule; None when it depends on the route (a redirect
         to each route's own hostname; transforms made for each match's path)."""
         if out.unsupported:
-            return Behavior(DirectResponse(500, "UnsupportedValue: " + rule_message))
+            return Behavior(unhonoured("UnsupportedValue"))
         b = out.behavior
         action = b.action
         if type(action) is Redirect:
@@ -267,7 +268,7 @@ class Translator:
         if _NO_REDIRECT_HOST not in problems.unsupported:
             problems.unsupported.append(_NO_REDIRECT_HOST)
             problems.firsts.append(_NO_REDIRECT_HOST)
-        return Behavior(DirectResponse(500, f"UnsupportedValue: {_NO_REDIRECT_HOST}"))
+        return Behavior(unhonoured("UnsupportedValue"))
 
 
 def _one_port(listeners: list[ListenerInfo]) -> tuple[int, str] | None:

@@ -17,11 +17,11 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.fields import brief, shown
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
+from titanium_gateway.render.unhonoured import unhonoured
 from titanium_gateway.twp.model import (
     Action,
     Cluster,
     ClusterSettings,
-    DirectResponse,
     Forward,
     Split,
     WeightedCluster,
@@ -149,11 +149,11 @@ class Backends:
         action: Action
         if not shares:
             if first_error[0]:
-                action = DirectResponse(500, f"{first_error[0]}: {first_error[1]}")
+                action = unhonoured(first_error[0])
             elif refs:
-                action = DirectResponse(500, "NoBackends: every backendRef has weight 0")
+                action = unhonoured("NoBackends")
             else:
-                action = DirectResponse(500, "NoBackends: the rule has no backendRefs")
+                action = unhonoured("NoBackends")
         else:
             if invalid_weight:
                 clusters.append(INVALID_BACKEND)

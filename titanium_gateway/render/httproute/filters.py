@@ -18,13 +18,13 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.fields import brief, has_control, plain
 from titanium_gateway.render.httproute.matches import MatchOut, normalize_prefix
 from titanium_gateway.render.regex import regex_escape
+from titanium_gateway.render.unhonoured import unhonoured
 from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
     Action,
     Behavior,
     Cluster,
     ClusterSettings,
-    DirectResponse,
     HostSet,
     Mirror,
     PathRegexReplace,
@@ -51,7 +51,7 @@ class PrefixRewrite:
 
 #: The action of a behavior while the filters make it: the rule's backends decide it (a
 #: RequestRedirect replaces it). Never emitted: ``rules.translate_rule`` always sets the action.
-UNDECIDED = DirectResponse(500, "UnsupportedValue: the rule decided no action")
+UNDECIDED = unhonoured("UnsupportedValue")
 
 
 class Resolver(Protocol):

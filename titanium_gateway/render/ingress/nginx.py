@@ -334,7 +334,7 @@ def _rewrite_target(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple
                             "Matching is case-sensitive here (ingress-nginx's regular-expression locations are not)"), \
                 _t("rewrite-target", new_target)
         return UNSUPPORTED, ("capture groups ($1, $2) are not supported: titanium.io/rewrite-target replaces the "
-                             "matched prefix with a fixed path"), {}
+                             f"matched prefix with a fixed path; {idiom_blocker(ctx.paths, target)}"), {}
     if not target.startswith("/") or _PATH_FORBIDDEN.search(target):
         return UNSUPPORTED, "titanium.io/rewrite-target takes a path starting with /, without spaces, ? or #", {}
     note = ("Only the matched prefix is replaced here (/foo/x with target /new becomes /new/x), while ingress-nginx "
@@ -371,6 +371,26 @@ def rewrite_idiom(paths: Sequence[str], target: str) -> tuple[list[str], str] | 
         else:
             return bases, t.group("prefix") or "/"
     return None
+
+
+def idiom_blocker(paths: Sequence[str], target: str) -> str:
+    """Why a capture-group ``target`` with ``paths`` is not one of :func:`rewrite_idiom`'s
+    prefix-stripping idioms, naming the paths (or the target) that break it."""
+    idioms = "/foo(/|$)(.*) with /$2, /foo/(.*) with /$1"
+    misfits: list[str] | None = None
+    for idiom, target_rx in zip(_IDIOM, _IDIOM_TARGET, strict=True):
+        if target_rx.fullmatch(target) is None:
+            continue
+        these = [p for p in paths if idiom.fullmatch(p) is None]
+        if misfits is None or len(these) < len(misfits):
+            misfits = these
+    if misfits is None:
+        return f"the target {_short(target)!r} is not one of the prefix-stripping idioms ({idioms})"
+    if not misfits:  # every path fits but the converted target cannot be a path
+        return f"the target {_short(target)!r} does not give a valid path"
+    named = ", ".join(repr(_short(p)) for p in misfits[:5]) + (f" and {len(misfits) - 5} more" if len(misfits) > 5 else "")
+    return (f"{'the path' if len(misfits) == 1 else 'the paths'} {named} {'is' if len(misfits) == 1 else 'are'} "
+            f"not one of the prefix-stripping idioms ({idioms})")
 
 
 def _use_regex(value: str, anns: Mapping[str, str], ctx: _Context) -> tuple[str, str, dict[str, str]]:
@@ -963,6 +983,7 @@ __all__ = [
     "foreign_annotation_message",
     "foreign_annotations",
     "foreign_annotations_note",
+    "idiom_blocker",
     "ingress_foreign_annotations",
     "ingress_paths",
     "annotation",

@@ -25,12 +25,12 @@ from titanium_gateway.render.precedence import (
     match_part,
 )
 from titanium_gateway.render.regex import regex_escape
+from titanium_gateway.render.unhonoured import unhonoured
 from titanium_gateway.twp.model import (
     DEFAULT_SETTINGS,
     Behavior,
     Cluster,
     Cors,
-    DirectResponse,
     ExtAuth,
     Forward,
     IpAllowDeny,
@@ -121,8 +121,7 @@ class Routes:
             reason, message = "InvalidAnnotation", ing.settings_error
         match, ranks = self.match(p.path, p.kind)
         if reason or cluster is None:
-            body = f"{reason or 'BackendNotFound'}: {message}"
-            self.add_route(p, p, p.route_id, match, ranks, self.behavior(("d", body), p, False))
+            self.add_route(p, p, p.route_id, match, ranks, self.behavior(("d", reason or "BackendNotFound"), p, False))
             return
         cid = self.ctx.add_cluster(cluster)
         canary = p.canaries[0] if p.canaries else None
@@ -141,7 +140,7 @@ class Routes:
 
     def behavior(self, action: tuple[Any, ...], p: PathInfo, decorated: bool) -> Behavior:
         """The behavior of a route of ``p`` with ``action`` (``("c", cluster id)``, ``("w", cluster
-        id, weight, canary cluster id, weight)`` or ``("d", 500 body)``), with the primary's
+        id, weight, canary cluster id, weight)`` or ``("d", reason code)``), with the primary's
         transforms and policies when ``decorated``: one object for the routes of equal content
         (a few backends and annotation sets serve thousands of paths)."""
         if decorated:
@@ -158,7 +157,7 @@ class Routes:
             elif kind == "w":
                 made_action = Split((WeightedCluster(action[1], action[2]), WeightedCluster(action[3], action[4])))
             else:
-                made_action = DirectResponse(500, action[1])
+                made_action = unhonoured(action[1])
             made = self._behaviors[key] = (Behavior(made_action, None, self.transforms(p), policies) if decorated
                                            else Behavior(made_action))
         return made

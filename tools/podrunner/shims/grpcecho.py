@@ -62,8 +62,7 @@ def _messages() -> dict[str, Any]:
             msg.field.add(name=field, number=number, type=kind, label=_REPEATED if repeated else _OPTIONAL,
                           type_name=f".{PACKAGE}.{type_name}" if type_name else None)
     pool = descriptor_pool.DescriptorPool()
-    file = pool.Add(proto)
-    del file
+    pool.Add(proto)
     return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{name}"))
             for name in _MESSAGES}
 

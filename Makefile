@@ -6,7 +6,7 @@ TAG ?= dev
 CHART := charts/titanium-gateway
 
 .PHONY: install demo test test-fast lint fmt golden bench image chart manifests manifests-check e2e conformance conformance-local fuzz clean \
-	kube-build cluster-up cluster-down cluster-test dev promtool
+	kube-build cluster-up cluster-down cluster-test dev promtool bench-propagation
 
 install:  ## install the package and its test dependencies (editable)
 	$(PIP) install -q -e '.[test]'
@@ -38,6 +38,9 @@ golden:  ## regenerate tests/render/testdata/*/ expected files (review the diff 
 
 bench:  ## print the performance figures (see docs/performance.md)
 	$(PYTHON) benchmarks/run.py
+
+bench-propagation:  ## route propagation through make dev's Gateway, 1000 and 3000 routes attached (root; ~15 min)
+	$(PYTHON) benchmarks/bench_propagation.py
 
 fuzz:  ## the long bad-input campaign (docs/reliability.md)
 	FUZZ_EXAMPLES=10000 $(PYTHON) -m pytest -q -m slow tests/reliability

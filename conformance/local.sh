@@ -132,6 +132,9 @@ suite_args=(
   -organization=justcoding121 -project=titanium-gateway -url=https://github.com/justcoding121/titanium-gateway
   -version="$version" -contact=https://github.com/justcoding121/titanium-gateway/issues
   -report-output="$REPORT"
+  # GatewayStaticAddresses: an address the pod runner's load balancer gives on request (its
+  # static range) and one outside dataPlane.service.addressRanges (local-values.yaml)
+  -usable-address=198.18.251.10 -unusable-address=203.0.113.10
 )
 [[ -n "${CONFORMANCE_RUN_TEST:-}" ]] && suite_args+=(-run-test="$CONFORMANCE_RUN_TEST")
 [[ -n "${CONFORMANCE_SKIP_TESTS:-}" ]] && suite_args+=(-skip-tests="$CONFORMANCE_SKIP_TESTS")

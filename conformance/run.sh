@@ -113,7 +113,18 @@ metadata:
   namespace: metallb-system
 spec:
   addresses:
-    - ${prefix}.255.200-${prefix}.255.250
+    - ${prefix}.255.200-${prefix}.255.239
+---
+# Given only to a Service that asks for one (the suite's GatewayStaticAddresses)
+apiVersion: metallb.io/v1beta1
+kind: IPAddressPool
+metadata:
+  name: kind-static
+  namespace: metallb-system
+spec:
+  autoAssign: false
+  addresses:
+    - ${prefix}.255.240-${prefix}.255.250
 ---
 apiVersion: metallb.io/v1beta1
 kind: L2Advertisement
@@ -131,6 +142,7 @@ echo "== installing the chart" >&2
 "$HELM" upgrade --install "$RELEASE" "$ROOT/charts/titanium-gateway" \
   --namespace "$NAMESPACE" --create-namespace \
   --values "$ROOT/charts/titanium-gateway/ci/kind-values.yaml" \
+  --set "dataPlane.service.addressRanges={${prefix}.255.192/26}" \
   --wait --timeout 5m
 kubectl wait --for=condition=Accepted gatewayclass/titanium --timeout=120s
 
@@ -157,6 +169,7 @@ docker run --rm --network kind \
       --version=$version \
       --contact=https://github.com/justcoding121/titanium-gateway/issues \
       --report-output=/artifacts/gateway-conformance-report.yaml \
+      --usable-address=${prefix}.255.245 --unusable-address=203.0.113.10 \
       ${CONFORMANCE_EXTRA_ARGS:-}
     chmod a+r /artifacts/gateway-conformance-report.yaml 2>/dev/null || true
   " 2>&1 | tee "$ARTIFACTS/conformance.log"

@@ -133,7 +133,7 @@ def print_profile(name: str, profile: dict, features: dict, tests: dict[str, dic
                        and set(t["features"]) <= core_features | extended_features)
         passed = [n for n in names if results.get(n) == "PASS"]
         failed = [n for n in names if results.get(n) == "FAIL"]
-        line = f"      {feature:<34} {len(passed)}/{len(names)}"
+        line = f"      {feature:<36} {len(passed)}/{len(names)}"
         if failed:
             line += "   failed: " + ", ".join(failed)
         print(line)

@@ -31,12 +31,13 @@ var (
 	requestTimeout  = flag.Duration("titanium.request-timeout", 5*time.Second, "RequestTimeout of one HTTP request")
 	testTimeout     = flag.Duration("titanium.test-timeout", 45*time.Second, "DefaultTestTimeout")
 	listTests       = flag.String("titanium.list-tests", "", "TestListTests: write the suite's tests and their features (JSON) to this file")
-	joinNormalized  = flag.Bool("titanium.join-normalized", false, "diagnosis only, writes no report: read every \", \" in a header value the backend received as \",\"")
+	joinNormalized  = flag.Bool("titanium.join-normalized", false, "diagnosis only, writes no report: read every \", \" in a header value the backend received, or of a response, as \",\"")
 )
 
 // appendJoinNormalized is the diagnosis run's RoundTripper (-titanium.join-normalized): the
-// suite's own one, but every ", " in a header value the echo server reports is read as ",". The
-// data plane joins an appended header value with ", " (docs/contract.md), the suite expects
+// suite's own one, but every ", " in a header value the echo server reports, and in a response
+// header, is read as ",". The data plane joins an appended header value with ", "
+// (docs/contract.md), the suite expects
 // "old,new"; a test that fails only on that join passes this way, so the run shows that nothing
 // else failed. It never writes a report.
 type appendJoinNormalized struct {
@@ -46,14 +47,21 @@ type appendJoinNormalized struct {
 func (a appendJoinNormalized) CaptureRoundTrip(r roundtripper.Request) (*roundtripper.CapturedRequest, *roundtripper.CapturedResponse, error) {
 	req, res, err := a.inner.CaptureRoundTrip(r)
 	if req != nil {
-		for name, values := range req.Headers {
-			for i, v := range values {
-				values[i] = strings.ReplaceAll(v, ", ", ",")
-			}
-			req.Headers[name] = values
-		}
+		normalizeJoin(req.Headers)
+	}
+	if res != nil {
+		normalizeJoin(res.Headers) // (a ResponseHeaderModifier's add)
 	}
 	return req, res, err
+}
+
+func normalizeJoin(headers map[string][]string) {
+	for name, values := range headers {
+		for i, v := range values {
+			values[i] = strings.ReplaceAll(v, ", ", ",")
+		}
+		headers[name] = values
+	}
 }
 
 func TestConformance(t *testing.T) {

@@ -11,6 +11,8 @@
 # DEV_VALUES: values files of yours (space-separated), applied after hack/kube/dev-values.yaml;
 # remembered in DIR/dev/values-files, so a later run without DEV_VALUES applies them again
 # (DEV_VALUES=none forgets them).
+# PODRUNNER_CHANGE_DETECTION: the pod runner's ConfigMap/Secret change detection, Cache (default)
+# or Watch (the kubelet's default; tools/podrunner/README.md), for a pod runner it starts.
 set -euo pipefail
 # shellcheck source=hack/kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -65,7 +67,8 @@ else
   nsenter --net="/run/netns/$TITANIUM_KUBE_NETNS" -- setsid env KUBECONFIG="$DIR/admin.kubeconfig" \
     PYTHONPATH="$KUBE_ROOT" "$PYTHON" -m tools.podrunner --images hack/kube/dev-images.yaml \
     --state-dir "$DIR/dev/pods" --netns-prefix "tgp-$TITANIUM_KUBE_ID-" --node-name "$TITANIUM_KUBE_NODE" \
-    --sync-period 10 --backoff 1 </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
+    --sync-period 10 --backoff 1 \
+    --config-map-and-secret-change-detection-strategy "${PODRUNNER_CHANGE_DETECTION:-Cache}" </dev/null >>"$DIR/logs/dev-podrunner.log" 2>&1 &
   echo $! >"$RUNNER_PID"
   echo "hack/kube/dev.sh: started the pod runner (pid $!, log ${DIR#"$KUBE_ROOT"/}/logs/dev-podrunner.log)" >&2
 fi

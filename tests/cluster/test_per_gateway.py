@@ -6,6 +6,8 @@ data plane with it. The API server's audit log is the witness of what the contro
 
 - two Gateways (internal and public) get different addresses, each answers its own route, and a
   request for the internal route sent to the public address gets 404;
+- a listener on 8080 beside 80: the Gateway's Service exposes both ports, its route answers on
+  both;
 - a change to one Gateway's route writes that Gateway's ConfigMap only;
 - deleting a Gateway removes its data plane (owner references, the garbage collector); a Gateway
   that moves to another class loses it (the controller deletes it).
@@ -117,8 +119,12 @@ def _get(url: str, host: str) -> requests.Response:
 
 
 def _answer(address: str, host: str, path: str = "/") -> tuple[int, str]:
-    """(status, the echo pod's name or "")."""
-    r = _get(f"http://{address}{path}", host)
+    """(status, the echo pod's name or ""); (0, "") when the connection fails (a port with no
+    ready endpoint yet: the load balancer closes the connection)."""
+    try:
+        r = _get(f"http://{address}{path}", host)
+    except requests.ConnectionError:
+        return 0, ""
     pod = ""
     if r.status_code == 200:
         with contextlib.suppress(ValueError):
@@ -227,6 +233,24 @@ def test_each_gateway_has_its_own_data_plane_address_and_routes(planes: PlaneEnv
     _settled(cluster, user)
     writes = [ev for ev in cluster.audit.writes(mark, user=user) if describe_resource(ev) not in ("leases",)]
     assert not writes, "a restart with nothing changed wrote:\n" + "\n".join(describe(ev) for ev in writes)
+
+    # a listener on 8080 beside 80: the Gateway's Service exposes both (8080 on container port
+    # 8080, 80 on the next free one, 8081), the pods roll to bind them, the route answers on both
+    env.api.patch("Gateway", env.apps, "public", {"spec": {"listeners": [
+        {"name": "http", "port": 80, "protocol": "HTTP"}, {"name": "alt", "port": 8080, "protocol": "HTTP"}]}})
+
+    def ports(kind: str) -> list[Any]:
+        obj = env.api.get_object(kind, env.apps, env.base("public")) or {}
+        if kind == "Service":
+            return sorted((p["port"], p["targetPort"]) for p in obj["spec"]["ports"])
+        (container, *_) = obj["spec"]["template"]["spec"]["containers"]
+        return sorted((p["name"], p["containerPort"]) for p in container["ports"] if p["name"] != "admin")
+
+    wait_for(lambda: ports("Service") == [(80, "http-80"), (8080, "http-8080")], 60, 0.5, "the public Service's ports")
+    assert ports("Deployment") == [("http-80", 8081), ("http-8080", 8080)]
+    wait_for(lambda: _answer(f"{addresses['public']}:8080", "www.example.com")[1].startswith("www-"), 180, 1,
+             "the public route through port 8080")
+    assert _answer(addresses["public"], "www.example.com")[1].startswith("www-")
     mark = cluster.audit.mark()
 
     # deleting a Gateway deletes its data plane: the garbage collector follows the owner references

@@ -81,9 +81,9 @@ def test_expected_failure_for_its_reason_only(tmp_path, capsys):
     assert summary.main(_inputs(tmp_path, JOIN)) == 0
     out = capsys.readouterr().out
     assert "core:     1/2 passed" in out
-    assert "HTTPRouteMethodMatching            1/1" in out
+    assert "HTTPRouteMethodMatching              1/1" in out
     # A test needing an unclaimed feature does not count for the claimed one.
-    assert "HTTPRouteRequestMirror             0/0" in out
+    assert "HTTPRouteRequestMirror               0/0" in out
     assert "HTTPRouteRequestHeaderModifier: expected X-Header-Add header to be set to a,b, got a, b" in out
     assert "404" not in out  # the reason of a case that passed in the end is not shown
     assert "every failure is an expected one" in out
@@ -159,11 +159,11 @@ def test_a_report_with_both_profiles_shows_each_profiles_figures(tmp_path, capsy
     out = capsys.readouterr().out
     assert "profiles GATEWAY-HTTP, GATEWAY-GRPC" in out  # GATEWAY-HTTP first
     http, grpc = out.split("  GATEWAY-GRPC\n")
-    assert "  GATEWAY-HTTP\n    core:     1/2 passed" in http and "HTTPRouteMethodMatching            1/1" in http
+    assert "  GATEWAY-HTTP\n    core:     1/2 passed" in http and "HTTPRouteMethodMatching              1/1" in http
     assert grpc.startswith("    core:     3/4 passed, 0 skipped (result: failure)\n      failed: GRPCRouteWeight\n")
     assert "not claimed: GatewayPort8080" in grpc and "HTTPRouteMethodMatching" not in grpc.split("failures")[0]
     # a test counts in a profile only when every feature it needs is one of the profile's
-    assert "ListenerSet                        0/1" in http and "ListenerSet                        0/1" in grpc
+    assert "ListenerSet                          0/1" in http and "ListenerSet                          0/1" in grpc
     assert "GRPCRouteWeight: expected all backends to receive traffic" in out
     assert "GRPCRouteWeight failed and is not an expected failure" in out
     # one profile on request

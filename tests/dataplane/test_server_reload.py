@@ -224,3 +224,28 @@ def test_same_bytes_rewritten_reload_nothing(harness) -> None:
     wait_for(lambda: harness.dp.source.attempts > attempts)
     time.sleep(0.2)
     assert harness.dp.state.generation == generation and harness.dp.source.last_error == ""
+
+
+def test_stop_drains_the_requests_in_flight_and_takes_no_new_ones(harness, backends) -> None:
+    import threading
+
+    be = backends("be")
+    port = free_port()
+    h = harness.write(document([route("r", 1)], [cluster("be", [be.destination()])], listeners=[listener(port)]))
+    dp = harness.start()
+    harness.wait_hash(h)
+    answers: list[requests.Response] = []
+    slow = threading.Thread(target=lambda: answers.append(
+        requests.get(f"http://127.0.0.1:{port}/slow", headers={"x-echo-delay": "1.5"}, timeout=10)))
+    slow.start()
+    be.wait_requests(1)
+    stopping = threading.Thread(target=harness.thread.call, args=(dp.stop,), kwargs={"timeout": 20})
+    stopping.start()
+    wait_for(lambda: dp.draining)
+    ready = requests.get(f"{harness.admin}/readyz", timeout=5)
+    assert ready.status_code == 503 and "draining" in ready.text
+    with pytest.raises(requests.ConnectionError):
+        wait_for(lambda: _get(port) is None, timeout=1)  # the listener no longer accepts
+    slow.join(10)
+    stopping.join(20)
+    assert [a.status_code for a in answers] == [200]  # the request in flight was answered

@@ -542,3 +542,16 @@ def test_the_https_redirect_answers_per_listener(capsys: pytest.CaptureFixture[s
     code, out, _ = explain(capsys, "-f", red, "--data-plane-mode", "shared", "--request",
                            "GET https://redirect.example.com/a")
     assert out["action"] == "redirect"
+
+
+def test_a_gateways_own_data_plane_listener_ports(capsys: pytest.CaptureFixture[str]) -> None:
+    """Listeners on 80, 8080 and 8090 of one Gateway: each port its own container port (80 on
+    8081, beside 8080), and each route answers on the ports of the listeners it attached to."""
+    gw = "gateway-conformance-infra/httproute-listener-port-matching"
+    for url, dp_port, route in [("http://foo.com/", 8081, "backend-v1"), ("http://foo.com:8080/", 8080, "backend-v2"),
+                                ("http://bar.com:8080/", 8080, "backend-v2"), ("http://foo.com:8090/", 8090, "backend-v3")]:
+        code, out, _ = explain(capsys, "-f", case("conf-httproute-listener-port-matching"), "--gateway", gw,
+                               "--request", f"GET {url}")
+        assert code == 0, out
+        assert out["listener"]["dataPlanePort"] == dp_port, url
+        assert out["source"]["name"] == route, url

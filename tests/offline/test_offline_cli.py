@@ -569,6 +569,7 @@ def test_render_defaults_are_what_the_chart_gives_the_controller() -> None:
         "secret-namespaces": st.sampled_from(["a,b", "b, a"]),
         "data-plane-mode": st.sampled_from(["shared", "per-gateway"]),
         "gateway-namespaces": st.sampled_from(["a,b", "b, a"]),
+        "gateway-address-ranges": st.sampled_from(["198.51.100.0/24", "192.0.2.7, 2001:db8::/64"]),
     }),
     legacy=st.booleans(),
 )

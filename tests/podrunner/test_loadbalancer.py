@@ -55,6 +55,24 @@ def test_ready_backends_by_port_name():
                                            443: [("198.18.1.1", 8443), ("198.18.1.3", 8443)]}
 
 
+def test_terminating_serving_endpoints_only_when_none_is_ready():
+    svc = {"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}
+    going = {"addresses": ["198.18.1.2"], "conditions": {"ready": False, "serving": True, "terminating": True}}
+    stopped = {"addresses": ["198.18.1.4"], "conditions": {"ready": False, "serving": False, "terminating": True}}
+    unready = {"addresses": ["198.18.1.5"], "conditions": {"ready": False, "serving": False}}
+    ready = {"addresses": ["198.18.1.1"], "conditions": {"ready": True, "serving": True}}
+
+    def slices(*eps):
+        return [{"addressType": "IPv4", "ports": [{"name": "http", "port": 8080}], "endpoints": list(eps)}]
+
+    # a ready endpoint takes every connection; the terminating one none
+    assert ready_backends(svc, slices(ready, going, stopped)) == {80: [("198.18.1.1", 8080)]}
+    # no ready endpoint: the terminating pod that still serves (kube-proxy's fallback)
+    assert ready_backends(svc, slices(going, stopped, unready)) == {80: [("198.18.1.2", 8080)]}
+    # nothing serving: nothing
+    assert ready_backends(svc, slices(stopped, unready)) == {80: []}
+
+
 def _ask(addr, port):
     try:
         with socket.create_connection((addr, port), timeout=2) as s:
@@ -111,3 +129,34 @@ def test_the_address_pool_does_not_hand_a_released_address_out_again_at_once() -
     with pytest.raises(RuntimeError):
         pool.allocate()
     assert pool.reserve("10.9.0.4") is False
+
+
+def test_a_service_gets_the_address_it_asks_for_when_it_is_free_in_a_range() -> None:
+    """spec.loadBalancerIP: given from the load-balancer or the static range; an address outside
+    both (or taken) gives the Service no address; asking for another moves it."""
+    with FakeApiServer(bookmark_interval=0.5) as server:
+        server.put_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gw"}})
+
+        def service(name, asked):
+            server.put_object({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "gw"},
+                               "spec": {"type": "LoadBalancer", "loadBalancerIP": asked,
+                                        "ports": [{"name": "http", "port": 18080}]}})
+
+        service("static", "127.0.1.5")
+        service("outside", "127.0.2.1")
+        net = FakeNetwork()
+        lb = LoadBalancer(RunnerApi(server.client_configuration()), net, AddressPool("127.0.0.200", "127.0.0.210"),
+                          static_pool=AddressPool("127.0.1.1", "127.0.1.9")).start()
+        try:
+            def ingress(name):
+                svc = server.get_object("Service", "gw", name)
+                return ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress")
+
+            wait_for(lambda: ingress("static") == [{"ip": "127.0.1.5"}], what="the static address")
+            assert ingress("outside") is None
+            server.update_object("Service", "gw", "static", lambda s: s["spec"].update({"loadBalancerIP": "127.0.0.207"}))
+            wait_for(lambda: ingress("static") == [{"ip": "127.0.0.207"}], what="the address asked for next")
+            wait_for(lambda: net.local == ["127.0.0.207"], what="the first address released")
+            assert lb.static_pool is not None and lb.static_pool.in_use() == []
+        finally:
+            lb.stop()

@@ -175,3 +175,65 @@ def test_unknown_image_is_reported(cluster):
              .get("reason") == "ErrImagePull", what="ErrImagePull")
     msg = status_of(server)["containerStatuses"][0]["state"]["waiting"]["message"]
     assert "no program for image 'docker.io/library/nginx:1'" in msg
+
+
+class _Proc:
+    def __init__(self) -> None:
+        self.stopped: list[tuple[float, float]] = []  # (when, grace)
+
+    def running(self) -> bool:
+        return not self.stopped
+
+    def stop(self, grace: float) -> None:
+        self.stopped.append((time.monotonic(), grace))
+
+
+def _stop(spec: dict, grace: float) -> tuple[float, list[tuple[float, float]]]:
+    from tools.podrunner.runner import ContainerRuntime, PodRuntime
+
+    proc = _Proc()
+    c = ContainerRuntime(spec=spec, proc=proc)  # type: ignore[arg-type]
+    rt = PodRuntime(uid="u", namespace="ns", name="p", dir="/nonexistent")
+    t0 = time.monotonic()
+    Runner._stop_container(rt, c, proc, grace)  # type: ignore[arg-type]
+    return t0, proc.stopped
+
+
+def test_prestop_sleep_runs_before_sigterm_within_the_grace_period():
+    spec = {"name": "c", "lifecycle": {"preStop": {"sleep": {"seconds": 1}}}}
+    t0, stopped = _stop(spec, 30)
+    assert len(stopped) == 1 and stopped[0][0] - t0 >= 1.0 and stopped[0][1] == 29
+    # a hook longer than the grace period is cut short; SIGKILL comes 2 s after it at the least
+    t0, stopped = _stop({"name": "c", "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}}, 0.5)
+    assert 0.5 <= stopped[0][0] - t0 < 2 and stopped[0][1] == 2.0
+    # no grace period (a forced delete): no hook, as the kubelet does
+    t0, stopped = _stop(spec, 0)
+    assert stopped[0][0] - t0 < 0.5 and stopped[0][1] == 0
+
+
+def test_cache_change_detection_reads_what_a_pod_references_from_the_api(cluster, tmp_path):
+    server, started, net = cluster
+
+    def runner(change_detection):
+        r = Runner(RunnerApi(server.client_configuration()), node_name="node-0", node_ip="127.0.0.1",
+                   images=started.images, network=net, pod_pool=AddressPool("127.0.0.111", "127.0.0.112"),
+                   state_dir=str(tmp_path / change_detection), change_detection=change_detection)
+        # what a watch cache that lags behind the pod event holds
+        r.config_maps.get = lambda ns, name: {"metadata": {"name": name, "namespace": ns},
+                                              "data": {"twp.yaml": "stale"}}
+        return r
+
+    pod = pod_manifest()
+    assert runner("Watch")._sources_for(pod).config_map("apps", "cfg")["data"]["twp.yaml"] == "stale"
+    fresh = runner("Cache")._sources_for(pod)
+    assert fresh.config_map("apps", "cfg")["data"]["twp.yaml"] == "v1"
+    assert fresh.config_map("apps", "absent") is None
+    assert fresh.config_map("other", "cfg")["data"]["twp.yaml"] == "stale"  # only the pod's namespace is read
+    # a pod that mounts many (a data plane and its optional parts): listed once, same answers
+    many = pod_manifest()
+    many["spec"]["volumes"] = [{"name": "cfg", "projected": {"sources": [
+        {"configMap": {"name": "cfg"}}, *({"configMap": {"name": f"cfg-part-{n}", "optional": True}} for n in range(1, 6))]}}]
+    listed = runner("Cache")._sources_for(many)
+    assert listed.config_map("apps", "cfg")["data"]["twp.yaml"] == "v1" and listed.config_map("apps", "cfg-part-1") is None
+    with pytest.raises(ValueError):
+        runner("Get")

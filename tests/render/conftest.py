@@ -14,7 +14,7 @@ import yaml
 
 from titanium_gateway.offline.load import load_objects
 from titanium_gateway.offline.snapshot import build_snapshot
-from titanium_gateway.render.options import RenderOptions, parse_port_map, parse_ports
+from titanium_gateway.render.options import RenderOptions, parse_networks, parse_port_map, parse_ports
 from titanium_gateway.render.result import RenderResult
 from titanium_gateway.render.snapshot import Snapshot
 
@@ -51,7 +51,8 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
 
     Keys: assume_programmed, controller_name, ingress_controller_name, watch_legacy_annotation,
     port_map ("80=8080,..."), data_plane_ports ("8080,8443"), data_plane_service ("ns/name"),
-    part_limit_bytes, max_parts, data_plane_mode, gateway_namespaces ("a,b"), gateway_service_type;
+    part_limit_bytes, max_parts, data_plane_mode, gateway_namespaces ("a,b"), gateway_service_type,
+    gateway_address_ranges ("198.51.100.0/24,...");
     snapshot: confirmed_config_hash (``rendered`` = the hash this render produces for every data
     plane, as if every pod had confirmed it), probe_message, now.
     """
@@ -70,6 +71,8 @@ def case_options(case: str) -> tuple[RenderOptions, dict[str, Any]]:
             kwargs[key] = (ns, name)
         elif key == "gateway_namespaces":
             kwargs[key] = tuple(x.strip() for x in str(value).split(",") if x.strip())
+        elif key == "gateway_address_ranges":
+            kwargs[key] = parse_networks(str(value))
         elif key in {
             "assume_programmed",
             "controller_name",

@@ -107,7 +107,11 @@ def test_the_service_and_the_admin_token() -> None:
     assert gw is not None
     svc = po.service(plane, TEMPLATE, CONTROLLER)
     assert svc["spec"]["type"] == "LoadBalancer" and "loadBalancerIP" not in svc["spec"]
-    assert [p["port"] for p in svc["spec"]["ports"]] == [80, 443]
+    # the Gateway's listener ports only (its one listener: HTTP on 80, served on 8080)
+    assert svc["spec"]["ports"] == [{"name": "http-80", "port": 80, "targetPort": "http-80", "protocol": "TCP"}]
+    dep = po.deployment(plane, TEMPLATE, CONTROLLER, TOKEN)
+    assert dep["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"name": "http-80", "containerPort": 8080, "protocol": "TCP"}]
     assert svc["metadata"]["annotations"]["lb.example.com/scheme"] == "internal"
     import dataclasses
 

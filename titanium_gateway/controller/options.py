@@ -22,6 +22,7 @@ from titanium_gateway.render.options import (
     DEFAULT_MAX_PARTS,
     DEFAULT_PORT_MAP,
     RenderOptions,
+    parse_networks,
     parse_port_map,
     parse_ports,
 )
@@ -86,6 +87,8 @@ class ControllerOptions:
     #: the ValidatingAdmissionPolicy that must fence the controller's writes ("": none checked;
     #: controller/admission.py checks it at start)
     admission_policy: str = ""
+    #: ``per-gateway``: the networks the load balancer gives addresses from (empty: any)
+    gateway_address_ranges: tuple[str, ...] = ()
 
     @property
     def service_namespace(self) -> str:
@@ -111,6 +114,8 @@ class ControllerOptions:
             data_plane_mode=self.data_plane_mode,
             gateway_namespaces=self.gateway_namespaces,
             gateway_service_type=service_type,
+            data_plane_admin_port=self.admin_port,
+            gateway_address_ranges=self.gateway_address_ranges,
         )
 
 
@@ -151,6 +156,9 @@ FLAGS: dict[str, tuple[str, str]] = {
     "data-plane-template": ("str", "per-gateway: the YAML file of the settings of the data planes it creates"),
     "admission-policy": ("str", "per-gateway: the ValidatingAdmissionPolicy that must refuse the controller's "
                                 "writes outside its data planes, checked at start (none)"),
+    "gateway-address-ranges": ("str", "per-gateway: comma-separated networks (CIDRs) the load balancer gives "
+                                      "addresses from; a Gateway's spec.addresses outside them is AddressNotUsable "
+                                      "(any)"),
     "ingress-controller-name": ("str", "IngressClass.spec.controller to own"),
     "watch-legacy-annotation": ("bool", "also own Ingresses with the kubernetes.io/ingress.class annotation"),
     "admin-port": ("int", "data-plane admin port (9901); token from $TITANIUM_ADMIN_TOKEN"),
@@ -255,6 +263,10 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         raise OptionsError(f"--data-plane-mode: {mode!r} is not one of {', '.join(MODES)}")
     gateway_ns = tuple(sorted({x.strip() for x in (s("gateway-namespaces") or "").split(",") if x.strip()}))
     template = s("data-plane-template")
+    try:
+        address_ranges = parse_networks(s("gateway-address-ranges") or "")
+    except ValueError as e:
+        raise OptionsError(f"--gateway-address-ranges: {e}") from None
     if mode == PER_GATEWAY and not template:
         raise OptionsError("--data-plane-mode per-gateway needs --data-plane-template (the chart sets it)")
     timings = LeaseTimings(
@@ -293,4 +305,5 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         gateway_namespaces=gateway_ns,
         data_plane_template=template,
         admission_policy=s("admission-policy") or "",
+        gateway_address_ranges=address_ranges,
     )

@@ -17,6 +17,7 @@ from titanium_gateway.render.options import (
     DEFAULT_MAX_PARTS,
     DEFAULT_PORT_MAP,
     RenderOptions,
+    parse_networks,
     parse_port_map,
     parse_ports,
 )
@@ -100,6 +101,13 @@ def _parts_arg(text: str) -> int:
     return value
 
 
+def _networks_arg(text: str) -> tuple[str, ...]:
+    try:
+        return parse_networks(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _namespaces_arg(text: str) -> tuple[str, ...]:
     return tuple(sorted({x.strip() for x in text.split(",") if x.strip()}))
 
@@ -141,6 +149,10 @@ def add_render_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gateway-service-type", choices=("LoadBalancer", "ClusterIP", "NodePort"),
                    default="LoadBalancer", help="per-gateway: the type of each Gateway's data-plane Service, the "
                    "chart's dataPlane.service.type (default %(default)s)")
+    p.add_argument("--gateway-address-ranges", type=_networks_arg, default=(), metavar="CIDR,CIDR",
+                   help="per-gateway: the networks the load balancer gives addresses from, the chart's "
+                   "dataPlane.service.addressRanges; a Gateway's spec.addresses outside them is AddressNotUsable "
+                   "(default: any)")
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
@@ -159,5 +171,6 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         data_plane_mode=args.data_plane_mode,
         gateway_namespaces=tuple(args.gateway_namespaces),
         gateway_service_type=args.gateway_service_type,
+        gateway_address_ranges=tuple(args.gateway_address_ranges),
     )
 

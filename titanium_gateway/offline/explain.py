@@ -450,8 +450,10 @@ def explain_request(spec: RequestSpec, result: RenderResult, prepared: Prepared,
     if plane.gateway is not None:
         ex.data_plane = f"{plane.gateway.namespace}/{plane.gateway.name}"
 
-    # the listener: the Gateway port mapped to the data-plane port, as the render maps it
-    dp_port = options.port_map.get(port, port)
+    # the listener: the Gateway port mapped to the data-plane port, as the render maps it (a
+    # Gateway's own data plane: the container port its Service sends that port to)
+    served = {p.port: p.container_port for p in plane.gateway.ports} if plane.gateway is not None else {}
+    dp_port = served.get(port) or options.port_map.get(port, port)
     listener = next((x for x in doc.listeners if x.port == dp_port), None)
     wants_tls = spec.scheme == "https"
     if listener is None:

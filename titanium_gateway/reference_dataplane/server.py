@@ -7,8 +7,10 @@ a plain listener, h2 by ALPN on a decrypting one.
 503 until a config is loaded), loads the config directory, binds the listeners of the first
 config that loads (``--bind-address`` replaces ``0.0.0.0``) and polls the directory for
 changes. Listeners are bound once: a later config with another listener set is logged, not
-applied (the contract rolls the pods for that). ``run_in_thread()`` runs one in a background
-thread (tests).
+applied (the contract rolls the pods for that). ``stop()`` (SIGTERM) drains: ``/readyz``
+answers 503 from its first moment, the listeners stop accepting, requests in flight are answered
+(up to ``shutdown_timeout`` s), idle keep-alive connections are closed, then the admin port.
+``run_in_thread()`` runs one in a background thread (tests).
 """
 
 from __future__ import annotations
@@ -44,16 +46,14 @@ log = logging.getLogger("titanium.reference_dataplane")
 
 VERSION = f"{__version__}-reference"
 TOKEN_ENV = "TITANIUM_ADMIN_TOKEN"
-#: Seconds the HTTP/2 streams in flight have to finish at stop (aiohttp's own for HTTP/1.1).
-H2_SHUTDOWN_TIMEOUT = 60.0
 #: Headers the upstream client never makes up (the request's own are forwarded as they are).
 _NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
 
 class DataPlane:
     def __init__(self, config_dir: str | os.PathLike[str], *, admin_port: int = 9901, bind_address: str | None = None,
-                 admin_address: str | None = None, admin_token: str | None = None, access_log: bool = False, poll_interval: float = 0.5,
-                 rnd: random.Random | None = None, out: TextIO | None = None) -> None:
+                 admin_address: str | None = None, admin_token: str | None = None, access_log: bool = False, poll_interval: float = 0.1,
+                 rnd: random.Random | None = None, out: TextIO | None = None, shutdown_timeout: float = 15.0) -> None:
         self.source = ConfigSource(config_dir)
         self.admin_port = admin_port
         self.bind_address = bind_address
@@ -75,6 +75,8 @@ class DataPlane:
         self.bound: dict[int, tuple[str, int]] = {}
         self.bound_listeners: frozenset[tuple[str, int, bool]] | None = None
         self.fatal: str | None = None
+        self.draining = False
+        self.shutdown_timeout = shutdown_timeout
         self.stopped: asyncio.Event | None = None  # made in start()
         self._runners: list[web.BaseRunner] = []
         self._admin_runner: web.AppRunner | None = None
@@ -94,13 +96,16 @@ class DataPlane:
         self._poll_task = asyncio.get_running_loop().create_task(self._poll_loop())
 
     async def stop(self) -> None:
+        if not self.draining and self.bound_listeners is not None:
+            log.info("draining: readyz 503, listeners closed, waiting for requests in flight")
+        self.draining = True
         if self._poll_task is not None:
             self._poll_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._poll_task
         for server in self._servers:  # no new connection; the requests in flight are answered
             server.close()
-        await asyncio.gather(*(conn.shutdown(H2_SHUTDOWN_TIMEOUT) for conn in list(self._h2_connections)),
+        await asyncio.gather(*(conn.shutdown(self.shutdown_timeout) for conn in list(self._h2_connections)),
                              *(runner.cleanup() for runner in self._runners))
         self._h2_connections.clear()
         self._runners.clear()
@@ -169,7 +174,7 @@ class DataPlane:
 
     @property
     def ready(self) -> bool:
-        return self.state is not None and self.bound_listeners is not None and self.fatal is None
+        return self.state is not None and self.bound_listeners is not None and self.fatal is None and not self.draining
 
     # -- listeners -----------------------------------------------------------------------------
     def _certificates(self) -> tuple[tuple[m.Certificate, ...], dict] | None:
@@ -187,7 +192,7 @@ class DataPlane:
             host = self.bind_address if self.bind_address and listener.host == "0.0.0.0" else listener.host
             server = web.Server(partial(self.proxy.handle, listener), auto_decompress=False, access_log=None,
                                 max_field_size=16384, max_line_size=16384)
-            runner = web.ServerRunner(server, handle_signals=False)
+            runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=self.shutdown_timeout)
             await runner.setup()
             ssl_ctx = listener_context(self._certificates, self._tls_rejected) if listener.decrypt_ssl else None
             factory = partial(ListenerProtocol, server, partial(self._h2_connection, listener),
@@ -235,7 +240,7 @@ class DataPlane:
     async def _readyz(self, request: web.Request) -> web.Response:
         if self.ready:
             return web.Response(text="ok\n")
-        reason = self.fatal or self.source.last_error or "no config loaded yet"
+        reason = self.fatal or ("draining" if self.draining else "") or self.source.last_error or "no config loaded yet"
         return web.Response(status=503, text=f"not ready: {reason}\n")
 
     async def _version(self, request: web.Request) -> web.Response:

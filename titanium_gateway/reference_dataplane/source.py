@@ -17,7 +17,9 @@ import logging
 import os
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from titanium_gateway.contract.files import read_file
@@ -29,7 +31,7 @@ from titanium_gateway.reference_dataplane.tls import (
     server_context_from_pfx,
 )
 from titanium_gateway.twp import model as m
-from titanium_gateway.twp.load import ROOT_FILE, Config, ConfigError, load_config
+from titanium_gateway.twp.load import ROOT_FILE, Config, ConfigError, RouteCache, load_config
 
 log = logging.getLogger("titanium.reference_dataplane.config")
 
@@ -74,6 +76,8 @@ class ConfigSource:
         self._signature: tuple | None = None
         self._failed_at: float | None = None
         self._loaded_digest: bytes | None = None  # of every byte the loaded state was built from
+        self._routes = RouteCache()  # a reload reads only the routes that changed
+        self._contexts: dict[tuple, ssl.SSLContext] = {}  # by what they are made of (the last load's)
 
     def signature(self) -> tuple:
         parts: list[object] = []
@@ -140,7 +144,7 @@ class ConfigSource:
             return data
 
         try:
-            config = load_config(root, read_part)
+            config = load_config(root, read_part, cache=self._routes)
         finally:
             self._names = tuple(named)
         self._names = tuple(named) + config.files
@@ -153,14 +157,27 @@ class ConfigSource:
             digest.update(b"\0%s\0%s" % (name.encode(), data))
         if digest.digest() == self._loaded_digest:
             raise Unchanged
-        servers = {c.file: server_context_from_pfx(files[c.file], c.file) for c in config.certificates}
-        clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {None: client_context(files, None)}
-        h2_clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {None: client_context(files, None, H2_ALPN)}
+        made: dict[tuple, ssl.SSLContext] = {}
+
+        def context(key: tuple, make: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+            """The context of the last load made of the same settings and bytes, else a new one."""
+            key += tuple(hashlib.sha256(files[n]).digest() for n in key[1:] if isinstance(n, str) and n in files)
+            if key not in made:
+                made[key] = self._contexts[key] if key in self._contexts else make()
+            return made[key]
+
+        servers = {c.file: context(("server", c.file), partial(server_context_from_pfx, files[c.file], c.file))
+                   for c in config.certificates}
+        clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {None: context(("client",), partial(client_context, files, None))}
+        h2_clients: dict[m.UpstreamTls | None, ssl.SSLContext] = {
+            None: context(("h2client",), partial(client_context, files, None, H2_ALPN))}
         for cluster in config.clusters.values():
             tls = client_tls(cluster)
             if tls is not None and tls not in clients:
-                clients[tls] = client_context(files, tls)
-                h2_clients[tls] = client_context(files, tls, H2_ALPN)
+                files_key = (tls, tls.ca_file, tls.cert_file, tls.key_file)
+                clients[tls] = context(("client", *files_key), partial(client_context, files, tls))
+                h2_clients[tls] = context(("h2client", *files_key), partial(client_context, files, tls, H2_ALPN))
+        self._contexts = made
         self.generation += 1
         self._loaded_digest = digest.digest()
         return LoadedState(config, root, servers, clients, h2_clients, self.generation, time.time())

@@ -175,7 +175,8 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
                             _gateway_ref(owner) if owner is not None else None,
                             tuple(sorted(k for k, info in gateways.items() if info.plane == key)),
                             owner.address_problem if owner is not None else "",
-                            tuple(sorted(k for k, ls in listener_sets.items() if ls.gateway.plane == key))))
+                            tuple(sorted(k for k, ls in listener_sets.items() if ls.gateway.plane == key)),
+                            owner.address_reason if owner is not None else "AddressNotAssigned"))
     if cache is not None:
         cache.keep_texts(documents)
     for key in sorted(gateways):
@@ -251,7 +252,8 @@ def _gateway_ref(info: _gateway.GatewayInfo) -> GatewayRef:
 
     return GatewayRef(info.namespace, info.name, _fields.string(meta.get("uid")), info.class_name,
                       pairs(infrastructure.get("labels")), pairs(infrastructure.get("annotations")),
-                      info.requested_address)
+                      info.requested_address,
+                      info.container_ports.served() if info.container_ports is not None else ())
 
 
 def _report_unreachable(ctx: RenderContext, unreachable: Sequence[_reach.Unreachable]

@@ -4,8 +4,10 @@ Gateways of our classes are processed oldest first (creationTimestamp, namespace
 "the newer listener" of a cross-Gateway ProtocolConflict is the one seen later. Per listener:
 
 * protocol HTTP, or HTTPS with TLS mode Terminate; else Accepted False UnsupportedProtocol;
-* data-plane port = port map (missing -> same port); not in ``options.data_plane_ports`` ->
-  Accepted False PortUnavailable;
+* data-plane port: on the shared data plane, the port map (missing -> same port), and a port
+  not in ``options.data_plane_ports`` is Accepted False PortUnavailable; on a Gateway's own data
+  plane (``per-gateway``) every port is served, on the container port ``render/listenerports.py``
+  gives it;
 * inside one Gateway: same port with another protocol -> Conflicted ProtocolConflict, same port
   + protocol + hostname -> Conflicted HostnameConflict (the later listener); across Gateways
   only a protocol clash on one data-plane port conflicts (the newer listener);
@@ -28,6 +30,7 @@ hash is known.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +42,7 @@ from titanium_gateway.render import programmed
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.conditions import ConditionList, bound_message, existing_conditions
 from titanium_gateway.render.gatewayclass import GatewayClasses
+from titanium_gateway.render.listenerports import ContainerPorts
 from titanium_gateway.render.precedence import creation_timestamp
 from titanium_gateway.render.programmed import Delivery
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
@@ -190,8 +194,12 @@ class GatewayInfo:
     class_name: str = ""
     #: the address ``spec.addresses`` asks for (its own data plane's Service carries it)
     requested_address: str | None = None
-    #: why its requested address is not (yet) its address (Programmed False, AddressNotAssigned)
+    #: why its requested address is not (yet) its address (Programmed False, ``address_reason``)
     address_problem: str = ""
+    #: AddressNotAssigned (not yet the Service's) or AddressNotUsable (cannot be used)
+    address_reason: str = "AddressNotAssigned"
+    #: ``per-gateway``: the container ports of its own data plane (and the ports its Service exposes)
+    container_ports: ContainerPorts | None = None
 
 
 def _addresses(ctx: RenderContext, service: tuple[str, str] | None = None, gateway: str = "") -> list[dict[str, str]]:
@@ -394,9 +402,30 @@ def translate(ctx: RenderContext, classes: GatewayClasses) -> dict[tuple[str, st
     return result
 
 
-def _requested_address(ctx: RenderContext, addresses: Any) -> tuple[str | None, str]:
-    """The address ``spec.addresses`` asks its own data plane for (None: any), and why that
-    cannot be ("" when it can): one IPAddress, on a LoadBalancer Service (its loadBalancerIP)."""
+def _unusable(ctx: RenderContext, value: str) -> str:
+    """Why the data plane cannot use the IP address ``value`` ("" when it can): not an IP
+    address, or outside the addresses its load balancer gives (``--gateway-address-ranges``)."""
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return f"{f.brief(value)} is not an IP address"
+    ranges = ctx.options.gateway_address_ranges
+    if ranges and not any(address in network for network in _networks(ranges)):
+        return (f"{value} is outside the addresses the load balancer gives ({', '.join(ranges)}: "
+                "--gateway-address-ranges, chart value dataPlane.service.addressRanges)")
+    return ""
+
+
+def _networks(ranges: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(r, strict=False) for r in ranges)
+
+
+def _requested_address(ctx: RenderContext, addresses: Any) -> tuple[str | None, str, str]:
+    """(the address ``spec.addresses`` asks its own data plane's Service for (None: any), why
+    the Gateway cannot be accepted ("" when it can), why an address it asks for cannot be used
+    ("" when every one can)). Accepted: IPAddresses, on a LoadBalancer Service. The Service
+    carries one address (its loadBalancerIP): the first usable one; an address outside
+    ``--gateway-address-ranges``, or one more, cannot be used (Programmed AddressNotUsable)."""
     wanted: list[str] = []
     for i, entry in enumerate(f.items(addresses)):
         entry = f.mapping(entry)
@@ -404,16 +433,21 @@ def _requested_address(ctx: RenderContext, addresses: Any) -> tuple[str | None, 
         value = f.text(entry.get("value"))
         if kind != "IPAddress":
             return None, (f"spec.addresses[{i}] of type {f.plain(kind)} is not supported: the data plane's Service "
-                          "takes an IPAddress")
+                          "takes an IPAddress"), ""
         if value:
             wanted.append(value)
-    if len(wanted) > 1:
-        return None, "spec.addresses asks for more than one IPAddress: the data plane's Service takes one"
     if wanted and ctx.options.gateway_service_type != "LoadBalancer":
         return None, (f"spec.addresses asks for {f.brief(wanted[0])}, which only a LoadBalancer Service can carry "
                       f"(the data planes' Services are of type {ctx.options.gateway_service_type}: chart value "
-                      "dataPlane.service.type)")
-    return (wanted[0] if wanted else None), ""
+                      "dataPlane.service.type)"), ""
+    verdicts = [(v, _unusable(ctx, v)) for v in wanted]
+    problems = [why for _v, why in verdicts if why]
+    usable = [v for v, why in verdicts if not why]
+    if len(usable) > 1:
+        problems.append(f"the data plane's Service carries one address ({usable[0]}): "
+                        f"{', '.join(usable[1:])} cannot be used as well")
+    problem = bound_message("spec.addresses: " + "; ".join(problems)) if problems else ""
+    return (usable[0] if usable else None), "", problem
 
 
 def _plane_of(ctx: RenderContext, ns: str, name: str, rejected: bool) -> tuple[str | None, str]:
@@ -442,11 +476,11 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
         f.text(ls.get("name")): ls for ls in (status.get("listeners") or []) if isinstance(ls, Mapping)
     } if isinstance(status.get("listeners"), list) else {}
     per_gateway = ctx.options.data_plane_mode != _planes.SHARED_MODE
-    requested, address_error = (None, "")
+    requested, address_error, unusable = (None, "", "")
     if not spec.get("addresses"):
         pass
     elif per_gateway:
-        requested, address_error = _requested_address(ctx, spec.get("addresses"))
+        requested, address_error, unusable = _requested_address(ctx, spec.get("addresses"))
     else:
         address_error = "spec.addresses is not supported; the address comes from the data-plane Service"
     spec_reason, spec_msg = ("", "") if spec.keys() <= _SPEC_FIELDS and not spec.get("infrastructure") \
@@ -460,6 +494,9 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
     seen_names: set[str] = set()
     ports.local = {}
     raw_listeners = spec.get("listeners") if isinstance(spec.get("listeners"), list) else []
+    container_ports = ContainerPorts(
+        (f.port(raw.get("port")) or 0 for raw in raw_listeners if isinstance(raw, Mapping)), ctx.options.port_map,
+        (ctx.options.data_plane_admin_port,)) if per_gateway else None
     for index, raw in enumerate(raw_listeners):
         if not isinstance(raw, Mapping):
             continue
@@ -467,7 +504,8 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
         if lname in seen_names:
             continue
         seen_names.add(lname)
-        li = _listener(ctx, raw, index, lname, (created, ns, name), frontend, rejected, ports, plane)
+        li = _listener(ctx, raw, index, lname, (created, ns, name), frontend, rejected, ports, plane,
+                       container_ports=container_ports)
         li.conditions = ctx.conditions(gw, existing_conditions(old_listeners.get(lname)))
         infos.append(li)
     valid = sum(1 for li in infos if li.valid)
@@ -487,27 +525,38 @@ def _gateway(ctx: RenderContext, gw: Mapping[str, Any], shared_addresses: list[d
             if plane is not None else []
     else:
         addresses = shared_addresses
-    address_problem = ""
-    if requested is not None and not any(a.get("value") == requested for a in addresses):
+    address_problem, address_reason = "", "AddressNotAssigned"
+    if unusable:
+        address_problem, address_reason = unusable, "AddressNotUsable"
+    elif requested is not None and not any(a.get("value") == requested for a in addresses):
         address_problem = (f"the requested address {requested} is not assigned yet: the data plane's Service has "
                            f"{', '.join(a['value'] for a in addresses) or 'no address'}")
     return GatewayInfo(ns, name, gw, not rejected and valid > 0, infos, ctx.conditions(gw, existing_conditions(status)),
                        addresses, acceptance, allowed_listeners(spec) if "allowedListeners" in spec else ("None", None),
                        plane=plane, no_plane=no_plane, class_name=class_name, requested_address=requested,
-                       address_problem=address_problem)
+                       address_problem=address_problem, address_reason=address_reason,
+                       container_ports=container_ports)
 
 
 def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str, gateway: tuple[str, str, str],
               frontend: tuple[frozenset[int], str], rejected: bool, ports: _Ports, plane: str | None,
-              owner_kind: str = "Gateway") -> ListenerInfo:
+              owner_kind: str = "Gateway", container_ports: ContainerPorts | None = None) -> ListenerInfo:
     """One listener: accepted (protocol, fields, hostname, port), the routes it allows, its
     conflicts, its certificates; a usable one opens its data-plane port. ``gateway``: (created,
-    namespace, name) of the object that holds it (``owner_kind``: a Gateway or a ListenerSet)."""
+    namespace, name) of the object that holds it (``owner_kind``: a Gateway or a ListenerSet);
+    ``container_ports``: its Gateway's own data plane's (``per-gateway``), None: the shared one's
+    port map."""
     created, ns, name = gateway
     port = f.port(raw.get("port")) or 0
     protocol = f.string(raw.get("protocol"))
     hostname = f.text(raw.get("hostname")).lower() or None
-    li = ListenerInfo(ns, name, index, lname, port, ctx.options.data_plane_port(port) if port else 0, protocol, hostname)
+    if not port:
+        dp_port = 0
+    elif container_ports is not None:
+        dp_port = container_ports.container_port(port)
+    else:
+        dp_port = ctx.options.data_plane_port(port)
+    li = ListenerInfo(ns, name, index, lname, port, dp_port, protocol, hostname)
     li.plane = plane
     tls = raw.get("tls") if isinstance(raw.get("tls"), Mapping) else {}
     accepted_reason, accepted_msg = _acceptance(ctx, raw, tls, li, index, frontend)
@@ -535,6 +584,8 @@ def _listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: str
         assert plane is not None
         ports.protocol.setdefault((plane, li.dp_port), protocol)
         ctx.add_listener(li.dp_port, protocol == "HTTPS", plane)
+        if container_ports is not None:
+            container_ports.serve(li.port, protocol == "HTTPS")
         if plane == _planes.SHARED:
             ctx.gateway_ports.setdefault(li.dp_port, protocol)
     return li
@@ -562,7 +613,7 @@ def set_listener(ctx: RenderContext, raw: Mapping[str, Any], index: int, lname: 
     spec = f.mapping(gw.obj.get("spec"))
     frontend = _frontend_validation(spec) if "tls" in spec else (frozenset(), "")
     li = _listener(ctx, raw, index, lname, owner, frontend, not gw.acceptance[0], ports, gw.plane,
-                   owner_kind="ListenerSet")
+                   owner_kind="ListenerSet", container_ports=gw.container_ports)
     li.gateway_ns, li.gateway_name, li.listener_set = gw.namespace, gw.name, (owner[1], owner[2])
     if li.accepted[1] == "UnsupportedProtocol" and li.port and any(
             other.protocol != li.protocol for other in ports.local.get(li.dp_port, ())):
@@ -592,7 +643,7 @@ def _acceptance(ctx: RenderContext, raw: Mapping[str, Any], tls: Mapping[str, An
         return "UnsupportedValue", f"hostname {shown} is not a valid hostname"
     if not port:
         return "PortUnavailable", "the listener has no valid port"
-    if li.dp_port not in ctx.options.data_plane_ports:
+    if ctx.options.data_plane_mode == _planes.SHARED_MODE and li.dp_port not in ctx.options.data_plane_ports:
         return "PortUnavailable", f"port {port} maps to data-plane port {li.dp_port}, which the data plane does not expose"
     return "", ""
 
@@ -664,7 +715,8 @@ def status(ctx: RenderContext, info: GatewayInfo, delivery: Delivery) -> None:
     listeners = [listener_status(li, delivery) for li in info.listeners if li.listener_set is None]
     info.conditions.set("Accepted", *info.acceptance)
     info.conditions.set("Programmed", *programmed.condition("gateway", info.accepted, delivery,
-                                                            address_problem=info.address_problem))
+                                                            address_problem=info.address_problem,
+                                                            address_reason=info.address_reason))
     body: dict[str, Any] = {"addresses": info.addresses, "conditions": info.conditions.as_list(),
                             "listeners": listeners}
     if info.attached_listener_sets is not None:

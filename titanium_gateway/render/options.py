@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -28,6 +29,12 @@ def parse_port_map(text: str) -> dict[int, int]:
             raise ValueError(f"port map entry {item!r} has a port outside 1-65535")
         result[a] = b
     return result
+
+
+def parse_networks(text: str) -> tuple[str, ...]:
+    """``"198.51.100.0/24, 2001:db8::/64"`` -> the networks in their canonical form; raises
+    ValueError when one is not a network (an address alone is a /32 or /128)."""
+    return tuple(str(ipaddress.ip_network(part.strip(), strict=False)) for part in text.split(",") if part.strip())
 
 
 def parse_ports(text: str) -> tuple[int, ...]:
@@ -61,6 +68,13 @@ class RenderOptions:
     #: ``per-gateway``: the type of each Gateway's data-plane Service (only a LoadBalancer can
     #: carry the address a Gateway's ``spec.addresses`` asks for).
     gateway_service_type: str = "LoadBalancer"
+    #: ``per-gateway``: the data plane's admin port (``--admin-port``), which no listener of a
+    #: Gateway's own data plane is given (render/listenerports.py)
+    data_plane_admin_port: int = 9901
+    #: ``per-gateway``: the networks (CIDRs) the load balancer gives addresses from
+    #: (``--gateway-address-ranges``); a Gateway's requested address outside them cannot be used
+    #: (Programmed AddressNotUsable). Empty: any address may be asked for.
+    gateway_address_ranges: tuple[str, ...] = ()
 
     def data_plane_port(self, gateway_port: int) -> int:
         """A Gateway port missing from the port map maps to the same data-plane port."""

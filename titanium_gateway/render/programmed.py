@@ -7,8 +7,9 @@ wrote (DEVELOPERS.md, "Honest status"). It is decided here, from:
   config hash, or the offline render assumes it), not deliverable (NoResources), or Pending
   with the prober's message;
 * :func:`condition` - a Gateway's or listener's Programmed: ``Invalid`` when it is not valid
-  (a Gateway not accepted, a listener not valid), ``AddressNotAssigned`` for a Gateway whose
-  requested address its data plane's Service does not have, else the delivery. (A ListenerSet's
+  (a Gateway not accepted, a listener not valid), ``AddressNotUsable`` for a Gateway with a
+  requested address its data plane cannot use, ``AddressNotAssigned`` for one whose requested
+  address its data plane's Service does not have (yet), else the delivery. (A ListenerSet's
   is the same, render/listenerset.py, except that a ListenerSet not accepted and a conflicted
   entry give the Gateway API's reason of why.)
 
@@ -65,13 +66,16 @@ def no_plane(why: str) -> Delivery:
     return Delivery(False, "NoResources", why)
 
 
-def condition(what: str, valid: bool, state: Delivery, *, address_problem: str = "") -> tuple[bool, str, str]:
-    """Programmed of a ``"gateway"`` or ``"listener"``: (status, reason, message)."""
+def condition(what: str, valid: bool, state: Delivery, *, address_problem: str = "",
+              address_reason: str = "AddressNotAssigned") -> tuple[bool, str, str]:
+    """Programmed of a ``"gateway"`` or ``"listener"``: (status, reason, message);
+    ``address_problem``: why the Gateway's requested address is not its address, with
+    ``address_reason`` (AddressNotAssigned or AddressNotUsable)."""
     invalid, served = _MESSAGES[what]
     if not valid:
         return False, INVALID, invalid
     if address_problem and state.reason != "NoResources":
-        return False, "AddressNotAssigned", address_problem
+        return False, address_reason, address_problem
     if state.programmed:
         return True, PROGRAMMED, served
     return False, state.reason, state.message
@@ -86,15 +90,15 @@ def reprogram(result: RenderResult, *, assume_programmed: bool, confirmed_hash: 
     lastTransitionTime when its status and reason do not change, else takes ``now``. A Gateway
     (or ListenerSet) no data plane serves keeps its own."""
     probes = plane_probes or {}
-    served: dict[tuple[str, str, str], tuple[Delivery, str]] = {}
+    served: dict[tuple[str, str, str], tuple[Delivery, str, str]] = {}
     for plane in result.data_planes():
         confirmed, message = (confirmed_hash, probe_message) if not plane.key else probes.get(plane.key, (None, ""))
         state = delivery(plane.config_hash, plane.delivery_error, assume_programmed=assume_programmed,
                          confirmed_hash=confirmed, probe_message=message)
         for ns, name in plane.gateways:
-            served[("Gateway", ns, name)] = (state, plane.address_problem)
+            served[("Gateway", ns, name)] = (state, plane.address_problem, plane.address_reason)
         for ns, name in plane.listener_sets:
-            served[("ListenerSet", ns, name)] = (state, "")
+            served[("ListenerSet", ns, name)] = (state, "", "")
     statuses = tuple(_gateway(st, *served[(st.kind, st.namespace, st.name)], now)
                      if st.kind in _WITH_LISTENERS and (st.kind, st.namespace, st.name) in served else st
                      for st in result.statuses)
@@ -106,24 +110,26 @@ _WITH_LISTENERS = frozenset({"Gateway", "ListenerSet"})
 #: the reasons :func:`delivery` and :func:`condition` give from the data plane: a Programmed
 #: condition with another reason (Invalid, or a ListenerSet's reason for not being accepted) does
 #: not depend on it
-_DELIVERY_REASONS = frozenset({PROGRAMMED, "Pending", "NoResources", "AddressNotAssigned"})
+_DELIVERY_REASONS = frozenset({PROGRAMMED, "Pending", "NoResources", "AddressNotAssigned", "AddressNotUsable"})
 
 
-def _gateway(st: ObjectStatus, state: Delivery, address_problem: str, now: str) -> ObjectStatus:
-    body = {**st.status, "conditions": _again(st.status.get("conditions"), "gateway", state, now, address_problem)}
+def _gateway(st: ObjectStatus, state: Delivery, address_problem: str, address_reason: str, now: str) -> ObjectStatus:
+    body = {**st.status, "conditions": _again(st.status.get("conditions"), "gateway", state, now, address_problem,
+                                              address_reason)}
     if "listeners" in body:
         body["listeners"] = [{**li, "conditions": _again(li.get("conditions"), "listener", state, now)}
                              for li in body.get("listeners") or ()]
     return ObjectStatus(st.api_version, st.kind, st.namespace, st.name, body)
 
 
-def _again(conditions: Any, what: str, state: Delivery, now: str, address_problem: str = ""
-           ) -> list[Mapping[str, Any]]:
+def _again(conditions: Any, what: str, state: Delivery, now: str, address_problem: str = "",
+           address_reason: str = "") -> list[Mapping[str, Any]]:
     """The conditions with Programmed decided again where the data plane decided it."""
     out = []
     for cond in conditions or ():
         if cond.get("type") == PROGRAMMED and cond.get("reason") in _DELIVERY_REASONS:
-            status, reason, message = condition(what, True, state, address_problem=address_problem)
+            status, reason, message = condition(what, True, state, address_problem=address_problem,
+                                                address_reason=address_reason or "AddressNotAssigned")
             cond = make_condition(PROGRAMMED, status, reason, message,
                                   observed_generation=cond.get("observedGeneration", 1), now=now, previous=[cond])
         out.append(cond)

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from titanium_gateway.render.listenerports import ServedPort
+
 if TYPE_CHECKING:
     from titanium_gateway.render.reach import Unreachable
     from titanium_gateway.twp.model import Document
@@ -164,6 +166,8 @@ class GatewayRef:
     annotations: tuple[tuple[str, str], ...] = ()
     #: the address ``spec.addresses`` asks for (the Service's loadBalancerIP), None: any
     address: str | None = None
+    #: the ports its Service exposes and the container ports they go to (render/listenerports.py)
+    ports: tuple[ServedPort, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,11 +189,13 @@ class Plane:
     gateway: GatewayRef | None = None
     #: the Gateways whose Programmed follows this data plane's pods, by (namespace, name)
     gateways: tuple[tuple[str, str], ...] = ()
-    #: why the Gateway's requested address is not its address yet (Programmed AddressNotAssigned)
+    #: why the Gateway's requested address is not its address (Programmed ``address_reason``)
     address_problem: str = ""
     #: the ListenerSets whose Programmed follows this data plane's pods (their Gateway's), by
     #: (namespace, name)
     listener_sets: tuple[tuple[str, str], ...] = ()
+    #: AddressNotAssigned (not yet the Service's) or AddressNotUsable (cannot be used)
+    address_reason: str = "AddressNotAssigned"
 
 
 @dataclass(frozen=True)

@@ -570,6 +570,108 @@ def _schema_version(ctx: _Ctx, value: Any) -> str:
 Items = list[tuple[_Ctx, Any, str]]
 
 
+@dataclass(frozen=True)
+class _Read:
+    """A route item read before (a :class:`RouteCache` hit): its order and route."""
+
+    order: int
+    route: m.Route
+
+
+class RouteCache:
+    """The routes of the last documents read, by their item's text without its ``order`` line.
+
+    A reader of one document after the other (the data plane, after each change) passes the same
+    cache to :func:`load_config`: an item whose text it has read before (only the ``order`` of
+    the routes after an inserted one moves) is not parsed and checked again; only new texts
+    are. It holds the items of the last load only. A document not in the render's layout (route
+    items as ``- `` lines at column 0 under ``routes:``, each with one ``  order: N`` line) is
+    read whole, as without a cache; so is one whose items do not parse alone, which gives the
+    usual message for its error."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, m.Route] = {}
+        self._next: dict[str, m.Route] = {}
+
+    def _done(self) -> None:
+        self._routes, self._next = self._next, {}
+
+
+_BLOCK_END = re.compile(r"^(?!- |  )", re.M)  # the first line that is not part of a list item
+_TOP_KEY = re.compile(r"[A-Za-z]")
+
+
+def _split_routes(text: str) -> tuple[str, list[tuple[int, str, str]]] | None:
+    """``(the text with its route items left out, [(order, key, item text)])`` of a document in
+    the render's layout (each item's second line its ``order``); None otherwise."""
+    if text.startswith("routes:\n"):
+        start = 0
+    else:
+        start = text.find("\nroutes:\n") + 1
+        if start == 0:
+            return None
+    body = start + len("routes:\n")
+    found = _BLOCK_END.search(text, body)
+    end = found.start() if found else len(text)
+    if end < len(text) and not _TOP_KEY.match(text, end):
+        return None  # a comment, a blank line, another indentation: not the render's layout
+    block = text[body:end]
+    items: list[tuple[int, str, str]] = []
+    if block:
+        if not block.startswith("- ") or not block.endswith("\n"):
+            return None
+        pieces = block[2:-1].split("\n- ")
+        for piece in pieces:
+            first, _, rest = piece.partition("\n")
+            second, _, rest = rest.partition("\n")
+            if not second.startswith("  order: "):
+                return None
+            try:
+                order = int(second[9:])
+            except ValueError:
+                return None
+            tail = f"\n{rest}\n" if rest else "\n"
+            items.append((order, f"- {first}{tail}", f"- {first}\n{second}{tail}"))
+    return text[:start] + "routes: []\n" + text[end:], items
+
+
+def _cached_routes(ctx: _Ctx, data: bytes, source: str, cache: RouteCache) -> tuple[Any, Items] | None:
+    """The document without its routes, parsed, and its route items (read or from the cache);
+    None where the cache cannot help (read the document whole)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    split = _split_routes(text)
+    if split is None:
+        return None
+    rest, items = split
+    try:
+        doc = yaml.load(rest, Loader=_Loader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        return None
+    out: Items = []
+    for i, (order, key, item) in enumerate(items):
+        where = f"routes[{i}]"
+        route = cache._routes.get(key) or cache._next.get(key)
+        if route is None:
+            try:
+                parsed = yaml.load(item, Loader=_Loader)  # noqa: S506 (a safe loader)
+            except yaml.YAMLError:
+                return None
+            if not (isinstance(parsed, list) and len(parsed) == 1):
+                return None
+            try:
+                read_order, route = _route(ctx, parsed[0], where)
+            except ConfigError:
+                return None  # read whole: the message as without a cache
+            if read_order != order:
+                return None
+        cache._next[key] = route
+        out.append((ctx, _Read(order, route), where))
+    return doc, out
+
+
 def _head(ctx: _Ctx, doc: Any, split: bool) -> tuple[str, tuple[m.Listener, ...], tuple[m.Certificate, ...]]:
     allowed = ("schemaVersion", "listeners", "certificates", "include") if split else \
         ("schemaVersion", "listeners", "certificates", "routes", "clusters")
@@ -614,7 +716,7 @@ def _assemble(version: str, listeners: tuple[m.Listener, ...], certificates: tup
     ids: set[str] = set()
     orders: set[int] = set()
     for r_ctx, raw, where in raw_routes:
-        order, route = _route(r_ctx, raw, where)
+        order, route = (raw.order, raw.route) if isinstance(raw, _Read) else _route(r_ctx, raw, where)
         r_ctx.check(route.id not in ids, where, f"duplicate route id {route.id!r}")
         r_ctx.check(order not in orders, where, f"duplicate order {order} (route {route.id})")
         ids.add(route.id)
@@ -636,13 +738,24 @@ def _assemble(version: str, listeners: tuple[m.Listener, ...], certificates: tup
     return Config(document, version, includes, config_hash, tuple(o for o, _ in routes), MappingProxyType(clusters))
 
 
+def _parse_with(ctx: _Ctx, data: bytes, source: str, cache: RouteCache | None) -> tuple[Any, Items | None]:
+    """The parsed document and, with a cache that helps, its route items (then left out of it)."""
+    fast = _cached_routes(ctx, data, source, cache) if cache is not None else None
+    if fast is not None and isinstance(fast[0], dict):
+        return fast
+    return parse_yaml(data, source), None
+
+
 def load_config(root: bytes, read_part: Callable[[str], bytes | None] | Mapping[str, bytes] | None = None,
-                source: str = ROOT_FILE) -> Config:
-    """The Config of a root ``twp.yaml`` (bytes) and its parts (see the module docstring)."""
+                source: str = ROOT_FILE, cache: RouteCache | None = None) -> Config:
+    """The Config of a root ``twp.yaml`` (bytes) and its parts (see the module docstring);
+    ``cache``: see :class:`RouteCache` (the same Config, faster when little changed)."""
     if isinstance(read_part, Mapping):
         read_part = read_part.get
     ctx = _Ctx(source)
-    doc = parse_yaml(root, source)
+    if cache is not None:
+        cache._next = {}
+    doc, cached = _parse_with(ctx, root, source, cache)
     if doc is None:
         ctx.fail("", "the document is empty")
     split = isinstance(doc, dict) and "include" in doc
@@ -650,7 +763,11 @@ def load_config(root: bytes, read_part: Callable[[str], bytes | None] | Mapping[
     includes: list[Include] = []
     if not split:
         raw_routes, raw_clusters = _items(ctx, doc)
-        return _assemble(version, listeners, certificates, raw_routes, raw_clusters, (), sha256_hex(root))
+        config = _assemble(version, listeners, certificates, (cached or []) + raw_routes, raw_clusters, (),
+                           sha256_hex(root))
+        if cache is not None:
+            cache._done()
+        return config
     entries = ctx.seq(doc["include"], "include")
     if not entries:
         ctx.fail("include", "must not be empty")
@@ -672,10 +789,15 @@ def load_config(root: bytes, read_part: Callable[[str], bytes | None] | Mapping[
         if sha256_hex(data) != inc.sha256:
             raise PartNotReady(inc.file, "", f"sha256 {sha256_hex(data)[:12]}... differs from the root's "
                                              f"{inc.sha256[:12]}... (not loaded yet)")
-        routes, clusters = _part(inc.file, parse_yaml(data, inc.file))
-        raw_routes += routes
+        pctx = _Ctx(inc.file)
+        part, cached = _parse_with(pctx, data, inc.file, cache)
+        routes, clusters = _part(inc.file, part)
+        raw_routes += (cached or []) + routes
         raw_clusters += clusters
-    return _assemble(version, listeners, certificates, raw_routes, raw_clusters, tuple(includes), sha256_hex(root))
+    config = _assemble(version, listeners, certificates, raw_routes, raw_clusters, tuple(includes), sha256_hex(root))
+    if cache is not None:
+        cache._done()
+    return config
 
 
 def read_document(root: Mapping[str, Any], parts: Sequence[Mapping[str, Any]] = ()) -> m.Document:

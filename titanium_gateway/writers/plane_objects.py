@@ -10,10 +10,13 @@ same-namespace: the garbage collector deletes them with the Gateway):
 
 * the Deployment ``<gateway>-<class>`` (render/planes.py names them all): the chart's pod
   template, with the config volume projecting this plane's ConfigMaps and TLS Secret, the
-  admin token from this plane's Secret, the listener stamp (the pods bind listeners at start)
-  and the Gateway's ``spec.infrastructure`` labels and annotations;
-* the Service of the same name: the chart's type, annotations and ports, the Gateway's
-  requested address as ``loadBalancerIP``;
+  admin token from this plane's Secret, the container ports of the Gateway's listeners (in
+  place of the chart's ``dataPlane.ports``), the listener stamp (the pods bind listeners at
+  start) and the Gateway's ``spec.infrastructure`` labels and annotations;
+* the Service of the same name: the chart's type and annotations, a port per listener port of
+  the Gateway (to the container port of the same name, the one the render chose,
+  render/listenerports.py; the chart's ports while no listener is programmed: a Service needs
+  one), the Gateway's requested address as ``loadBalancerIP``;
 * the admin-token Secret ``<base>-admin``: a token of this Gateway's own, derived from the
   controller's (``admin_token``), so a namespace's users who may read its Secrets learn no
   other data plane's token;
@@ -234,7 +237,18 @@ def applied_hash(obj: Mapping[str, Any] | None) -> str:
     return str(ann.get(APPLIED_ANNOTATION) or "")
 
 
-def _pod_spec(template: DataPlaneTemplate, names: planes.PlaneNames) -> dict[str, Any]:
+def _ports(plane: Plane, template: DataPlaneTemplate) -> list[tuple[str, int, int]]:
+    """(name, Service port, container port) of each port of the Gateway's data plane: its
+    listeners' (render/listenerports.py), else the chart's while none is programmed."""
+    gw = plane.gateway
+    assert gw is not None
+    if gw.ports:
+        return [(p.name, p.port, p.container_port) for p in gw.ports]
+    return [(str(p["name"]), int(p["port"]), int(p["containerPort"])) for p in template.ports]
+
+
+def _pod_spec(template: DataPlaneTemplate, names: planes.PlaneNames, ports: list[tuple[str, int, int]]
+              ) -> dict[str, Any]:
     spec = copy.deepcopy(dict(template.pod.get("spec") or {}))
     spec.pop("serviceAccountName", None)  # the namespace's default account; no token is mounted
     spec["automountServiceAccountToken"] = False
@@ -244,7 +258,14 @@ def _pod_spec(template: DataPlaneTemplate, names: planes.PlaneNames) -> dict[str
     volume = {"name": CONFIG_VOLUME, "projected": {"defaultMode": 0o444, "sources": sources}}
     volumes = [v for v in spec.get("volumes") or [] if isinstance(v, Mapping) and v.get("name") != CONFIG_VOLUME]
     spec["volumes"] = [volume, *volumes]
-    for container in spec.get("containers") or []:
+    chart_ports = {str(p["name"]) for p in template.ports}
+    containers = spec.get("containers") or []
+    for i, container in enumerate(containers):
+        if i == 0:  # the data plane: its listener ports in place of the chart's (admin and others kept)
+            others = [p for p in container.get("ports") or []
+                      if not (isinstance(p, Mapping) and p.get("name") in chart_ports)]
+            container["ports"] = [{"name": name, "containerPort": target, "protocol": "TCP"}
+                                  for name, _port, target in ports] + others
         env = container.get("env") or []
         container["env"] = [e for e in env if not (isinstance(e, Mapping) and e.get("name") == TOKEN_ENV)]
         container["env"].insert(0, {"name": TOKEN_ENV, "valueFrom": {
@@ -274,7 +295,7 @@ def deployment(plane: Plane, template: DataPlaneTemplate, controller_name: str, 
             # serving pod away before its replacement has loaded a config
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {"metadata": {"labels": labels, "annotations": annotations},
-                         "spec": _pod_spec(template, names)},
+                         "spec": _pod_spec(template, names, _ports(plane, template))},
         },
     }
     return _applied(obj)
@@ -288,8 +309,10 @@ def service(plane: Plane, template: DataPlaneTemplate, controller_name: str) -> 
     spec: dict[str, Any] = {
         "type": template.service_type,
         "selector": selector(gw, controller_name),
-        "ports": [{"name": p["name"], "port": p["port"], "targetPort": p["name"], "protocol": "TCP"}
-                  for p in template.ports],
+        # a named targetPort: each pod's own container port of that name, so while the pods roll
+        # to new container ports the old ones keep serving on theirs
+        "ports": [{"name": name, "port": port, "targetPort": name, "protocol": "TCP"}
+                  for name, port, _target in _ports(plane, template)],
     }
     if template.service_type == "LoadBalancer" and template.load_balancer_class:
         spec["loadBalancerClass"] = template.load_balancer_class

@@ -48,6 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pod-network", default="198.18.0.0/16", help="the bridge's network (pod address prefix)")
     p.add_argument("--pod-range", default="198.18.1.1-198.18.239.254")
     p.add_argument("--lb-range", default="198.18.250.1-198.18.250.254")
+    p.add_argument("--lb-static-range", default="198.18.251.1-198.18.251.254",
+                   help="addresses given only to a Service that asks for one (spec.loadBalancerIP)")
     p.add_argument("--no-load-balancer", action="store_true", help="run pods only")
     p.add_argument("--load-balancer-class", default=None,
                    help="also serve Services with this spec.loadBalancerClass")
@@ -55,6 +57,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--api-port", type=int, default=6443)
     p.add_argument("--kubelet-port", type=int, default=10250)
     p.add_argument("--sync-period", type=float, default=10.0, help="seconds between volume re-syncs")
+    p.add_argument("--config-map-and-secret-change-detection-strategy", dest="change_detection",
+                   choices=("Watch", "Cache"), default="Watch",
+                   help="the kubelet's setting of that name: Watch (its default) reads ConfigMaps and Secrets from "
+                        "watch caches; Cache fetches those a pod references at each sync of the pod")
     p.add_argument("--bind-after", type=float, default=5.0,
                    help="bind a pod no scheduler bound within this many seconds")
     p.add_argument("--backoff", type=float, default=10.0, help="first crash-loop back-off (doubles to 300 s)")
@@ -82,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(api, node_name=args.node_name, node_ip=args.node_ip, images=images, network=net,
                     pod_pool=AddressPool.parse(args.pod_range), state_dir=os.path.abspath(args.state_dir),
                     sync_period=args.sync_period, bind_after=args.bind_after, api_host=args.api_host,
-                    api_port=args.api_port, kubelet_port=args.kubelet_port, backoff_initial=args.backoff)
+                    api_port=args.api_port, kubelet_port=args.kubelet_port, backoff_initial=args.backoff,
+                    change_detection=args.change_detection)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -93,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         runner.start()
         if not args.no_load_balancer:
             lb = LoadBalancer(api, net, AddressPool.parse(args.lb_range),
-                              load_balancer_class=args.load_balancer_class).start()
+                              load_balancer_class=args.load_balancer_class,
+                              static_pool=AddressPool.parse(args.lb_static_range)).start()
         log.info("running: node %s (%s), pod namespaces %s*, kubelet API :%s", args.node_name, args.node_ip,
                  prefix, args.kubelet_port)
         stop.wait()

@@ -2,10 +2,15 @@
 
 Each such Service (without a ``loadBalancerClass``, or with the one given) gets an address from
 the load-balancer range, added as a /32 on the cluster namespace's ``lo`` and written to
-``status.loadBalancer.ingress``. Every TCP port of the Service is served there by a TCP proxy
+``status.loadBalancer.ingress``. A Service that asks for an address (``spec.loadBalancerIP``)
+gets that one when it is free in the load-balancer range or in the static range (addresses
+given only on request, as a MetalLB pool without auto-assignment), else none (MetalLB's
+behaviour: the Service stays without an address). Every TCP port of the Service is served there by a TCP proxy
 that forwards each connection to one of the Service's ready endpoints (EndpointSlices,
-round robin), on the endpoint port of the same name. With no ready endpoint a connection is
-closed at once. A Service that stops being a LoadBalancer, or goes away, loses its address.
+round robin), on the endpoint port of the same name. When no endpoint of a port is ready, the
+serving endpoints of terminating pods take the connections, as kube-proxy does (KEP-1669: a pod
+in its preStop delay keeps serving until its replacement is ready). With neither, a connection
+is closed at once. A Service that stops being a LoadBalancer, or goes away, loses its address.
 """
 
 from __future__ import annotations
@@ -38,14 +43,21 @@ class _Balanced:
     cursor: itertools.count = field(default_factory=itertools.count)
 
 
+def _asked(svc: Obj) -> str:
+    """The address a Service asks for (``spec.loadBalancerIP``), "" when none."""
+    return str((svc.get("spec") or {}).get("loadBalancerIP") or "")
+
+
 def ready_backends(service: Obj, slices: list[Obj]) -> dict[int, list[tuple[str, int]]]:
-    """Service port -> ready (address, target port) pairs, from the Service's EndpointSlices."""
+    """Service port -> ready (address, target port) pairs, from the Service's EndpointSlices;
+    where a port has none, its serving terminating ones (kube-proxy's fallback)."""
     out: dict[int, list[tuple[str, int]]] = {}
     for sp in (service.get("spec") or {}).get("ports") or []:
         if sp.get("protocol", "TCP") != "TCP":
             continue
         name = sp.get("name", "") or ""
         targets: list[tuple[str, int]] = []
+        terminating: list[tuple[str, int]] = []
         for es in slices:
             if es.get("addressType") not in ("IPv4", "IPv6"):
                 continue
@@ -53,21 +65,26 @@ def ready_backends(service: Obj, slices: list[Obj]) -> dict[int, list[tuple[str,
             if port is None:
                 continue
             for ep in es.get("endpoints") or []:
-                if (ep.get("conditions") or {}).get("ready") is False:
+                cond = ep.get("conditions") or {}
+                if cond.get("ready") is False:
+                    if cond.get("serving") and cond.get("terminating"):
+                        terminating += [(addr, int(port)) for addr in ep.get("addresses") or []]
                     continue
                 for addr in ep.get("addresses") or []:
                     targets.append((addr, int(port)))
-        out[int(sp["port"])] = sorted(set(targets))
+        out[int(sp["port"])] = sorted(set(targets or terminating))
     return out
 
 
 class LoadBalancer:
     def __init__(self, api: RunnerApi, network: Network, pool: AddressPool, *,
                  load_balancer_class: str | None = None,
-                 informer_factory: Callable[..., SharedInformer] = SharedInformer) -> None:
+                 informer_factory: Callable[..., SharedInformer] = SharedInformer,
+                 static_pool: AddressPool | None = None) -> None:
         self.api = api
         self.net = network
         self.pool = pool
+        self.static_pool = static_pool
         self.lb_class = load_balancer_class
         self.services = informer_factory(api, SERVICES, name="services")
         self.slices = informer_factory(api, ENDPOINT_SLICES, name="endpointslices")
@@ -145,10 +162,15 @@ class LoadBalancer:
             return
         assert svc is not None
         bal = self.active.get(key)
+        asked = _asked(svc)
+        if bal is not None and asked and bal.ip != asked:  # (another address asked for)
+            await self._release(key, clear_status=True)
+            bal = None
         if bal is None:
             ip = self._address_for(svc)
             if ip is None:
-                log.error("service %s: no load-balancer address left", key)
+                log.error("service %s: %s", key, f"the address {asked} it asks for is not free or not in a range"
+                          if asked else "no load-balancer address left")
                 return
             try:
                 self.net.add_local(ip)
@@ -175,6 +197,11 @@ class LoadBalancer:
             await asyncio.to_thread(self._patch_status, ns, name, [{"ip": bal.ip}])
 
     def _address_for(self, svc: Obj) -> str | None:
+        asked = _asked(svc)
+        if asked:
+            if self.pool.reserve(asked) or (self.static_pool is not None and self.static_pool.reserve(asked)):
+                return asked
+            return None
         for ing in ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []:
             if ing.get("ip") and self.pool.reserve(ing["ip"]):
                 return str(ing["ip"])
@@ -202,6 +229,8 @@ class LoadBalancer:
                 await asyncio.wait_for(server.wait_closed(), 2)
         self.net.remove_local(bal.ip)
         self.pool.release(bal.ip)
+        if self.static_pool is not None:
+            self.static_pool.release(bal.ip)
         if clear_status:
             ns, _, name = key.partition("/")
             await asyncio.to_thread(self._patch_status, ns, name, [])

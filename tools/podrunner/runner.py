@@ -48,6 +48,11 @@ BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 OWNED_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 BACKOFF_INITIAL = 10.0  # the kubelet's crash-loop back-off: 10 s doubling to 300 s
 BACKOFF_MAX = 300.0
+#: the kubelet's configMapAndSecretChangeDetectionStrategy values this runner has: Watch (the
+#: kubelet's default) reads ConfigMaps and Secrets from watch-fed caches; Cache fetches the ones
+#: a pod references from the API server at each sync of the pod (the kubelet's TTL cache, which
+#: RegisterPod empties on every pod sync), so a pod change never projects an older object
+CHANGE_DETECTION = ("Watch", "Cache")
 
 
 @dataclass
@@ -121,7 +126,7 @@ class Runner:
     def __init__(self, api: RunnerApi, *, node_name: str, node_ip: str, images: ImageMap, network: Network,
                  pod_pool: AddressPool, state_dir: str, sync_period: float = 10.0, bind_after: float = 5.0,
                  api_host: str | None = None, api_port: int = 6443, kubelet_port: int = 10250,
-                 workers: int = 4, backoff_initial: float = BACKOFF_INITIAL,
+                 workers: int = 4, backoff_initial: float = BACKOFF_INITIAL, change_detection: str = "Watch",
                  informer_factory: Callable[..., SharedInformer] = SharedInformer) -> None:
         self.api = api
         self.node_name = node_name
@@ -135,6 +140,9 @@ class Runner:
         self.kubelet_port = kubelet_port
         self.workers = workers
         self.backoff_initial = backoff_initial
+        if change_detection not in CHANGE_DETECTION:
+            raise ValueError(f"change detection {change_detection!r}: one of {', '.join(CHANGE_DETECTION)}")
+        self.change_detection = change_detection
         host = api_host or node_ip
         self.service_env = {
             "KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": str(api_port),
@@ -310,7 +318,7 @@ class Runner:
         if not self._ensure_network(rt, pod):
             self._write_status(rt, pod)
             return 5.0
-        again = self._sync_volumes(rt, pod)
+        again = self._sync_volumes(rt, pod, self._sources_for(pod))
         for c in rt.containers.values():
             d = self._sync_container(rt, pod, c)
             if d is not None:
@@ -387,7 +395,49 @@ class Runner:
         log.info("pod %s: IP %s (%s stack%s)", rt.key, rt.ip, rt.network, f", netns {rt.netns}" if rt.netns else "")
         return True
 
-    def _sync_volumes(self, rt: PodRuntime, pod: Obj) -> float | None:
+    def _sources_for(self, pod: Obj) -> Sources:
+        """Where this sync reads ConfigMaps and Secrets: the watch caches, or (Cache) the API
+        server, once per object for the whole sync (the kubelet's GET per object; a pod that
+        mounts many, such as a data plane with its part ConfigMaps, has them listed once per
+        kind in its namespace instead; an error falls back to the caches)."""
+        if self.change_detection != "Cache":
+            return self.sources
+        ns = (pod.get("metadata") or {}).get("namespace", "")
+        wanted: dict[str, set[str]] = {"configMap": set(), "secret": set()}
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            for src in [vol, *((vol.get("projected") or {}).get("sources") or [])]:
+                for kind in wanted:
+                    if kind in src:
+                        wanted[kind].add(str(src[kind].get("secretName") or src[kind].get("name") or ""))
+        fresh: dict[str, dict[str, Obj] | None] = {}
+        for kind, res in (("configMap", CONFIG_MAPS), ("secret", SECRETS)):
+            if not wanted[kind]:
+                continue
+            try:
+                if len(wanted[kind]) > 4:
+                    fresh[kind] = {o["metadata"]["name"]: o for o in self.api.list(res, ns).get("items") or []}
+                    continue
+                got: dict[str, Obj] = {}
+                for name in wanted[kind]:
+                    try:
+                        got[name] = self.api.get(res, ns, name)
+                    except ApiError as e:
+                        if not e.is_not_found:
+                            raise
+                fresh[kind] = got
+            except (ApiError, OSError) as e:
+                log.warning("pod %s/%s: listing %s failed, using the cache: %s", ns,
+                            (pod.get("metadata") or {}).get("name", ""), res.plural, e)
+
+        def lookup(kind: str, cached: Callable[[str, str], Obj | None]) -> Callable[[str, str], Obj | None]:
+            objs = fresh.get(kind)
+            return cached if objs is None else (lambda namespace, name: objs.get(name) if namespace == ns
+                                                 else cached(namespace, name))
+
+        return Sources(lookup("configMap", self._config_map), lookup("secret", self._secret), self._token)
+
+    def _sync_volumes(self, rt: PodRuntime, pod: Obj, sources: Sources | None = None) -> float | None:
+        sources = sources or self.sources
         errors = []
         for vol in (pod.get("spec") or {}).get("volumes") or []:
             name = vol.get("name", "")
@@ -395,7 +445,7 @@ class Runner:
             if "hostPath" in vol:
                 continue
             try:
-                payload = payload_for_volume(pod, vol, self.sources)
+                payload = payload_for_volume(pod, vol, sources)
             except VolumeNotReady as e:
                 errors.append(f'MountVolume.SetUp failed for volume "{name}": {e}')
                 continue
@@ -670,14 +720,30 @@ class Runner:
 
         threading.Thread(target=finish, name=f"terminate-{key}", daemon=True).start()
 
+    @staticmethod
+    def _stop_container(rt: PodRuntime, c: ContainerRuntime, proc: ContainerProcess, grace: float) -> None:
+        """The kubelet's container kill: a preStop ``sleep`` hook first (only with a grace period,
+        counted against it), then SIGTERM, then SIGKILL when the rest of the grace period (at
+        least 2 s after a hook) has passed. ``exec``/``httpGet`` hooks are not run (logged)."""
+        hook = ((c.spec.get("lifecycle") or {}).get("preStop")) or {}
+        if hook and grace > 0 and c.running():
+            if "sleep" in hook:
+                slept = min(float((hook.get("sleep") or {}).get("seconds", 0) or 0), grace)
+                log.info("pod %s: container %s: preStop sleep %.0f s", rt.key, c.spec.get("name"), slept)
+                time.sleep(slept)
+                grace = max(grace - slept, 2.0)
+            else:
+                log.warning("pod %s: container %s: preStop %s hooks are not supported here; not run",
+                            rt.key, c.spec.get("name"), sorted(hook))
+        proc.stop(grace)
+
     def _teardown(self, rt: PodRuntime, grace: float) -> None:
         rt.terminating = True
         stoppers = []
         for c in rt.containers.values():
             c.stop_probes()
             if c.proc is not None:
-                proc = c.proc
-                t = threading.Thread(target=proc.stop, args=(grace,), daemon=True)
+                t = threading.Thread(target=self._stop_container, args=(rt, c, c.proc, grace), daemon=True)
                 t.start()
                 stoppers.append(t)
         for t in stoppers:

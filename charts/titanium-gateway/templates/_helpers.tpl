@@ -145,6 +145,9 @@ seccompProfile:
 {{- if lt (int .Values.dataPlane.configParts) 0 -}}
 {{- fail "dataPlane.configParts must be 0 or more" -}}
 {{- end -}}
+{{- if and (gt (int .Values.dataPlane.preStopSleepSeconds) 0) (ge (int .Values.dataPlane.preStopSleepSeconds) (int .Values.dataPlane.terminationGracePeriodSeconds)) -}}
+{{- fail "dataPlane.preStopSleepSeconds must be below dataPlane.terminationGracePeriodSeconds (the drain after SIGTERM needs time too)" -}}
+{{- end -}}
 {{- if not .Values.dataPlane.ports -}}
 {{- fail "dataPlane.ports must list at least one port" -}}
 {{- end -}}
@@ -244,6 +247,13 @@ containers:
       periodSeconds: 10
       timeoutSeconds: 3
       failureThreshold: 3
+    {{- if gt (int $d.preStopSleepSeconds) 0 }}
+    # Keeps serving after the deletion begins, until load balancers have taken the pod out.
+    lifecycle:
+      preStop:
+        sleep:
+          seconds: {{ int $d.preStopSleepSeconds }}
+    {{- end }}
     resources:
       {{- toYaml $d.resources | nindent 6 }}
     securityContext:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The upstream Gateway API v1.6.3 conformance suite (profile GATEWAY-HTTP) against
+# The upstream Gateway API v1.6.3 conformance suite (profiles GATEWAY-HTTP and GATEWAY-GRPC, one
+# run, one report) against
 # titanium-gateway on the local control plane, without Docker (make conformance-local):
 #
 #   1. builds the control plane (hack/kube/build.sh), the suite and echo-basic
@@ -28,6 +29,7 @@
 # Environment:
 #   CONFORMANCE_RUN_TEST     run one test (the suite's -run-test), e.g. HTTPRouteSimpleSameNamespace
 #   CONFORMANCE_SKIP_TESTS   comma-separated tests to skip (the suite's -skip-tests)
+#   CONFORMANCE_PROFILES     the suite's -conformance-profiles (default GATEWAY-HTTP,GATEWAY-GRPC)
 #   CONFORMANCE_EXTRA_ARGS   more suite flags
 #   CONFORMANCE_CLUSTER_DIR  the cluster directory (default .cache/conformance/cluster)
 #   KEEP_CLUSTER=1           leave the cluster and the pod runner running (stop with
@@ -45,6 +47,7 @@ LOG="$ARTIFACTS/conformance.log"
 NAMESPACE=gateway-system
 RELEASE=titanium-gateway
 PYTHON="${PYTHON:-python3}"
+PROFILES="${CONFORMANCE_PROFILES:-GATEWAY-HTTP,GATEWAY-GRPC}"
 t0=$SECONDS
 step() { echo "== [$((SECONDS - t0))s] $*" >&2; }
 die() { echo "conformance/local.sh: $*" >&2; exit 2; }
@@ -121,10 +124,10 @@ ex "$HELM" upgrade --install "$RELEASE" charts/titanium-gateway --namespace "$NA
 ex kubectl wait --for=condition=Accepted gatewayclass/titanium --timeout=120s
 
 version="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
-step "the suite: Gateway API v1.6.3, GATEWAY-HTTP, features $supported_features"
+step "the suite: Gateway API v1.6.3, $PROFILES, features $supported_features"
 suite_args=(
   -test.run '^TestConformance$' -test.v -test.timeout 40m
-  -gateway-class=titanium -conformance-profiles=GATEWAY-HTTP -supported-features="$supported_features"
+  -gateway-class=titanium -conformance-profiles="$PROFILES" -supported-features="$supported_features"
   -cleanup-base-resources=false
   -organization=justcoding121 -project=titanium-gateway -url=https://github.com/justcoding121/titanium-gateway
   -version="$version" -contact=https://github.com/justcoding121/titanium-gateway/issues
@@ -158,7 +161,7 @@ if [[ -n "$joined" && -z "${CONFORMANCE_RUN_TEST:-}" ]]; then
     "$ARTIFACTS/conformance-tests.json" "$joined")"
   diagnose() {
     (cd "$ARTIFACTS" && "$ROOT/hack/kube/exec.sh" "$BIN/conformance.test" -test.run '^TestConformance$' -test.v \
-      -test.timeout 15m -titanium.join-normalized -gateway-class=titanium -conformance-profiles=GATEWAY-HTTP \
+      -test.timeout 15m -titanium.join-normalized -gateway-class=titanium -conformance-profiles="$PROFILES" \
       -supported-features="$supported_features" -skip-tests="$skip") >"$NORMALIZED_LOG" 2>&1
   }
   step "diagnosis run: $(echo $joined) with the append join normalized"

@@ -4,8 +4,9 @@
         --log artifacts/conformance.log --tests artifacts/conformance-tests.json \
         --features conformance/supported-features.txt
 
-The report (the suite's own, unchanged) gives the profile's core and extended statistics; the
-suite's test list (``conformance.test -test.run '^TestListTests$'``) maps each test to its
+The report (the suite's own, unchanged) gives each profile's core and extended statistics (every
+profile of the report, GATEWAY-HTTP and GATEWAY-GRPC in make conformance-local; --profile picks
+some); the suite's test list (``conformance.test -test.run '^TestListTests$'``) maps each test to its
 features, so extended results are shown per claimed feature; the log (``go test -v``) gives each
 test's PASS/FAIL and, for a failure, the suite's last reason for it.
 """
@@ -104,13 +105,51 @@ def read_expected(path: str) -> dict[str, str]:
     return out
 
 
+def print_profile(name: str, profile: dict, features: dict, tests: dict[str, dict], claimed: set[str],
+                  results: dict[str, str]) -> None:
+    """One profile's core and extended figures from the report, and its claimed extended features
+    one by one from the log."""
+    core_features = set(features["core"])
+    extended_features = set(features["extended"])
+    print(f"  {name}")
+    core = profile.get("core") or {}
+    cs = core.get("statistics") or {}
+    total = cs.get("Passed", 0) + cs.get("Failed", 0)
+    print(f"    core:     {cs.get('Passed', 0)}/{total} passed, {cs.get('Skipped', 0)} skipped "
+          f"(result: {core.get('result')})")
+    if core.get("failedTests"):
+        print(f"      failed: {', '.join(core['failedTests'])}")
+    ext = profile.get("extended") or {}
+    es = ext.get("statistics") or {}
+    etotal = es.get("Passed", 0) + es.get("Failed", 0)
+    print(f"    extended: {es.get('Passed', 0)}/{etotal} passed, {es.get('Skipped', 0)} skipped "
+          f"(result: {ext.get('result')})")
+    for feature in sorted(claimed & extended_features):
+        # A test counts for a feature when it needs it, every other feature it needs is claimed
+        # (the profile's core features are, by running the profile), and it belongs to the profile
+        # (the suite's rule: every feature it needs is one of the profile's).
+        names = sorted(n for n, t in tests.items() if feature in t["features"]
+                       and set(t["features"]) <= claimed | core_features
+                       and set(t["features"]) <= core_features | extended_features)
+        passed = [n for n in names if results.get(n) == "PASS"]
+        failed = [n for n in names if results.get(n) == "FAIL"]
+        line = f"      {feature:<36} {len(passed)}/{len(names)}"
+        if failed:
+            line += "   failed: " + ", ".join(failed)
+        print(line)
+    unclaimed = sorted(extended_features - claimed)
+    if unclaimed:
+        print(f"    not claimed: {', '.join(unclaimed)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--report", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--tests", required=True, help="the suite's test list (JSON)")
     p.add_argument("--features", required=True, help="conformance/supported-features.txt")
-    p.add_argument("--profile", default="GATEWAY-HTTP")
+    p.add_argument("--profile", action="append", dest="profiles",
+                   help="a profile to summarize (repeatable; default: every profile of the report)")
     p.add_argument("--expected", help="conformance/expected-failures.txt: exit 1 unless every failure is listed "
                                       "there and fails for its listed reason only")
     p.add_argument("--normalized-log", help="the log of the diagnosis run (-titanium.join-normalized) of the "
@@ -124,40 +163,20 @@ def main(argv: list[str] | None = None) -> int:
         suite = json.load(fh)
     claimed = set(read_features(args.features))
     results, reasons, _subs = parse_log(args.log)
-    profile = next((r for r in report.get("profiles") or [] if r.get("name") == args.profile), None)
-    if profile is None:
-        print(f"the report has no {args.profile} profile", file=sys.stderr)
+    by_name = {r.get("name"): r for r in report.get("profiles") or []}
+    # GATEWAY-HTTP first, then the others by name (the report's order is the suite's map order)
+    names = args.profiles or sorted(by_name, key=lambda n: (n != "GATEWAY-HTTP", n))
+    missing = [n for n in names if n not in by_name or n not in suite["profiles"]]
+    if not names or missing:
+        print(f"the report or the test list has no {', '.join(missing) or 'profile'}", file=sys.stderr)
         return 2
-    core_features = set(suite["profiles"][args.profile]["core"])
-    extended_features = set(suite["profiles"][args.profile]["extended"])
     tests = {t["name"]: t for t in suite["tests"]}
 
     impl = report.get("implementation") or {}
     print(f"Gateway API {report.get('gatewayAPIVersion')} ({report.get('gatewayAPIChannel')}) conformance, "
-          f"profile {args.profile}, {impl.get('project', '?')} {impl.get('version', '')}")
-    core = profile.get("core") or {}
-    cs = core.get("statistics") or {}
-    total = cs.get("Passed", 0) + cs.get("Failed", 0)
-    print(f"  core:     {cs.get('Passed', 0)}/{total} passed, {cs.get('Skipped', 0)} skipped "
-          f"(result: {core.get('result')})")
-    ext = profile.get("extended") or {}
-    es = ext.get("statistics") or {}
-    etotal = es.get("Passed", 0) + es.get("Failed", 0)
-    print(f"  extended: {es.get('Passed', 0)}/{etotal} passed, {es.get('Skipped', 0)} skipped "
-          f"(result: {ext.get('result')})")
-    for feature in sorted(claimed & extended_features):
-        # A test counts for a feature when it needs it and every other feature it needs is claimed.
-        names = sorted(n for n, t in tests.items() if feature in t["features"]
-                       and set(t["features"]) <= claimed | core_features)
-        passed = [n for n in names if results.get(n) == "PASS"]
-        failed = [n for n in names if results.get(n) == "FAIL"]
-        line = f"    {feature:<36} {len(passed)}/{len(names)}"
-        if failed:
-            line += "   failed: " + ", ".join(failed)
-        print(line)
-    unclaimed = sorted(extended_features - claimed)
-    if unclaimed:
-        print(f"  not claimed: {', '.join(unclaimed)}")
+          f"profiles {', '.join(names)}, {impl.get('project', '?')} {impl.get('version', '')}")
+    for name in names:
+        print_profile(name, by_name[name], suite["profiles"][name], tests, claimed, results)
     failed_tests = sorted(n for n, r in results.items() if r == "FAIL")
     if failed_tests:
         print("  failures (the suite's last reason for each):")

@@ -89,7 +89,7 @@ func TestConformance(t *testing.T) {
 }
 
 // TestListTests writes the suite's own test list (short names, features, provisional) and the
-// GATEWAY-HTTP profile's core and extended features as JSON, for conformance/summary.py:
+// GATEWAY-HTTP and GATEWAY-GRPC profiles' core and extended features as JSON, for conformance/summary.py:
 // -test.run '^TestListTests$' -titanium.list-tests=FILE. Without the flag it does nothing.
 func TestListTests(t *testing.T) {
 	if *listTests == "" {
@@ -108,18 +108,18 @@ func TestListTests(t *testing.T) {
 		}
 		out = append(out, e)
 	}
-	p := suite.GatewayHTTPConformanceProfile
-	core, extended := []string{}, []string{}
-	for f := range p.CoreFeatures {
-		core = append(core, string(f))
+	profiles := map[string]any{}
+	for _, p := range []suite.ConformanceProfile{suite.GatewayHTTPConformanceProfile, suite.GatewayGRPCConformanceProfile} {
+		core, extended := []string{}, []string{}
+		for f := range p.CoreFeatures {
+			core = append(core, string(f))
+		}
+		for f := range p.ExtendedFeatures {
+			extended = append(extended, string(f))
+		}
+		profiles[string(p.Name)] = map[string][]string{"core": core, "extended": extended}
 	}
-	for f := range p.ExtendedFeatures {
-		extended = append(extended, string(f))
-	}
-	doc := map[string]any{
-		"tests":    out,
-		"profiles": map[string]any{string(p.Name): map[string][]string{"core": core, "extended": extended}},
-	}
+	doc := map[string]any{"tests": out, "profiles": profiles}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		t.Fatal(err)

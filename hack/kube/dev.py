@@ -8,9 +8,9 @@ the pod runner serves the cluster's pods).
    --set`` by hand, say) that the upgrade changes is named first, so it is not lost unseen; on a
    release that was there already, the controller's pods are deleted so that the new ones run
    the working tree as it is now (the data plane keeps running);
-2. the quick start's backends (examples/quickstart-backends/) and its Gateway and HTTPRoute
-   (examples/quickstart/10-*, 20-*) created where absent: an object that exists is left as it is,
-   so a rerun never undoes your edits;
+2. the quick start's backends (examples/quickstart-backends/), its Gateway and HTTPRoute
+   (examples/quickstart/10-*, 20-*) and the GRPCRoute of examples/grpc/ created where absent: an
+   object that exists is left as it is, so a rerun never undoes your edits;
 3. waits until the Gateway is Programmed and a request through its address answers, shows it,
    and writes the address to DIR/dev/gateway-address (for dev.sh's closing lines); then names
    every listener of every Gateway that is not in its good state (a Programmed Gateway can have
@@ -36,7 +36,8 @@ from tests.support.kubecluster import REPO, LocalCluster
 from titanium_gateway.render.listenerevents import SOUND, listener_problem
 
 VALUES = REPO / "hack" / "kube" / "dev-values.yaml"
-QUICKSTART = [REPO / "examples" / "quickstart" / "10-gateway.yaml", REPO / "examples" / "quickstart" / "20-httproute.yaml"]
+QUICKSTART = [REPO / "examples" / "quickstart" / "10-gateway.yaml", REPO / "examples" / "quickstart" / "20-httproute.yaml",
+              REPO / "examples" / "grpc" / "grpcroute.yaml"]
 BACKENDS = REPO / "examples" / "quickstart-backends" / "backends.yaml"
 HOST = "shop.example.com"
 

@@ -20,7 +20,7 @@ need_root hack/kube/dev.sh
 command -v nsenter >/dev/null 2>&1 || { echo "hack/kube/dev.sh: needs nsenter (util-linux)" >&2; exit 2; }
 PYTHON="${PYTHON:-python3}"
 DIR="$(cluster_dir "${1:-}")"
-"$PYTHON" -c "import kubernetes, yaml, cryptography, aiohttp, prometheus_client, h2" 2>/dev/null || {
+"$PYTHON" -c "import kubernetes, yaml, cryptography, aiohttp, prometheus_client, h2, grpc, google.protobuf" 2>/dev/null || {
   echo "hack/kube/dev.sh: $PYTHON lacks the packages of pip install -e '.[test]' (make install; or PYTHON=.venv/bin/python)" >&2
   exit 2
 }

@@ -61,7 +61,7 @@ def _inputs(tmp_path, failed_reason):
     (tmp_path / "report.yaml").write_text(yaml.safe_dump(report))
     (tmp_path / "tests.json").write_text(json.dumps(tests))
     (tmp_path / "features.txt").write_text("# claimed\nGateway\nHTTPRoute\nReferenceGrant\nHTTPRouteMethodMatching\n"
-                                           "HTTPRouteRequestMirror\n")
+                                           "HTTPRouteRequestMirror\nListenerSet\nGRPCRoute\n")
     (tmp_path / "expected.txt").write_text("HTTPRouteRequestHeaderModifier  header-join  # the join\n")
     args = ["--report", str(tmp_path / "report.yaml"), "--log", _log(tmp_path, "run.log", log),
             "--tests", str(tmp_path / "tests.json"), "--features", str(tmp_path / "features.txt"),
@@ -123,3 +123,49 @@ def test_an_unexpected_failure_fails(tmp_path, capsys):
     (tmp_path / "expected.txt").write_text("")
     assert summary.main(args) == 1
     assert "HTTPRouteRequestHeaderModifier failed and is not an expected failure" in capsys.readouterr().out
+
+
+def test_a_report_with_both_profiles_shows_each_profiles_figures(tmp_path, capsys):
+    """make conformance-local runs GATEWAY-HTTP and GATEWAY-GRPC into one report: the summary shows
+    each profile's core and extended figures, its claimed extended features' tests, and the
+    failures of both profiles checked against the expected ones."""
+    args = _inputs(tmp_path, JOIN)
+    report = yaml.safe_load((tmp_path / "report.yaml").read_text())
+    report["profiles"].insert(0, {"name": "GATEWAY-GRPC",  # (the suite writes its profiles in map order)
+                               "core": {"result": "failure", "failedTests": ["GRPCRouteWeight"],
+                                        "statistics": {"Passed": 3, "Failed": 1, "Skipped": 0}},
+                               "extended": {"result": "success", "statistics": {"Passed": 0, "Failed": 0, "Skipped": 0}}})
+    (tmp_path / "report.yaml").write_text(yaml.safe_dump(report))
+    tests = json.loads((tmp_path / "tests.json").read_text())
+    tests["tests"] += [{"name": "GRPCExactMethodMatching", "features": ["Gateway", "GRPCRoute"]},
+                       {"name": "GRPCRouteWeight", "features": ["Gateway", "GRPCRoute"]},
+                       {"name": "ListenerSetGRPC", "features": ["Gateway", "GRPCRoute", "ListenerSet"]},
+                       {"name": "ListenerSetHTTP", "features": ["Gateway", "HTTPRoute", "ListenerSet"]}]
+    tests["profiles"]["GATEWAY-HTTP"]["extended"].append("ListenerSet")
+    tests["profiles"]["GATEWAY-GRPC"] = {"core": ["Gateway", "GRPCRoute", "ReferenceGrant"],
+                                         "extended": ["GatewayPort8080", "ListenerSet"]}
+    (tmp_path / "tests.json").write_text(json.dumps(tests))
+    log = (tmp_path / "run.log").read_text().replace(
+        "--- FAIL: TestConformance (10.00s)",
+        "--- FAIL: TestConformance (10.00s)\n"
+        "    --- PASS: TestConformance/GRPCExactMethodMatching (1.00s)\n"
+        "    --- FAIL: TestConformance/GRPCRouteWeight (1.00s)")
+    (tmp_path / "run.log").write_text(log.replace(
+        "=== RUN   TestConformance/HTTPRouteRequestHeaderModifier\n",
+        "=== RUN   TestConformance/GRPCRouteWeight\n"
+        "        \tMessages:   \texpected all backends to receive traffic\n"
+        "=== RUN   TestConformance/HTTPRouteRequestHeaderModifier\n", 1))
+    assert summary.main(args) == 1
+    out = capsys.readouterr().out
+    assert "profiles GATEWAY-HTTP, GATEWAY-GRPC" in out  # GATEWAY-HTTP first
+    http, grpc = out.split("  GATEWAY-GRPC\n")
+    assert "  GATEWAY-HTTP\n    core:     1/2 passed" in http and "HTTPRouteMethodMatching              1/1" in http
+    assert grpc.startswith("    core:     3/4 passed, 0 skipped (result: failure)\n      failed: GRPCRouteWeight\n")
+    assert "not claimed: GatewayPort8080" in grpc and "HTTPRouteMethodMatching" not in grpc.split("failures")[0]
+    # a test counts in a profile only when every feature it needs is one of the profile's
+    assert "ListenerSet                          0/1" in http and "ListenerSet                          0/1" in grpc
+    assert "GRPCRouteWeight: expected all backends to receive traffic" in out
+    assert "GRPCRouteWeight failed and is not an expected failure" in out
+    # one profile on request
+    assert summary.main([*args, "--profile", "GATEWAY-GRPC"]) == 1
+    assert "GATEWAY-HTTP\n" not in capsys.readouterr().out

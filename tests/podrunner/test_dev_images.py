@@ -76,3 +76,34 @@ def test_the_echo_stand_in_answers_like_echo_basic(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0, out
     assert b"POST /api/items?x=1" in out  # a log line per request, as the kubelet's log API shows it
+
+
+def test_the_echo_stand_in_in_grpc_mode_answers_like_echo_basic() -> None:
+    """With GRPC_ECHO_SERVER (make dev's grpc-echo) the stand-in serves echo-basic's GrpcEcho over
+    h2c: the method, the call's metadata and the pod in the answer; an unknown method is
+    UNIMPLEMENTED."""
+    from tools.podrunner.shims import grpcecho
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HTTP_PORT": str(port), "PODRUNNER_BIND_ADDRESS": "127.0.0.1",
+           "POD_NAME": "grpc-echo-abc12", "NAMESPACE": "apps", "GRPC_ECHO_SERVER": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tools.podrunner.shims.echo"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 20
+        while (out := grpcecho.call(f"127.0.0.1:{port}", "grpc.example.com", "EchoTwo", (("x-test", "1"),),
+                                    timeout=2))["code"] == "UNAVAILABLE":
+            assert time.monotonic() < end and proc.poll() is None, "the gRPC stand-in did not start"
+            time.sleep(0.1)
+        assert out["code"] == "OK", out
+        a = out["answer"]["assertions"]
+        assert a["fullyQualifiedMethod"] == "/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/EchoTwo"
+        assert {"key": "x-test", "value": "1"} in a["headers"]
+        assert a["context"] == {"namespace": "apps", "pod": "grpc-echo-abc12"}
+        missing = grpcecho.call(f"127.0.0.1:{port}", "grpc.example.com", "Nope", timeout=2)
+        assert (missing["code"], missing["answer"]) == ("UNIMPLEMENTED", None)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        log, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, log
+    assert b"GrpcEcho/EchoTwo" in log

@@ -33,6 +33,8 @@ CLAIMED: tuple[tuple[str, tuple[str, ...]], ...] = (
         "GatewayInfrastructure",
         "GatewayStaticAddresses",
         "GatewayAddressEmpty",
+        "HTTPRouteBackendProtocolH2C",
+        "HTTPRouteBackendProtocolWebSocket",
     )),
 )
 
@@ -42,7 +44,6 @@ NOT_CLAIMED: tuple[tuple[tuple[str, ...], str], ...] = (
      "their tests redirect without a hostname; path also uses ReplacePrefixMatch"),
     (("HTTPRouteRequestMultipleMirrors",), "the data plane mirrors to one cluster"),
     (("HTTPRouteDestinationPortMatching", "GatewayHTTPListenerIsolation"), ""),
-    (("HTTPRouteBackendProtocolH2C", "HTTPRouteBackendProtocolWebSocket"), "pending the data plane's HTTP/2"),
     (("HTTPRouteBackendRequestHeaderModification",), ""),
     # (the other route kinds' features are named as the kinds: render/otherroutes.py)
     (tuple(row.kind for row in kinds.OTHER_ROUTES), "answered in their status as not accepted, not served"),

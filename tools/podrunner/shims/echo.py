@@ -5,7 +5,8 @@ describing it: the path, host, method, protocol and headers it received, and the
 answered (``POD_NAME``, ``NAMESPACE`` from the pod's env). This is that answer, from a local
 process: HTTP/1.1 on ``$HTTP_PORT`` (3000), on every address of the pod's own network stack, or
 on ``$PODRUNNER_BIND_ADDRESS`` when the pod shares the node's. Its h2c and TLS ports are not
-served.
+served. With ``GRPC_ECHO_SERVER`` set it is echo-basic's gRPC server instead, as the image is
+(tools/podrunner/shims/grpcecho.py).
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ class EchoHandler(BaseHTTPRequestHandler):
 
 
 def main() -> int:
+    if os.environ.get("GRPC_ECHO_SERVER"):
+        from tools.podrunner.shims import grpcecho
+
+        return grpcecho.serve_forever()
     port = int(os.environ.get("HTTP_PORT") or 3000)
     server = ThreadingHTTPServer((os.environ.get("PODRUNNER_BIND_ADDRESS", ""), port), EchoHandler)
     server.daemon_threads = True

@@ -88,6 +88,12 @@ class ControllerOptions:
     admission_policy: str = ""
 
     @property
+    def per_gateway(self) -> bool:
+        """Each Gateway has a data plane of its own (render/planes.py decides what the mode means;
+        the controller's modules ask this)."""
+        return per_gateway(self.data_plane_mode)
+
+    @property
     def service_namespace(self) -> str:
         ns, _, name = self.data_plane_service.rpartition("/")
         return ns or self.data_plane_namespace

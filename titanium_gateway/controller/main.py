@@ -25,7 +25,6 @@ from titanium_gateway.kube.clock import REAL_CLOCK, Clock
 from titanium_gateway.kube.leaderelection import LeaderElector
 from titanium_gateway.kube.threads import CoreThread, dead
 from titanium_gateway.metrics import REGISTRY, Registry
-from titanium_gateway.render.planes import per_gateway
 from titanium_gateway.writers.plane_objects import TemplateError, load_template
 
 log = logging.getLogger("titanium_gateway.controller")
@@ -133,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
     template = None
-    if opts.data_plane_template and per_gateway(opts.data_plane_mode):
+    if opts.data_plane_template and opts.per_gateway:
         try:
             template = load_template(opts.data_plane_template)
         except TemplateError as e:

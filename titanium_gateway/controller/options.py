@@ -91,6 +91,12 @@ class ControllerOptions:
     gateway_address_ranges: tuple[str, ...] = ()
 
     @property
+    def per_gateway(self) -> bool:
+        """Each Gateway has a data plane of its own (render/planes.py decides what the mode means;
+        the controller's modules ask this)."""
+        return per_gateway(self.data_plane_mode)
+
+    @property
     def service_namespace(self) -> str:
         ns, _, name = self.data_plane_service.rpartition("/")
         return ns or self.data_plane_namespace

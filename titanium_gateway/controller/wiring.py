@@ -40,7 +40,7 @@ from titanium_gateway.kube.reflector import Backoff
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 from titanium_gateway.metrics import REGISTRY, PrometheusWorkqueueMetrics, Registry
 from titanium_gateway.prober.prober import Prober, slice_service_key
-from titanium_gateway.render.planes import managed_selector, per_gateway, plane_names
+from titanium_gateway.render.planes import managed_selector, plane_names
 from titanium_gateway.render.result import Plane
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.writers.base import LeaderGuard
@@ -103,7 +103,7 @@ def informers(opts: ControllerOptions, api: KubeApi, *, watch_timeout: int = 300
     for name, (res, _field) in WATCHED.items():
         out.add(name, make_informer(opts, api, name, res, watch_timeout=watch_timeout,
                                     reflector_backoff=reflector_backoff))
-    if per_gateway(opts.data_plane_mode):
+    if opts.per_gateway:
         for name, res in PLANE_WATCHED.items():
             out.add(name, make_informer(opts, api, name, res, watch_timeout=watch_timeout,
                                         reflector_backoff=reflector_backoff))
@@ -160,7 +160,7 @@ def build_controller(opts: ControllerOptions, api: KubeApi, *, is_leader: Callab
     needs may take to list before /healthz fails; ``template``: per-gateway, the data-plane
     template, else read from ``--data-plane-template``)."""
     reg = registry or REGISTRY
-    if per_gateway(opts.data_plane_mode) and template is None:
+    if opts.per_gateway and template is None:
         assert opts.data_plane_template is not None
         template = load_template(opts.data_plane_template)
     ns = opts.data_plane_namespace

@@ -274,6 +274,10 @@ class Key:
         s = self.schema
         return s.get("minimum", -(2**63)), s.get("maximum", 2**63 - 1)
 
+    def item(self) -> Key:
+        """The key of a list's items (their schema, e.g. for their range)."""
+        return Key(self.schema["items"])
+
     @property
     def values(self) -> tuple[Any, ...]:
         """An enum's or const's values."""
@@ -323,13 +327,17 @@ def resolve(node: Node) -> Any:
     return node
 
 
+#: the keys of a transform or policy (both required)
+KIND_KEYS = ("kind", "parameters")
+
+
 def kind_entry(cls: type[Any]) -> dict[str, Any]:
     """The schema of one transform or policy: ``{kind: <KIND>, parameters: {...}}``."""
     return {
         "type": "object",
-        "properties": {"kind": {"const": cls.KIND}, "parameters": parameters_schema(cls)},
+        "properties": dict(zip(KIND_KEYS, ({"const": cls.KIND}, parameters_schema(cls)), strict=True)),
         "additionalProperties": False,
-        "required": ["kind", "parameters"],
+        "required": list(KIND_KEYS),
     }
 
 
@@ -342,4 +350,4 @@ __all__ = ["Param", "Layout", "param", "layout", "parameters_schema", "timespan_
            "TEXT", "HEADER_NAME", "HEADER_VALUE", "HOST", "PATH", "PATH_PREFIX", "REGEX", "TIMESPAN", "NETWORK",
            "NONEMPTY", "HTTP_URL", "COUNT", "POSITIVE", "TIMESPAN_PATTERN", "HEADER_NAME_PATTERN",
            "Key", "Obj", "string", "integer", "number", "boolean", "enum", "const", "array", "ref", "str_map",
-           "resolve", "kind_entry", "kinds_array"]
+           "resolve", "kind_entry", "kinds_array", "KIND_KEYS"]

@@ -1,8 +1,8 @@
 """The twp document as typed, immutable values: what the translators build and ``emit`` writes.
 
-The classes mirror the document's JSON schema (``twp/schema.json``; field names in snake_case,
-the document's keys are their camelCase, e.g. ``path_kind`` -> ``pathKind``), with two choices
-of their own:
+The classes are the document's objects (``twp/schema.json`` is generated from them; field names
+in snake_case, the document's keys are their camelCase, e.g. ``path_kind`` -> ``pathKind``), with
+two choices of their own:
 
 * a :class:`Route` holds its match ``host`` itself and the rest of its match as a :class:`Match`,
   and everything that is not its id or match as one :class:`Behavior` (action, mirror,

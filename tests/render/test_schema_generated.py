@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import subprocess
 import sys
@@ -96,3 +97,57 @@ def test_a_kind_field_without_a_rule_is_refused() -> None:
 
     with pytest.raises(TypeError, match="no parameter rule"):
         params.layout(Loose)
+
+
+def _objects(data: object, node: object, path: tuple, out: dict) -> None:
+    """Each object the model declares (``params.Obj``) met in a parsed document: its first
+    occurrence, by declaration."""
+    if callable(node) and not isinstance(node, params.Obj):
+        return  # a list of transforms or policies: their rules are tested on their own
+    if isinstance(node, dict) and "$ref" in node:
+        node = m.Document.DEFS[node["$ref"].rsplit("/", 1)[1]].DOC
+    if isinstance(node, params.Obj) and isinstance(data, dict):
+        out.setdefault(id(node), (node, path))
+        for key, value in data.items():
+            _objects(value, node[key].schema, (*path, key), out)
+    elif isinstance(node, dict) and node.get("type") == "array" and isinstance(data, list):
+        for i, item in enumerate(data):
+            _objects(item, node["items"], (*path, i), out)
+
+
+def _at(doc: dict, path: tuple) -> dict:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+def test_the_reader_allows_and_requires_the_keys_the_model_declares() -> None:
+    """The reader's tables are the model's: for each object the goldens hold, a key the class
+    does not declare is an unknown field and a key it makes the reader require is missing."""
+    from titanium_gateway.twp.load import ConfigError, load_config
+
+    found: dict = {}
+    docs = []  # (a root document, its parts' bytes): a split root's objects are changed, its parts not
+    for path in _golden_files():
+        if path.name == "twp.yaml":
+            doc = yaml.safe_load(path.read_bytes())
+            parts = {p.name: p.read_bytes() for p in path.parent.glob("twp.part-*.yaml")}
+            docs.append((doc, parts))
+            _objects(doc, m.Document.SPLIT if "include" in doc else m.Document.DOC, (len(docs) - 1,), found)
+    declared = {id(cls.DOC) for cls in m.Document.DEFS.values()}
+    assert declared <= set(found), "a golden case for each object of the document"
+    assert len(found) >= 15
+    for node, path in found.values():
+        base, parts = docs[path[0]]
+        for change, reason in [("unknown", "unknown field"),
+                               *((key, f"missing required field {key!r}") for key in node.read_required
+                                 if not (node is m.Document.SPLIT and key == "include"))]:  # (its mark)
+            doc = copy.deepcopy(base)
+            target = _at(doc, path[1:])
+            if change == "unknown":
+                target["someKeyNobodyDeclared"] = "x"
+            else:
+                del target[change]
+            with pytest.raises(ConfigError) as err:
+                load_config(yaml.safe_dump(doc).encode(), parts)
+            assert err.value.reason == reason, (path, change, err.value)

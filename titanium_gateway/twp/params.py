@@ -201,22 +201,17 @@ def parameters_schema(cls: type[Any]) -> dict[str, Any]:
 Node = Any  # a JSON schema (a mapping), an Obj, or a callable that makes either (resolved late)
 
 
+def _typed(json_type: str, **rules: Any) -> dict[str, Any]:
+    """``{"type": json_type}`` with the rules that are given (None: not given), in order."""
+    return {"type": json_type, **{k: v for k, v in rules.items() if v is not None}}
+
+
 def string(min_length: int | None = None, pattern: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "string"}
-    if min_length is not None:
-        out["minLength"] = min_length
-    if pattern is not None:
-        out["pattern"] = pattern
-    return out
+    return _typed("string", minLength=min_length, pattern=pattern)
 
 
 def integer(lo: int | None = None, hi: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "integer"}
-    if lo is not None:
-        out["minimum"] = lo
-    if hi is not None:
-        out["maximum"] = hi
-    return out
+    return _typed("integer", minimum=lo, maximum=hi)
 
 
 def number(lo: float, hi: float) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the files made from the code (``make generate``):
 
-* ``titanium_gateway/twp/schema.json`` - its transform and policy entries from the model
+* ``titanium_gateway/twp/schema.json`` - the whole schema, from the model's declarations
   (``titanium_gateway/twp/schema.py``);
 * ``conformance/supported-features.txt`` - from ``titanium_gateway/render/features.py``.
 

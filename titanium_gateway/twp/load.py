@@ -37,13 +37,37 @@ from titanium_gateway.twp.params import timespan_seconds
 from titanium_gateway.twp.regex import compiled
 
 ROOT_FILE = "twp.yaml"
-_PART_FILE = re.compile(r"^twp\.part-[1-9][0-9]*\.yaml$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# What the reader allows, requires and accepts of each object is the model's declaration (the
+# classes' ``DOC``, which ``twp/schema.json`` is generated from); the checks the schema cannot
+# state (an IP address, a header name, a regular expression that compiles...) are here.
+_DOC, _SPLIT, _PART = m.Document.DOC, m.Document.SPLIT, m.Document.PART
+_CERTIFICATES = _DOC["certificates"].schema
+_LISTENER, _CERTIFICATE, _INCLUDE = m.Listener.DOC, m.Certificate.DOC, m.Include.DOC
+_MATCH, _ROUTE, _MIRROR, _LIMITS = m.Match.DOC, m.Route.DOC, m.Mirror.DOC, m.Limits.DOC
+_WEIGHTED, _REDIRECT, _DIRECT = m.WeightedCluster.DOC, m.Redirect.DOC, m.DirectResponse.DOC
+_CLUSTER, _DESTINATION, _AFFINITY = m.Cluster.DOC, m.Destination.DOC, m.SessionAffinity.DOC
+_HTTP_CLIENT, _TLS, _SAN = m.HttpClient.DOC, m.UpstreamTls.DOC, m.SubjectAltName.DOC
+_PART_FILE = re.compile(m.PART_FILE_PATTERN)
+_SHA256 = re.compile(m.SHA256_PATTERN)
+_HOST = re.compile(m.HOST_PATTERN)
 _HEADER_NAME = params.HEADER_NAME_PATTERN
 _METHOD = _HEADER_NAME  # an RFC 9110 token
-PATH_KINDS = ("Exact", "Prefix", "Regex")
-ALGORITHMS = ("RoundRobin", "Random", "LeastRequests", "LeastTime", "PowerOfTwoChoices")
+PATH_KINDS: tuple[str, ...] = _MATCH["pathKind"].values
+ALGORITHMS: tuple[str, ...] = _CLUSTER["algorithm"].values
+_LISTENER_TYPE = _LISTENER["type"].values[0]
+_LISTENER_PORT, _MATCH_PORT = _LISTENER["port"].range(), _MATCH["ports"].item().range()
+_ORDER, _WEIGHT = _ROUTE["order"].range(), _WEIGHTED["weight"].range()
+_ANY_INT = (-(2**63), 2**63 - 1)
+_STATUS_CODES, _SCHEMES = _REDIRECT["statusCode"].values, _REDIRECT["scheme"].values
+_STATUS_CODES_TEXT = " or ".join(map(str, _STATUS_CODES))
+_SCHEMES_TEXT = " or ".join(_SCHEMES)
+_REDIRECT_PORT, _DIRECT_STATUS = _REDIRECT["port"].range(), _DIRECT["status"].range()
+_PERCENT = _MIRROR["percent"].schema
+_PERCENT_TEXT = f"a number from {_PERCENT['minimum']} to {_PERCENT['maximum']}"
+_DESTINATION_PORT, _DESTINATION_WEIGHT = _DESTINATION["port"].range(), _DESTINATION["weight"].range()
+_AFFINITY_POLICY = _AFFINITY["policy"].values[0]
+_SAN_TYPES = _SAN["type"].values
+_SAN_TYPES_TEXT = " or ".join(_SAN_TYPES)
 #: transform and policy kinds -> their classes
 TRANSFORMS: Mapping[str, type[Any]] = MappingProxyType({cls.KIND: cls for cls in m.TRANSFORM_KINDS})
 POLICIES: Mapping[str, type[Any]] = MappingProxyType({cls.KIND: cls for cls in m.POLICY_KINDS})
@@ -67,10 +91,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True)
-class Include:
-    file: str
-    sha256: str
+Include = m.Include
 
 
 @dataclass(frozen=True)
@@ -263,17 +284,17 @@ def _cluster_id(cluster: m.Cluster) -> str:
 
 # -- document parts ---------------------------------------------------------------------------
 def _listener(ctx: _Ctx, raw: Any, where: str) -> m.Listener:
-    d = ctx.mapping(raw, where, ("host", "port", "type", "decryptSsl"), ("host", "port", "type", "decryptSsl"))
+    d = ctx.mapping(raw, where, _LISTENER.keys, _LISTENER.read_required)
     host = ctx.string(d["host"], f"{where}.host")
     ctx.check(_is_address(host), f"{where}.host", f"{host!r} is not an IP address")
-    if d["type"] != "transparent":
-        ctx.fail(f"{where}.type", f"{d['type']!r} is not 'transparent'")
-    return m.Listener(ctx.integer(d["port"], f"{where}.port", 1, 65535),
+    if d["type"] != _LISTENER_TYPE:
+        ctx.fail(f"{where}.type", f"{d['type']!r} is not {_LISTENER_TYPE!r}")
+    return m.Listener(ctx.integer(d["port"], f"{where}.port", *_LISTENER_PORT),
                       ctx.boolean(d["decryptSsl"], f"{where}.decryptSsl"), host)
 
 
 def _certificate(ctx: _Ctx, raw: Any, where: str) -> m.Certificate:
-    d = ctx.mapping(raw, where, ("file", "hosts", "default"), ("file", "hosts"))
+    d = ctx.mapping(raw, where, _CERTIFICATE.keys, _CERTIFICATE.read_required)
     file = _file_name(ctx, d["file"], f"{where}.file")
     hosts = tuple(_lower(ctx, ctx.string(h, f"{where}.hosts[{i}]"))
                   for i, h in enumerate(ctx.seq(d["hosts"], f"{where}.hosts")))
@@ -290,14 +311,14 @@ def _file_name(ctx: _Ctx, value: Any, where: str) -> str:
 
 def _match(ctx: _Ctx, raw: Any, where: str) -> tuple[str | None, tuple[int, ...], m.Match]:
     """(the match host, its ports, the rest of the match)."""
-    d = ctx.mapping(raw, where, ("host", "ports", "path", "pathKind", "method", "headers", "query", "queryRegex"))
+    d = ctx.mapping(raw, where, _MATCH.keys, _MATCH.read_required)
     host = None
     if "host" in d:
         host = _lower(ctx, ctx.string(d["host"], f"{where}.host"))
         ctx.check(bool(_HOST.match(host)), f"{where}.host", f"{host!r} is not a host name or *.wildcard")
     ports: tuple[int, ...] = ()
     if "ports" in d:
-        listed = [ctx.integer(p, f"{where}.ports[{i}]", 1, 65535)
+        listed = [ctx.integer(p, f"{where}.ports[{i}]", *_MATCH_PORT)
                   for i, p in enumerate(ctx.seq(d["ports"], f"{where}.ports"))]
         ctx.check(bool(listed), f"{where}.ports", "must not be empty (absent: every listener)")
         ctx.check(len(set(listed)) == len(listed), f"{where}.ports", "lists a port twice")
@@ -328,7 +349,7 @@ def _kind_item(ctx: _Ctx, raw: Any, where: str, kinds: Mapping[str, type[Any]], 
     """A transform or policy: ``{kind, parameters}``, each parameter a string (an int field in
     decimal, a tuple field a non-empty list of strings), checked by the rules its class declares
     for its fields (:mod:`.params`)."""
-    d = ctx.mapping(raw, where, ("kind", "parameters"), ("kind", "parameters"))
+    d = ctx.mapping(raw, where, params.KIND_KEYS, params.KIND_KEYS)
     kind, pw = d["kind"], f"{where}.parameters"
     cls = kinds.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -373,17 +394,18 @@ def _decimal(ctx: _Ctx, text: str, where: str, lo: int) -> int:
     return value
 
 
-_ROUTE_FIELDS = ("id", "order", "match", "clusterId", "clusters", "redirect", "directResponse", "mirror",
-                 "transforms", "policies", "limits")
-_ACTIONS = ("clusterId", "clusters", "redirect", "directResponse")
+_ROUTE_FIELDS = _ROUTE.keys
+_ROUTE_REQUIRED = _ROUTE.read_required
+_ROUTE_REQUIRED_UNORDERED = tuple(k for k in _ROUTE_REQUIRED if k != "order")
+_ACTIONS = tuple(a.KEY for a in m.ACTION_KINDS)
 
 
 def _route(ctx: _Ctx, raw: Any, where: str, *, ordered: bool = True) -> tuple[int, m.Route]:
     """(its ``order``, the route); ``ordered=False``: an item whose ``order`` may be absent (0)."""
-    d = ctx.mapping(raw, where, _ROUTE_FIELDS, ("id", "order", "match") if ordered else ("id", "match"))
+    d = ctx.mapping(raw, where, _ROUTE_FIELDS, _ROUTE_REQUIRED if ordered else _ROUTE_REQUIRED_UNORDERED)
     rid = ctx.string(d["id"], f"{where}.id")
     where = f"{where} ({rid})"
-    order = ctx.integer(d["order"], f"{where}.order", -(2**63), 2**63 - 1) if "order" in d else 0
+    order = ctx.integer(d["order"], f"{where}.order", *_ORDER) if "order" in d else 0
     actions = [a for a in _ACTIONS if a in d]
     if len(actions) != 1:
         ctx.fail(where, f"needs exactly one action of {', '.join(_ACTIONS)}, has {len(actions)}")
@@ -396,34 +418,35 @@ def _route(ctx: _Ctx, raw: Any, where: str, *, ordered: bool = True) -> tuple[in
         wcs = []
         for i, item in enumerate(items):
             iw = f"{where}.clusters[{i}]"
-            c = ctx.mapping(item, iw, ("clusterId", "weight"), ("clusterId", "weight"))
+            c = ctx.mapping(item, iw, _WEIGHTED.keys, _WEIGHTED.read_required)
             wcs.append(m.WeightedCluster(ctx.string(c["clusterId"], f"{iw}.clusterId"),
-                                         ctx.integer(c["weight"], f"{iw}.weight", 0, 2**31 - 1)))
+                                         ctx.integer(c["weight"], f"{iw}.weight", *_WEIGHT)))
         action = m.Split(tuple(wcs))
     elif "redirect" in d:
         rw = f"{where}.redirect"
-        r = ctx.mapping(d["redirect"], rw, ("statusCode", "scheme", "host", "port", "path"), ("statusCode", "host"))
-        status = ctx.integer(r["statusCode"], f"{rw}.statusCode", -(2**63), 2**63 - 1)
-        ctx.check(status in (301, 302), f"{rw}.statusCode", f"{status!r} is not 301 or 302")
+        r = ctx.mapping(d["redirect"], rw, _REDIRECT.keys, _REDIRECT.read_required)
+        status = ctx.integer(r["statusCode"], f"{rw}.statusCode", *_ANY_INT)
+        ctx.check(status in _STATUS_CODES, f"{rw}.statusCode", f"{status!r} is not {_STATUS_CODES_TEXT}")
         scheme = ctx.string(r["scheme"], f"{rw}.scheme") if "scheme" in r else None
-        ctx.check(scheme in (None, "http", "https"), f"{rw}.scheme", f"{scheme!r} is not http or https")
-        port = ctx.integer(r["port"], f"{rw}.port", 1, 65535) if "port" in r else None
+        ctx.check(scheme is None or scheme in _SCHEMES, f"{rw}.scheme", f"{scheme!r} is not {_SCHEMES_TEXT}")
+        port = ctx.integer(r["port"], f"{rw}.port", *_REDIRECT_PORT) if "port" in r else None
         path = _abs_path(ctx, r["path"], f"{rw}.path") if "path" in r else None
         action = m.Redirect(status_code=status, scheme=scheme, host=ctx.string(r["host"], f"{rw}.host"),
                             port=port, path=path)
     else:
         dw = f"{where}.directResponse"
-        r = ctx.mapping(d["directResponse"], dw, ("status", "body"), ("status", "body"))
-        action = m.DirectResponse(ctx.integer(r["status"], f"{dw}.status", 100, 599),
+        r = ctx.mapping(d["directResponse"], dw, _DIRECT.keys, _DIRECT.read_required)
+        action = m.DirectResponse(ctx.integer(r["status"], f"{dw}.status", *_DIRECT_STATUS),
                                   ctx.string(r["body"], f"{dw}.body", nonempty=False))
     mirror = None
     if "mirror" in d:
         mw = f"{where}.mirror"
-        r = ctx.mapping(d["mirror"], mw, ("clusterId", "percent"), ("clusterId",))
+        r = ctx.mapping(d["mirror"], mw, _MIRROR.keys, _MIRROR.read_required)
         percent = r.get("percent", 100.0)
         if isinstance(percent, bool) or not isinstance(percent, (int, float)):
-            ctx.fail(f"{mw}.percent", f"{percent!r} is not a number from 0 to 100")
-        ctx.check(0 <= percent <= 100, f"{mw}.percent", f"{percent!r} is not a number from 0 to 100")
+            ctx.fail(f"{mw}.percent", f"{percent!r} is not {_PERCENT_TEXT}")
+        ctx.check(_PERCENT["minimum"] <= percent <= _PERCENT["maximum"], f"{mw}.percent",
+                  f"{percent!r} is not {_PERCENT_TEXT}")
         mirror = m.Mirror(ctx.string(r["clusterId"], f"{mw}.clusterId"), float(percent))
     transforms = tuple(_kind_item(ctx, t, f"{where}.transforms[{i}]", TRANSFORMS, "transform")
                        for i, t in enumerate(ctx.seq(d.get("transforms", []), f"{where}.transforms")))
@@ -431,7 +454,7 @@ def _route(ctx: _Ctx, raw: Any, where: str, *, ordered: bool = True) -> tuple[in
                      for i, p in enumerate(ctx.seq(d.get("policies", []), f"{where}.policies")))
     limits = None
     if "limits" in d:
-        lim = ctx.mapping(d["limits"], f"{where}.limits", ("requestTimeout",), ("requestTimeout",))
+        lim = ctx.mapping(d["limits"], f"{where}.limits", _LIMITS.keys, _LIMITS.read_required)
         limits = m.Limits(ctx.timespan(lim["requestTimeout"], f"{where}.limits.requestTimeout"))
     host, ports, match = _match(ctx, d["match"], f"{where}.match")
     behavior = m.Behavior(action, mirror, transforms, policies, limits)
@@ -439,8 +462,7 @@ def _route(ctx: _Ctx, raw: Any, where: str, *, ordered: bool = True) -> tuple[in
 
 
 def _cluster(ctx: _Ctx, raw: Any, where: str) -> m.Cluster:
-    d = ctx.mapping(raw, where, ("id", "algorithm", "destinations", "sessionAffinity", "httpClient"),
-                    ("id", "destinations"))
+    d = ctx.mapping(raw, where, _CLUSTER.keys, _CLUSTER.read_required)
     cid = ctx.string(d["id"], f"{where}.id")
     where = f"{where} ({cid})"
     algorithm = ctx.string(d["algorithm"], f"{where}.algorithm") if "algorithm" in d else None
@@ -450,28 +472,27 @@ def _cluster(ctx: _Ctx, raw: Any, where: str) -> m.Cluster:
     seen: set[str] = set()
     for i, raw_dest in enumerate(ctx.seq(d["destinations"], f"{where}.destinations")):
         dw = f"{where}.destinations[{i}]"
-        x = ctx.mapping(raw_dest, dw, ("id", "address", "port", "weight", "useHttps"),
-                        ("id", "address", "port"))
+        x = ctx.mapping(raw_dest, dw, _DESTINATION.keys, _DESTINATION.read_required)
         did = ctx.string(x["id"], f"{dw}.id")
         ctx.check(did not in seen, f"{dw}.id", f"duplicate destination id {did!r}")
         seen.add(did)
         address = ctx.string(x["address"], f"{dw}.address")
-        dests.append(m.Destination(did, address, ctx.integer(x["port"], f"{dw}.port", 1, 65535),
-                                   ctx.integer(x.get("weight", 1), f"{dw}.weight", 1, 2**31 - 1),
+        dests.append(m.Destination(did, address, ctx.integer(x["port"], f"{dw}.port", *_DESTINATION_PORT),
+                                   ctx.integer(x.get("weight", 1), f"{dw}.weight", *_DESTINATION_WEIGHT),
                                    ctx.boolean(x.get("useHttps", False), f"{dw}.useHttps")))
     affinity = None
     if "sessionAffinity" in d:
         aw = f"{where}.sessionAffinity"
-        a = ctx.mapping(d["sessionAffinity"], aw, ("policy", "name"), ("policy", "name"))
+        a = ctx.mapping(d["sessionAffinity"], aw, _AFFINITY.keys, _AFFINITY.read_required)
         policy = ctx.string(a["policy"], f"{aw}.policy")
-        ctx.check(policy == "Cookie", f"{aw}.policy", f"{policy!r} is not 'Cookie'")
+        ctx.check(policy == _AFFINITY_POLICY, f"{aw}.policy", f"{policy!r} is not {_AFFINITY_POLICY!r}")
         name = ctx.string(a["name"], f"{aw}.name")
         ctx.check(bool(_HEADER_NAME.match(name)), f"{aw}.name", f"{name!r} is not a cookie name")
         affinity = m.SessionAffinity(policy, name)
     client = None
     if "httpClient" in d:
         hw = f"{where}.httpClient"
-        h = ctx.mapping(d["httpClient"], hw, ("requestTimeout", "tls"))
+        h = ctx.mapping(d["httpClient"], hw, _HTTP_CLIENT.keys, _HTTP_CLIENT.read_required)
         timeout = ctx.timespan(h["requestTimeout"], f"{hw}.requestTimeout") if "requestTimeout" in h else None
         tls = None
         if "tls" in h:
@@ -482,7 +503,7 @@ def _cluster(ctx: _Ctx, raw: Any, where: str) -> m.Cluster:
 
 
 def _upstream_tls(ctx: _Ctx, raw: Any, where: str) -> m.UpstreamTls:
-    t = ctx.mapping(raw, where, ("caFile", "certFile", "keyFile", "serverName", "subjectAltNames", "systemRoots"))
+    t = ctx.mapping(raw, where, _TLS.keys, _TLS.read_required)
     files = {k: _file_name(ctx, t[k], f"{where}.{k}") if k in t else None for k in ("caFile", "certFile", "keyFile")}
     ctx.check((files["certFile"] is None) == (files["keyFile"] is None), where, "certFile and keyFile come together")
     server_name = ctx.string(t["serverName"], f"{where}.serverName") if "serverName" in t else None
@@ -491,9 +512,9 @@ def _upstream_tls(ctx: _Ctx, raw: Any, where: str) -> m.UpstreamTls:
         names = []
         for i, raw_name in enumerate(ctx.seq(t["subjectAltNames"], f"{where}.subjectAltNames")):
             nw = f"{where}.subjectAltNames[{i}]"
-            n = ctx.mapping(raw_name, nw, ("type", "value"), ("type", "value"))
+            n = ctx.mapping(raw_name, nw, _SAN.keys, _SAN.read_required)
             kind = ctx.string(n["type"], f"{nw}.type")
-            ctx.check(kind in ("Hostname", "URI"), f"{nw}.type", f"{kind!r} is not Hostname or URI")
+            ctx.check(kind in _SAN_TYPES, f"{nw}.type", f"{kind!r} is not {_SAN_TYPES_TEXT}")
             names.append(m.SubjectAltName(kind, ctx.string(n["value"], f"{nw}.value")))
         ctx.check(bool(names), f"{where}.subjectAltNames", "an empty list")
         sans = tuple(names)
@@ -616,15 +637,15 @@ def _cached_routes(ctx: _Ctx, data: bytes, source: str, cache: RouteCache) -> tu
 
 
 def _head(ctx: _Ctx, doc: Any, split: bool) -> tuple[str, tuple[m.Listener, ...], tuple[m.Certificate, ...]]:
-    allowed = ("schemaVersion", "listeners", "certificates", "include") if split else \
-        ("schemaVersion", "listeners", "certificates", "routes", "clusters")
-    ctx.mapping(doc, "", allowed, ("schemaVersion",))
+    shape = _SPLIT if split else _DOC
+    ctx.mapping(doc, "", shape.keys, _DOC.read_required)
     version = _schema_version(ctx, doc["schemaVersion"])
     listeners = tuple(_listener(ctx, x, f"listeners[{i}]")
                       for i, x in enumerate(ctx.seq(doc.get("listeners", []), "listeners")))
     ports = [x.port for x in listeners]
     ctx.check(len(set(ports)) == len(ports), "listeners", "two listeners on one port")
-    certs_doc = ctx.mapping(doc.get("certificates", {"items": []}), "certificates", ("items",), ("items",))
+    certs_doc = ctx.mapping(doc.get("certificates", {"items": []}), "certificates", _CERTIFICATES.keys,
+                            _CERTIFICATES.read_required)
     certificates = tuple(_certificate(ctx, x, f"certificates.items[{i}]")
                          for i, x in enumerate(ctx.seq(certs_doc["items"], "certificates.items")))
     ctx.check(sum(1 for c in certificates if c.default) <= 1, "certificates.items",
@@ -639,7 +660,7 @@ def _items(ctx: _Ctx, doc: Mapping[str, Any]) -> tuple[Items, Items]:
 
 def _part(name: str, part: Any, strict: bool = True) -> tuple[Items, Items]:
     pctx = _Ctx(name, strict)
-    pctx.mapping(part, "", ("routes", "clusters"))
+    pctx.mapping(part, "", _PART.keys, _PART.read_required)
     return _items(pctx, part)
 
 
@@ -716,7 +737,7 @@ def load_config(root: bytes, read_part: Callable[[str], bytes | None] | Mapping[
         ctx.fail("include", "must not be empty")
     for i, raw in enumerate(entries):
         w = f"include[{i}]"
-        e = ctx.mapping(raw, w, ("file", "sha256"), ("file", "sha256"))
+        e = ctx.mapping(raw, w, _INCLUDE.keys, _INCLUDE.read_required)
         file = ctx.string(e["file"], f"{w}.file")
         if not _PART_FILE.match(file):
             ctx.fail(f"{w}.file", f"{file!r} is not twp.part-<n>.yaml")

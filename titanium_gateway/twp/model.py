@@ -1,8 +1,8 @@
 """The twp document as typed, immutable values: what the translators build and ``emit`` writes.
 
-The classes mirror the document's JSON schema (``twp/schema.json``; field names in snake_case,
-the document's keys are their camelCase, e.g. ``path_kind`` -> ``pathKind``), with two choices
-of their own:
+The classes are the document's objects (``twp/schema.json`` is generated from them; field names
+in snake_case, the document's keys are their camelCase, e.g. ``path_kind`` -> ``pathKind``), with
+two choices of their own:
 
 * a :class:`Route` holds its match ``host`` itself and the rest of its match as a :class:`Match`,
   and everything that is not its id or match as one :class:`Behavior` (action, mirror,
@@ -11,6 +11,11 @@ of their own:
 * a route knows where it came from (:attr:`Route.source`, rule and match index, the host it was
   emitted for, its precedence key) and a cluster its backend (:attr:`Cluster.backend`); these
   provenance fields are never emitted and take no part in equality (``route == read back``).
+
+Each class that is an object of the document declares it once, as its ``DOC`` (a
+:class:`~titanium_gateway.twp.params.Obj`: its keys, the JSON schema of each value, which the
+render always writes and which the reader requires): ``twp/schema.json`` is generated from these
+(:mod:`.schema`) and the reader (:mod:`.load`) takes its keys, enums and ranges from them.
 
 Every value is a frozen, slotted dataclass; tuples stand for lists and mappings (a mapping as a
 tuple of ``(key, value)`` pairs in document order). :class:`Match`, :class:`Behavior` and
@@ -24,14 +29,39 @@ import bisect
 import dataclasses
 import json
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from titanium_gateway.twp import params as P
-from titanium_gateway.twp.params import param, twp_key  # noqa: F401  (m.twp_key: a field's document key)
+from titanium_gateway.twp.params import (  # noqa: F401  (m.twp_key: a field's document key)
+    Key,
+    Obj,
+    array,
+    boolean,
+    const,
+    enum,
+    integer,
+    kinds_array,
+    number,
+    param,
+    ref,
+    str_map,
+    string,
+    twp_key,
+)
 
 SCHEMA_VERSION = "7.1"
+#: the document's patterns: a match host (lowercase, ``*.`` wildcard), a part's file name, a SHA-256
+HOST_PATTERN = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+PART_FILE_PATTERN = r"^twp\.part-[1-9][0-9]*\.yaml$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+_PORT = integer(1, 65535)
+_ID = string(1)
+_TIMESPAN = string(pattern=P.TIMESPAN_PATTERN)
+#: the largest weight a data plane holds (the contract's weights are relative: any int32)
+_MAX_WEIGHT = 2**31 - 1
 T = TypeVar("T")
 
 
@@ -98,6 +128,9 @@ class SubjectAltName:
 
     type: str  # Hostname | URI
     value: str
+
+    DOC: ClassVar[Obj] = Obj({"type": Key(enum("Hostname", "URI"), required=True),
+                              "value": Key(string(1), required=True)})
 
 
 @_value(cached_hash=True)
@@ -173,6 +206,18 @@ class Match(_Hashed):
     query: Pairs = ()
     query_regex: Pairs = ()
 
+    #: the document's ``match``, with the keys that are the route's own (``host``, ``ports``)
+    DOC: ClassVar[Obj] = Obj({
+        "host": Key(string(pattern=HOST_PATTERN)),
+        "ports": Key(array(_PORT, min_items=1, unique=True)),
+        "path": Key(string(1)),
+        "pathKind": Key(enum("Exact", "Prefix", "Regex")),
+        "method": Key(string(1)),
+        "headers": Key(str_map()),
+        "query": Key(str_map()),
+        "queryRegex": Key(str_map()),
+    }, dependentRequired={"path": ["pathKind"], "pathKind": ["path"]})
+
 
 @_value()
 class Forward:
@@ -180,11 +225,18 @@ class Forward:
 
     cluster_id: str
 
+    #: an action is one key of the route: this, with a value of this schema
+    KEY: ClassVar[str] = "clusterId"
+    DOC: ClassVar[Any] = _ID
+
 
 @_value()
 class WeightedCluster:
     cluster_id: str
     weight: int
+
+    DOC: ClassVar[Obj] = Obj({"clusterId": Key(_ID, required=True),
+                              "weight": Key(integer(0), required=True, bounds=(0, _MAX_WEIGHT))})
 
 
 @_value()
@@ -192,6 +244,9 @@ class Split:
     """Action ``clusters``: a weighted split (weight 0 takes no traffic)."""
 
     clusters: tuple[WeightedCluster, ...]
+
+    KEY: ClassVar[str] = "clusters"
+    DOC: ClassVar[Any] = array(WeightedCluster.DOC, min_items=1)
 
 
 @_value(kw_only=True)
@@ -204,6 +259,15 @@ class Redirect:
     port: int | None = None
     path: str | None = None
 
+    KEY: ClassVar[str] = "redirect"
+    DOC: ClassVar[Obj] = Obj({
+        "statusCode": Key(enum(301, 302), required=True),
+        "scheme": Key(enum("http", "https")),
+        "host": Key(string(1), required=True),
+        "port": Key(_PORT),
+        "path": Key(string(pattern="^/")),
+    })
+
 
 @_value()
 class DirectResponse:
@@ -213,8 +277,12 @@ class DirectResponse:
     status: int
     body: str
 
+    KEY: ClassVar[str] = "directResponse"
+    DOC: ClassVar[Obj] = Obj({"status": Key(integer(100, 599), required=True), "body": Key(string(), required=True)})
+
 
 Action = Forward | Split | Redirect | DirectResponse
+ACTION_KINDS: tuple[type[Any], ...] = typing.get_args(Action)
 
 
 @_value()
@@ -222,10 +290,16 @@ class Mirror:
     cluster_id: str
     percent: float
 
+    #: (a mirror read without ``percent`` mirrors every request: the contract's default)
+    DOC: ClassVar[Obj] = Obj({"clusterId": Key(_ID, required=True),
+                              "percent": Key(number(0, 100), required=True, read_required=False)})
+
 
 @_value()
 class Limits:
     request_timeout: str  # TimeSpan
+
+    DOC: ClassVar[Obj] = Obj({"requestTimeout": Key(_TIMESPAN, required=True)})
 
 
 # -- transforms and policies: ``{kind: KIND, parameters: {<field>: <value as a string>}}`` --
@@ -428,6 +502,19 @@ class Route:
     def __hash__(self) -> int:  # (ids are unique within a document; equal routes have equal ids)
         return hash(self.id)
 
+    #: the document's route: its id, ``order`` (the reader takes any int64), match, one action
+    #: (a key of :data:`ACTION_KINDS`) and the behavior's other fields
+    DOC: ClassVar[Obj] = Obj({
+        "id": Key(_ID, required=True),
+        "order": Key(integer(1), required=True, bounds=(-(2**63), 2**63 - 1)),
+        "match": Key(Match.DOC, required=True),
+        **{a.KEY: Key(a.DOC) for a in ACTION_KINDS},
+        "mirror": Key(Mirror.DOC),
+        "transforms": Key(kinds_array(lambda: TRANSFORM_KINDS)),
+        "policies": Key(kinds_array(lambda: POLICY_KINDS)),
+        "limits": Key(Limits.DOC),
+    }, oneOf=[{"required": [a.KEY]} for a in ACTION_KINDS])
+
 
 _ROUTE = _setters(Route, "id", "host", "match", "behavior", "key", "source", "rule_index", "match_index", "ports",
                   "plane")
@@ -441,6 +528,15 @@ class Destination(_Hashed):
     port: int
     weight: int
     use_https: bool
+
+    #: (read without ``weight``: 1; without ``useHttps``: false, the contract's defaults)
+    DOC: ClassVar[Obj] = Obj({
+        "id": Key(_ID, required=True),
+        "address": Key(string(1), required=True),
+        "port": Key(_PORT, required=True),
+        "weight": Key(integer(1), required=True, read_required=False, bounds=(1, _MAX_WEIGHT)),
+        "useHttps": Key(boolean(), required=True, read_required=False),
+    })
 
     def __init__(self, id: str, address: str, port: int, weight: int, use_https: bool) -> None:  # noqa: A002
         s = _DESTINATION
@@ -459,6 +555,8 @@ class SessionAffinity:
     policy: str
     name: str
 
+    DOC: ClassVar[Obj] = Obj({"policy": Key(const("Cookie"), required=True), "name": Key(string(1), required=True)})
+
 
 @_value()
 class UpstreamTls:
@@ -475,11 +573,22 @@ class UpstreamTls:
     subject_alt_names: tuple[SubjectAltName, ...] | None = None
     system_roots: bool | None = None
 
+    DOC: ClassVar[Obj] = Obj({
+        "caFile": Key(string(1)),
+        "certFile": Key(string(1)),
+        "keyFile": Key(string(1)),
+        "serverName": Key(string(1)),
+        "subjectAltNames": Key(array(SubjectAltName.DOC, min_items=1)),
+        "systemRoots": Key(boolean()),
+    })
+
 
 @_value()
 class HttpClient:
     request_timeout: str | None = None  # TimeSpan: wait for response headers
     tls: UpstreamTls | None = None
+
+    DOC: ClassVar[Obj] = Obj({"requestTimeout": Key(_TIMESPAN), "tls": Key(UpstreamTls.DOC)})
 
 
 @_value(kw_only=True, cached_hash=True)
@@ -494,6 +603,14 @@ class Cluster(_Hashed):
     http_client: HttpClient | None = None
     backend: Backend | None = field(default=None, compare=False)
 
+    DOC: ClassVar[Obj] = Obj({
+        "id": Key(_ID, required=True),
+        "algorithm": Key(enum("RoundRobin", "Random", "LeastRequests", "LeastTime", "PowerOfTwoChoices")),
+        "destinations": Key(array(Destination.DOC), required=True),
+        "sessionAffinity": Key(SessionAffinity.DOC),
+        "httpClient": Key(HttpClient.DOC),
+    })
+
 
 # == the document ==========================================================================
 @_value()
@@ -504,12 +621,52 @@ class Listener:
     decrypt_ssl: bool
     host: str = "0.0.0.0"  # noqa: S104
 
+    #: (the render writes ``0.0.0.0``; the reader takes any IP address)
+    DOC: ClassVar[Obj] = Obj({
+        "host": Key(const("0.0.0.0"), required=True),  # noqa: S104
+        "port": Key(_PORT, required=True),
+        "type": Key(const("transparent"), required=True),
+        "decryptSsl": Key(boolean(), required=True),
+    })
+
 
 @_value()
 class Certificate:
     file: str
     hosts: tuple[str, ...]
     default: bool = False
+
+    #: (the render writes ``default`` only when true)
+    DOC: ClassVar[Obj] = Obj({
+        "file": Key(string(pattern=r"^[^/]+\.pfx$"), required=True),
+        "hosts": Key({"type": "array", "items": string(1), "uniqueItems": True}, required=True),
+        "default": Key(const(True)),
+    })
+
+
+@_value()
+class Include:
+    """An entry of a split root's ``include``: a part's file and the sha256 of its bytes."""
+
+    file: str
+    sha256: str
+
+    DOC: ClassVar[Obj] = Obj({"file": Key(string(pattern=PART_FILE_PATTERN), required=True),
+                              "sha256": Key(string(pattern=SHA256_PATTERN), required=True)})
+
+
+def _listed(name: str, **rules: Any) -> Key:
+    """A top-level list of the objects ``$defs/<name>`` (the render always writes it; the reader
+    takes its absence for an empty list)."""
+    return Key(array(ref(name), **rules), required=True, read_required=False)
+
+
+_HEAD = {
+    "schemaVersion": Key(const(SCHEMA_VERSION), required=True),
+    "listeners": _listed("listener"),
+    "certificates": Key(Obj({"items": Key(array(ref("certificate")), required=True)}), required=True,
+                        read_required=False),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,6 +677,17 @@ class Document:
     certificates: tuple[Certificate, ...] = ()
     routes: tuple[Route, ...] = ()
     clusters: tuple[Cluster, ...] = ()
+
+    #: the document's three shapes: a root not split, a split root (its routes and clusters in
+    #: the parts it includes), a part; and the objects they list (the schema's ``$defs``)
+    DOC: ClassVar[Obj] = Obj({**_HEAD, "routes": _listed("route"), "clusters": _listed("cluster")},
+                             title="root document, not split")
+    SPLIT: ClassVar[Obj] = Obj({**_HEAD, "include": Key(array(ref("include"), min_items=1), required=True)},
+                               title="root document of a split config")
+    PART: ClassVar[Obj] = Obj({"routes": _listed("route"), "clusters": _listed("cluster")},
+                              title="part twp.part-<n>.yaml")
+    DEFS: ClassVar[Mapping[str, type[Any]]] = MappingProxyType(
+        {"route": Route, "cluster": Cluster, "listener": Listener, "certificate": Certificate, "include": Include})
 
     def cluster(self, cluster_id: str) -> Cluster | None:
         """The cluster with this id (a bisection: the clusters are sorted by id)."""

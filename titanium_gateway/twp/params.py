@@ -193,6 +193,156 @@ def parameters_schema(cls: type[Any]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "additionalProperties": False, "required": names}
 
 
+# == the document's objects ===================================================================
+# Each object of the document (a listener, a route, its match, a cluster...) is declared once,
+# as the ``DOC`` of its class in :mod:`.model`: an :class:`Obj` of its keys, each a :class:`Key`
+# with the JSON schema of its value. The schema generator (:mod:`.schema`) writes them; the reader
+# (:mod:`.load`) takes from them the keys it allows and requires, enums and integer ranges.
+Node = Any  # a JSON schema (a mapping), an Obj, or a callable that makes either (resolved late)
+
+
+def _typed(json_type: str, **rules: Any) -> dict[str, Any]:
+    """``{"type": json_type}`` with the rules that are given (None: not given), in order."""
+    return {"type": json_type, **{k: v for k, v in rules.items() if v is not None}}
+
+
+def string(min_length: int | None = None, pattern: str | None = None) -> dict[str, Any]:
+    return _typed("string", minLength=min_length, pattern=pattern)
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> dict[str, Any]:
+    return _typed("integer", minimum=lo, maximum=hi)
+
+
+def number(lo: float, hi: float) -> dict[str, Any]:
+    return {"type": "number", "minimum": lo, "maximum": hi}
+
+
+def boolean() -> dict[str, Any]:
+    return {"type": "boolean"}
+
+
+def enum(*values: Any) -> dict[str, Any]:
+    return {"enum": list(values)}
+
+
+def const(value: Any) -> dict[str, Any]:
+    return {"const": value}
+
+
+def array(items: Node, min_items: int | None = None, unique: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "array"}
+    if min_items is not None:
+        out["minItems"] = min_items
+    if unique:
+        out["uniqueItems"] = True
+    out["items"] = items
+    return out
+
+
+def ref(name: str) -> dict[str, Any]:
+    """A reference to one of the schema's ``$defs`` (an object declared once, used by several)."""
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def str_map() -> dict[str, Any]:
+    """A mapping of strings to strings (match headers, query)."""
+    return {"type": "object", "additionalProperties": {"type": "string"}}
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One key of a document object: the JSON schema of its value; ``required``: the render always
+    writes it (the schema's ``required``); ``read_required``: the reader refuses an object without
+    it (None: as ``required``; the contract gives some keys a default); ``bounds``: the integer
+    range the reader accepts where it is not the schema's ``minimum``/``maximum``."""
+
+    schema: Node
+    required: bool = False
+    read_required: bool | None = None
+    bounds: tuple[int, int] | None = None
+
+    def range(self) -> tuple[int, int]:
+        """The integers the reader accepts (the schema's bounds; int64 where it gives none)."""
+        if self.bounds is not None:
+            return self.bounds
+        s = self.schema
+        return s.get("minimum", -(2**63)), s.get("maximum", 2**63 - 1)
+
+    def item(self) -> Key:
+        """The key of a list's items (their schema, e.g. for their range)."""
+        return Key(self.schema["items"])
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        """An enum's or const's values."""
+        s = self.schema
+        return tuple(s["enum"]) if "enum" in s else (s["const"],)
+
+
+class Obj:
+    """A document object: its keys in order (:class:`Key`) and what the schema adds
+    (``extra``: e.g. ``dependentRequired``, ``oneOf``, ``title``)."""
+
+    __slots__ = ("keys_", "keys", "required", "read_required", "extra")
+
+    def __init__(self, keys: Mapping[str, Key], **extra: Any) -> None:
+        self.keys_ = dict(keys)
+        #: the keys the object may have, the keys the schema requires, the keys the reader requires
+        self.keys: tuple[str, ...] = tuple(self.keys_)
+        self.required: tuple[str, ...] = tuple(k for k, v in self.keys_.items() if v.required)
+        self.read_required: tuple[str, ...] = tuple(
+            k for k, v in self.keys_.items() if (v.required if v.read_required is None else v.read_required))
+        self.extra = extra
+
+    def __getitem__(self, key: str) -> Key:
+        return self.keys_[key]
+
+    def schema(self) -> dict[str, Any]:
+        """The object's JSON schema (nested objects and late nodes resolved)."""
+        out: dict[str, Any] = {"type": "object",
+                               "properties": {k: resolve(v.schema) for k, v in self.keys_.items()},
+                               "additionalProperties": False}
+        if self.required:
+            out["required"] = list(self.required)
+        out.update(resolve(self.extra))
+        return out
+
+
+def resolve(node: Node) -> Any:
+    """A schema node as JSON data: an Obj's schema, a callable's result, containers walked."""
+    if isinstance(node, Obj):
+        return node.schema()
+    if callable(node):
+        return resolve(node())
+    if isinstance(node, Mapping):
+        return {k: resolve(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [resolve(v) for v in node]
+    return node
+
+
+#: the keys of a transform or policy (both required)
+KIND_KEYS = ("kind", "parameters")
+
+
+def kind_entry(cls: type[Any]) -> dict[str, Any]:
+    """The schema of one transform or policy: ``{kind: <KIND>, parameters: {...}}``."""
+    return {
+        "type": "object",
+        "properties": dict(zip(KIND_KEYS, ({"const": cls.KIND}, parameters_schema(cls)), strict=True)),
+        "additionalProperties": False,
+        "required": list(KIND_KEYS),
+    }
+
+
+def kinds_array(kinds: Callable[[], tuple[type[Any], ...]]) -> Callable[[], dict[str, Any]]:
+    """A list of transforms or policies: each one of ``kinds()`` (resolved when the schema is made)."""
+    return lambda: {"type": "array", "items": {"oneOf": [kind_entry(cls) for cls in kinds()]}}
+
+
 __all__ = ["Param", "Layout", "param", "layout", "parameters_schema", "timespan_seconds", "timespan_problem", "twp_key",
            "TEXT", "HEADER_NAME", "HEADER_VALUE", "HOST", "PATH", "PATH_PREFIX", "REGEX", "TIMESPAN", "NETWORK",
-           "NONEMPTY", "HTTP_URL", "COUNT", "POSITIVE", "TIMESPAN_PATTERN", "HEADER_NAME_PATTERN"]
+           "NONEMPTY", "HTTP_URL", "COUNT", "POSITIVE", "TIMESPAN_PATTERN", "HEADER_NAME_PATTERN",
+           "Key", "Obj", "string", "integer", "number", "boolean", "enum", "const", "array", "ref", "str_map",
+           "resolve", "kind_entry", "kinds_array", "KIND_KEYS"]

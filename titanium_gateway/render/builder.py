@@ -93,6 +93,7 @@ from titanium_gateway.render.result import (
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.render.status.collector import StatusCollector
 from titanium_gateway.render.status.conditions import ConditionList
+from titanium_gateway.render.status.routes import RouteParents, RouteStatusOutcome
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -158,6 +159,8 @@ class RenderContext:
         self._plane_files: dict[str, dict[str, None]] = {}
         #: every status, release and Gateway/ListenerSet outcome of this render (render/status/)
         self.status = StatusCollector()
+        #: the builder of route statuses from their outcomes (render/status/routes.py)
+        self.route_parents = RouteParents(options.controller_name, self.now)
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
@@ -324,6 +327,11 @@ class RenderContext:
         if self.recording is not None:
             self.recording.statuses.append(status)
         self.status.record(status)
+
+    def route_status(self, outcome: RouteStatusOutcome) -> None:
+        """A route's status, built from what its translator decided."""
+        rec = self.recording
+        self.add_status(self.route_parents.status(outcome, rec.conditions if rec is not None else None))
 
     def foreign_gateways(self, kind: str = kinds.GATEWAY.kind) -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""

@@ -1,0 +1,45 @@
+"""render/status/routes.py: a route's status built from its typed outcome."""
+
+from __future__ import annotations
+
+from titanium_gateway.render.status.routes import RouteParentOutcome, RouteParents, RouteStatusOutcome
+
+NOW = "2026-01-01T00:00:00Z"
+REF = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "web"}
+OLD = [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "x",
+        "lastTransitionTime": "2025-01-01T00:00:00Z"}]
+ACCEPTED = ("Accepted", True, "Accepted", "ok")
+RESOLVED = ("ResolvedRefs", False, "BackendNotFound", "Service apps/x not found")
+
+
+def _outcome(name: str, *parents: RouteParentOutcome, generation: int = 3) -> RouteStatusOutcome:
+    return RouteStatusOutcome("HTTPRoute", "apps", name, generation, parents)
+
+
+def test_entries_in_order_with_their_conditions_and_kept_transition_times() -> None:
+    built = RouteParents("example.com/ctl", NOW).status(
+        _outcome("r", RouteParentOutcome(REF, (ACCEPTED, RESOLVED), OLD),
+                 RouteParentOutcome({**REF, "sectionName": "b"}, (("Accepted", False, "NoMatchingParent", "no"),))))
+    assert built.key == ("HTTPRoute", "apps", "r")
+    assert built.api_version == "gateway.networking.k8s.io/v1"
+    first, second = built.status["parents"]
+    assert first["parentRef"] is REF and first["controllerName"] == "example.com/ctl"
+    assert first["conditions"] == [
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "ok", "observedGeneration": 3,
+         "lastTransitionTime": "2025-01-01T00:00:00Z"},
+        {"type": "ResolvedRefs", "status": "False", "reason": "BackendNotFound",
+         "message": "Service apps/x not found", "observedGeneration": 3, "lastTransitionTime": NOW}]
+    assert [c["lastTransitionTime"] for c in second["conditions"]] == [NOW]
+
+
+def test_equal_outcomes_share_one_condition_list_and_note_whether_it_stamped_now() -> None:
+    parents = RouteParents("ctl", NOW)
+    made: list = []
+    one = parents.status(_outcome("a", RouteParentOutcome(REF, (ACCEPTED,), OLD)), made)
+    two = parents.status(_outcome("b", RouteParentOutcome(REF, (ACCEPTED,), [dict(OLD[0])])), made)
+    other = parents.status(_outcome("c", RouteParentOutcome(REF, (ACCEPTED,), [])), made)
+    newer = parents.status(_outcome("d", RouteParentOutcome(REF, (ACCEPTED,), OLD), generation=4))
+    conds = [s.status["parents"][0]["conditions"] for s in (one, two, other, newer)]
+    assert conds[0] is conds[1] and conds[2] is not conds[0]
+    assert conds[2][0]["lastTransitionTime"] == NOW and conds[3][0]["observedGeneration"] == 4
+    assert [c.stamped for c in made] == [False, False, True]

@@ -43,3 +43,18 @@ def test_equal_outcomes_share_one_condition_list_and_note_whether_it_stamped_now
     assert conds[0] is conds[1] and conds[2] is not conds[0]
     assert conds[2][0]["lastTransitionTime"] == NOW and conds[3][0]["observedGeneration"] == 4
     assert [c.stamped for c in made] == [False, False, True]
+
+
+def test_a_gateway_class_status_from_its_outcome() -> None:
+    from titanium_gateway.render.status.gatewayclass import GatewayClassOutcome, status
+
+    made: list = []
+    built = status(GatewayClassOutcome("ours", 2, ("Accepted", True, "Accepted", "ok"), [{"name": "Gateway"}], OLD),
+                   NOW, made)
+    assert built.key == ("GatewayClass", "", "ours")
+    assert built.status == {"conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "ok",
+                                            "observedGeneration": 2, "lastTransitionTime": "2025-01-01T00:00:00Z"}],
+                            "supportedFeatures": [{"name": "Gateway"}]}
+    assert [c.stamped for c in made] == [False]
+    assert "supportedFeatures" not in status(GatewayClassOutcome("ours", 1, ("Accepted", True, "Accepted", "ok"),
+                                                                 None), NOW).status

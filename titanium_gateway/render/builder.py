@@ -91,6 +91,7 @@ from titanium_gateway.render.result import (
     ObjectStatus,
 )
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status import gatewayclass as gatewayclass_status
 from titanium_gateway.render.status.collector import StatusCollector
 from titanium_gateway.render.status.conditions import ConditionList
 from titanium_gateway.render.status.routes import RouteParents, RouteStatusOutcome
@@ -332,6 +333,11 @@ class RenderContext:
         """A route's status, built from what its translator decided."""
         rec = self.recording
         self.add_status(self.route_parents.status(outcome, rec.conditions if rec is not None else None))
+
+    def class_status(self, outcome: gatewayclass_status.GatewayClassOutcome) -> None:
+        """A GatewayClass's status, built from what its translator decided."""
+        rec = self.recording
+        self.add_status(gatewayclass_status.status(outcome, self.now, rec.conditions if rec is not None else None))
 
     def foreign_gateways(self, kind: str = kinds.GATEWAY.kind) -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""

@@ -58,3 +58,16 @@ def test_a_gateway_class_status_from_its_outcome() -> None:
     assert [c.stamped for c in made] == [False]
     assert "supportedFeatures" not in status(GatewayClassOutcome("ours", 1, ("Accepted", True, "Accepted", "ok"),
                                                                  None), NOW).status
+
+
+def test_a_policy_status_from_its_outcome_has_ancestor_entries() -> None:
+    from titanium_gateway.render.status.policies import AncestorOutcome, PolicyStatusOutcome, status
+
+    ref = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "apps", "name": "web"}
+    built = status(RouteParents("ctl", NOW), PolicyStatusOutcome(
+        "BackendTLSPolicy", "apps", "p", 1, (AncestorOutcome(ref, (ACCEPTED, RESOLVED), OLD),)))
+    assert built.key == ("BackendTLSPolicy", "apps", "p")
+    (entry,) = built.status["ancestors"]
+    assert entry["ancestorRef"] is ref and entry["controllerName"] == "ctl"
+    assert [(c["type"], c["status"], c["lastTransitionTime"]) for c in entry["conditions"]] == [
+        ("Accepted", "True", "2025-01-01T00:00:00Z"), ("ResolvedRefs", "False", NOW)]

@@ -92,6 +92,7 @@ from titanium_gateway.render.result import (
 )
 from titanium_gateway.render.snapshot import Snapshot
 from titanium_gateway.render.status import gatewayclass as gatewayclass_status
+from titanium_gateway.render.status import policies as policy_status
 from titanium_gateway.render.status.collector import StatusCollector
 from titanium_gateway.render.status.conditions import ConditionList
 from titanium_gateway.render.status.routes import RouteParents, RouteStatusOutcome
@@ -338,6 +339,11 @@ class RenderContext:
         """A GatewayClass's status, built from what its translator decided."""
         rec = self.recording
         self.add_status(gatewayclass_status.status(outcome, self.now, rec.conditions if rec is not None else None))
+
+    def policy_status(self, outcome: policy_status.PolicyStatusOutcome) -> None:
+        """A policy's status, built from what was decided for it."""
+        rec = self.recording
+        self.add_status(policy_status.status(self.route_parents, outcome, rec.conditions if rec is not None else None))
 
     def foreign_gateways(self, kind: str = kinds.GATEWAY.kind) -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""

@@ -76,11 +76,17 @@ class RouteParents:
     def status(self, outcome: RouteStatusOutcome, made: list[Any] | None = None) -> ObjectStatus:
         """The status of ``outcome``; ``made``: where each entry's :class:`ConditionList` is
         noted (a memo recording's, render/memo.py: whether one stamped ``now``)."""
-        gen = outcome.generation
+        return ObjectStatus.of(outcome.api_version, outcome.kind, outcome.namespace, outcome.name,
+                               {"parents": self.entries(outcome.generation, outcome.parents, "parentRef", made)})
+
+    def entries(self, gen: int, parents: Sequence[RouteParentOutcome], ref_key: str,
+                made: list[Any] | None = None) -> list[dict[str, Any]]:
+        """The entries of ``parents``, their reference under ``ref_key`` (a route's
+        ``parentRef``, a policy's ``ancestorRef``: render/status/policies.py)."""
         memo = self._conditions
         controller = self.controller_name
         entries: list[dict[str, Any]] = []
-        for p in outcome.parents:
+        for p in parents:
             previous, conditions = p.previous, p.conditions
             key = (gen, conditions, tuple([_kept_time(previous, c) for c in conditions]))
             hit = memo.get(key)
@@ -91,9 +97,8 @@ class RouteParents:
                 hit = memo[key] = (conds, conds.as_list())
             if made is not None:
                 made.append(hit[0])  # the same stamping as when it was made
-            entries.append({"parentRef": p.ref, "controllerName": controller, "conditions": hit[1]})
-        return ObjectStatus.of(outcome.api_version, outcome.kind, outcome.namespace, outcome.name,
-                               {"parents": entries})
+            entries.append({ref_key: p.ref, "controllerName": controller, "conditions": hit[1]})
+        return entries
 
 
 def with_accepted_note(status: ObjectStatus, note: str) -> ObjectStatus:

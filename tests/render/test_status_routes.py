@@ -71,3 +71,16 @@ def test_a_policy_status_from_its_outcome_has_ancestor_entries() -> None:
     assert entry["ancestorRef"] is ref and entry["controllerName"] == "ctl"
     assert [(c["type"], c["status"], c["lastTransitionTime"]) for c in entry["conditions"]] == [
         ("Accepted", "True", "2025-01-01T00:00:00Z"), ("ResolvedRefs", "False", NOW)]
+
+
+def test_ingress_statuses_from_their_outcomes_share_one_body_per_address_set() -> None:
+    from titanium_gateway.render.status.ingress import IngressOutcome, IngressStatuses
+
+    statuses = IngressStatuses()
+    addresses = ({"ip": "203.0.113.7"}, {"hostname": "lb.example.com"})
+    one = statuses.status(IngressOutcome("apps", "a", addresses))
+    two = statuses.status(IngressOutcome("apps", "b", tuple(dict(a) for a in addresses)))
+    none = statuses.status(IngressOutcome("apps", "c", ()))
+    assert (one.api_version, one.key) == ("networking.k8s.io/v1", ("Ingress", "apps", "a"))
+    assert one.status == {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}, {"hostname": "lb.example.com"}]}}
+    assert two.status is one.status and none.status == {"loadBalancer": {"ingress": []}}

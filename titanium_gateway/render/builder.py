@@ -47,6 +47,11 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   remove from an object no longer ours) is added the same way and ends in
   ``RenderResult.released``. A Gateway's or ListenerSet's status is not added: its outcome is
   (``ctx.status.outcome``), and the collector builds the status once Programmed is known.
+* ``ctx.route_status(RouteStatusOutcome)``, ``ctx.class_status(GatewayClassOutcome)``,
+  ``ctx.policy_status(PolicyStatusOutcome)`` — what a translator decided for a route's, a
+  GatewayClass's, a BackendTLSPolicy's status, built into it by render/status/ (``routes.py``,
+  ``gatewayclass.py``, ``policies.py``) and added as above (an Ingress's: its translator's
+  ``IngressStatuses``, render/status/ingress.py).
 * ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
 * ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.status.conditions.ConditionList`

@@ -17,6 +17,7 @@ from titanium_gateway.render.httproute import filters as filters_module
 from titanium_gateway.render.httproute import matches as matches_module
 from titanium_gateway.render.httproute import status as status_module
 from titanium_gateway.render.httproute.matches import build_match, match_key
+from titanium_gateway.render.status.routes import RouteParents
 from titanium_gateway.twp import emit
 
 # values of every JSON type, and the strings the translator treats specially
@@ -201,13 +202,18 @@ def test_route_conditions_made_once_are_the_conditions_made_each_time(monkeypatc
     cache = RenderCache()
     with_memo = [render(Snapshot.from_objects(objs, now=now), RenderOptions(), cache) for _ in range(2)]
     original = status_module.Statuses.__init__
+    original_parents = RouteParents.__init__
 
     def init(self: Any, *a: Any, **kw: Any) -> None:
         original(self, *a, **kw)
-        self._conditions = _Forgetful()
         self._echoes = _Forgetful()
 
+    def init_parents(self: Any, *a: Any, **kw: Any) -> None:
+        original_parents(self, *a, **kw)
+        self._conditions = _Forgetful()
+
     monkeypatch.setattr(status_module.Statuses, "__init__", init)
+    monkeypatch.setattr(RouteParents, "__init__", init_parents)
     cache = RenderCache()
     without = [render(Snapshot.from_objects(objs, now=now), RenderOptions(), cache) for _ in range(2)]
     assert [statuses(r) for r in with_memo] == [statuses(r) for r in without]

@@ -5,6 +5,8 @@ accepted parents; a ListenerSet parent counts as its Gateway), with ``Accepted``
 ``Conflicted``, ``Invalid``, ``NoValidCACertificate``, ``TargetNotFound``) and ``ResolvedRefs``
 (``ResolvedRefs``, ``InvalidCACertificateRef``, ``InvalidKind``). Other controllers' entries are
 kept (``statusmerge``); a policy no Gateway of ours uses anymore loses ours (``Released``).
+Each policy's entries are recorded as a ``PolicyStatusOutcome``, built into its status by
+render/status/policies.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.backendtls import API_VERSION, KIND, MAX_ANCESTORS, BackendTlsPolicies, Policy
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
 from titanium_gateway.render.result import ObjectStatus, Released
-from titanium_gateway.render.status.conditions import existing_conditions
+from titanium_gateway.render.status.conditions import existing_conditions, generation
+from titanium_gateway.render.status.policies import AncestorOutcome, PolicyStatusOutcome
 from titanium_gateway.twp.model import Document, cluster_ids
 
 if TYPE_CHECKING:
@@ -130,8 +133,7 @@ def _policy_status(ctx: RenderContext, policy: Policy, gateways: list[tuple[str,
                     and (f.string(got.get("kind")) or _GATEWAY) == _GATEWAY:
                 previous = existing_conditions(a)
                 break
-        conds = ctx.conditions(policy.obj, previous)
-        conds.set("Accepted", *policy.accepted)
-        conds.set("ResolvedRefs", *policy.resolved)
-        entries.append({"ancestorRef": ref, "controllerName": controller, "conditions": conds.as_list()})
-    ctx.add_status(ObjectStatus.of(API_VERSION, KIND, policy.namespace, policy.name, {"ancestors": entries}))
+        entries.append(AncestorOutcome(ref, (("Accepted", *policy.accepted), ("ResolvedRefs", *policy.resolved)),
+                                       previous))
+    ctx.policy_status(PolicyStatusOutcome(KIND, policy.namespace, policy.name, generation(policy.obj),
+                                          tuple(entries), API_VERSION))

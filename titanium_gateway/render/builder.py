@@ -47,6 +47,11 @@ Context API for translators (HTTPRoute, Ingress). Everything a translator adds i
   remove from an object no longer ours) is added the same way and ends in
   ``RenderResult.released``. A Gateway's or ListenerSet's status is not added: its outcome is
   (``ctx.status.outcome``), and the collector builds the status once Programmed is known.
+* ``ctx.route_status(RouteStatusOutcome)``, ``ctx.class_status(GatewayClassOutcome)``,
+  ``ctx.policy_status(PolicyStatusOutcome)`` — what a translator decided for a route's, a
+  GatewayClass's, a BackendTLSPolicy's status, built into it by render/status/ (``routes.py``,
+  ``gatewayclass.py``, ``policies.py``) and added as above (an Ingress's: its translator's
+  ``IngressStatuses``, render/status/ingress.py).
 * ``ctx.not_ours(NotOurs)`` — an object not ours, and why (decided by its translator).
 * ``ctx.add_event(EventRecord)`` — deduplicated by ``EventRecord.dedupe_key``.
 * ``ctx.conditions(obj, previous)`` — a :class:`~titanium_gateway.render.status.conditions.ConditionList`
@@ -91,8 +96,11 @@ from titanium_gateway.render.result import (
     ObjectStatus,
 )
 from titanium_gateway.render.snapshot import Snapshot
+from titanium_gateway.render.status import gatewayclass as gatewayclass_status
+from titanium_gateway.render.status import policies as policy_status
 from titanium_gateway.render.status.collector import StatusCollector
 from titanium_gateway.render.status.conditions import ConditionList
+from titanium_gateway.render.status.routes import RouteParents, RouteStatusOutcome
 from titanium_gateway.twp.model import Backend, Certificate, Cluster, Listener, Route
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -158,6 +166,8 @@ class RenderContext:
         self._plane_files: dict[str, dict[str, None]] = {}
         #: every status, release and Gateway/ListenerSet outcome of this render (render/status/)
         self.status = StatusCollector()
+        #: the builder of route statuses from their outcomes (render/status/routes.py)
+        self.route_parents = RouteParents(options.controller_name, self.now)
         self._events: dict[tuple[str, str, str, str, str], EventRecord] = {}
         self._not_ours: dict[tuple[str, str, str], NotOurs] = {}
         #: While set, every output call is also recorded here (see render/memo.py).
@@ -324,6 +334,21 @@ class RenderContext:
         if self.recording is not None:
             self.recording.statuses.append(status)
         self.status.record(status)
+
+    def route_status(self, outcome: RouteStatusOutcome) -> None:
+        """A route's status, built from what its translator decided."""
+        rec = self.recording
+        self.add_status(self.route_parents.status(outcome, rec.conditions if rec is not None else None))
+
+    def class_status(self, outcome: gatewayclass_status.GatewayClassOutcome) -> None:
+        """A GatewayClass's status, built from what its translator decided."""
+        rec = self.recording
+        self.add_status(gatewayclass_status.status(outcome, self.now, rec.conditions if rec is not None else None))
+
+    def policy_status(self, outcome: policy_status.PolicyStatusOutcome) -> None:
+        """A policy's status, built from what was decided for it."""
+        rec = self.recording
+        self.add_status(policy_status.status(self.route_parents, outcome, rec.conditions if rec is not None else None))
 
     def foreign_gateways(self, kind: str = kinds.GATEWAY.kind) -> dict[tuple[str, str], str]:
         """(namespace, name) -> why a Gateway (a ``kind``) is not ours (after its translation)."""

@@ -1,6 +1,7 @@
 """GatewayClass: which classes are ours (controllerName), why the others are not ours, and the
 status of ours: Accepted (its message names the Gateway API bundle found and what the cluster
-lacks, render/gatewayapi.py) and ``supportedFeatures`` where the served CRD has the field."""
+lacks, render/gatewayapi.py) and ``supportedFeatures`` where the served CRD has the field,
+recorded as a ``GatewayClassOutcome`` that render/status/gatewayclass.py builds the status of."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from titanium_gateway import kinds
 from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.gatewayapi import class_notes, supported_features
-from titanium_gateway.render.result import NotOurs, ObjectStatus
-from titanium_gateway.render.status.conditions import bound_message, existing_conditions
+from titanium_gateway.render.result import NotOurs
+from titanium_gateway.render.status.conditions import bound_message, existing_conditions, generation
+from titanium_gateway.render.status.gatewayclass import GatewayClassOutcome
 
-API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.GATEWAY_CLASS.kind
 
 
@@ -61,10 +62,6 @@ def translate(ctx: RenderContext) -> GatewayClasses:
         if not name:
             continue
         ours.add(name)
-        conds = ctx.conditions(gc, existing_conditions(gc.get("status")))
-        conds.set("Accepted", True, "Accepted", message)
-        status: dict[str, Any] = {"conditions": conds.as_list()}
-        if features is not None:
-            status["supportedFeatures"] = features
-        ctx.add_status(ObjectStatus(API_VERSION, KIND, "", name, status))
+        ctx.class_status(GatewayClassOutcome(name, generation(gc), ("Accepted", True, "Accepted", message), features,
+                                             existing_conditions(gc.get("status"))))
     return GatewayClasses(ours, theirs)

@@ -6,8 +6,9 @@ ListenerSet) of ours gets one parent entry of ours per such parentRef, in spec o
 (the Gateway API's reasons): ``Accepted: False``, reason ``NoMatchingParent`` when the parentRef's
 ``sectionName``/``port`` select no listener, else ``NotAllowedByListeners`` (no listener of the
 parent allows the kind). parentRefs to other parents are not ours (``NotOurs``), and a route that
-no longer names a parent of ours but carries an entry of ours is released. The conditions keep
-their transition times (``ctx.conditions``), so the status is written once.
+no longer names a parent of ours but carries an entry of ours is released. The route's outcome
+(``RouteStatusOutcome``) is built into its status by render/status/routes.py, as every route's
+is: the conditions keep their transition times, so the status is written once.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.gateway import GatewayInfo
 from titanium_gateway.render.httproute.attach import parent_ref_echo, ref_identity
 from titanium_gateway.render.referencegrant import GATEWAY_GROUP
-from titanium_gateway.render.result import NotOurs, ObjectStatus, Released
-from titanium_gateway.render.status.conditions import existing_conditions
+from titanium_gateway.render.result import NotOurs, Released
+from titanium_gateway.render.status.conditions import existing_conditions, generation
+from titanium_gateway.render.status.routes import RouteParentOutcome, RouteStatusOutcome
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 #: kind -> its Snapshot attribute (the table of kinds' rows translated here: ``kinds.OTHER_ROUTES``)
@@ -62,7 +64,7 @@ def _route(ctx: RenderContext, kind: str, route: Mapping[str, Any], gateways: Ma
     controller = ctx.options.controller_name
     old = [p for p in f.items(f.mapping(route.get("status")).get("parents"))
            if f.is_mapping(p) and p.get("controllerName") == controller]
-    entries: list[dict[str, Any]] = []
+    entries: list[RouteParentOutcome] = []
     seen: list[tuple[Any, ...]] = []
     not_ours: list[str] = []
     for ref in f.items(f.mapping(route.get("spec")).get("parentRefs")):
@@ -87,14 +89,12 @@ def _route(ctx: RenderContext, kind: str, route: Mapping[str, Any], gateways: Ma
             if f.is_mapping(got) and ref_identity(got, ns) == ident:
                 previous = existing_conditions(entry)
                 break
-        conds = ctx.conditions(route, previous)
-        conds.set("Accepted", False, *_why(parent, ident, kind))
-        entries.append({"parentRef": parent_ref_echo(ref), "controllerName": controller,
-                        "conditions": conds.as_list()})
+        entries.append(RouteParentOutcome(parent_ref_echo(ref), (("Accepted", False, *_why(parent, ident, kind)),),
+                                          previous))
     if not_ours:
         ctx.not_ours(NotOurs(kind, ns, name, "; ".join(not_ours)))
     if entries:
-        ctx.add_status(ObjectStatus.of(API_VERSION, kind, ns, name, {"parents": entries}))
+        ctx.route_status(RouteStatusOutcome(kind, ns, name, generation(route), tuple(entries)))
     elif old:
         ctx.add_status(Released.of(API_VERSION, kind, ns, name))
 

@@ -21,19 +21,15 @@ from titanium_gateway.render.httproute.attach import Identity, Parent, parent_re
 from titanium_gateway.render.httproute.rules import rule_name
 from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
 from titanium_gateway.render.result import EventRecord, ObjectStatus
-from titanium_gateway.render.status.conditions import (
-    ConditionList,
-    bound_message,
-    existing_conditions,
-    generation,
-)
+from titanium_gateway.render.status.conditions import bound_message, existing_conditions, generation
+from titanium_gateway.render.status.routes import RouteParentOutcome, RouteStatusOutcome, with_accepted_note
 from titanium_gateway.twp.model import Source
 
 API_VERSION = kinds.GATEWAY_API_VERSION
 KIND = kinds.HTTP_ROUTE.kind
 _SERVED = frozenset(row.kind for row in kinds.SERVED_ROUTES)
-_ALL_RESOLVED = (True, "ResolvedRefs", "all references are resolved")
-Outcome = tuple[bool, str, str]
+_ALL_RESOLVED = ("ResolvedRefs", True, "ResolvedRefs", "all references are resolved")
+_NO_CONDITIONS: list[Mapping[str, Any]] = []  # (read only)
 #: The Event reason of an accepted route (or an owned Ingress) that has no route in the config.
 NOT_SERVED = "NotServed"
 #: At most this many unprogrammed listeners are named in a NotServed message.
@@ -96,34 +92,6 @@ def _rule_index(u: Unreachable) -> int:
     return u.rule_index
 
 
-def with_accepted_note(status: ObjectStatus, note: str) -> ObjectStatus:
-    """``status`` (an HTTPRoute's) with ``; <note>`` added to the message of every parent's
-    ``Accepted: True`` condition (a copy: the conditions of statuses are shared read-only)."""
-    parents = []
-    for entry in f.items(status.status.get("parents")):
-        conditions = []
-        for cond in f.items(entry.get("conditions")):
-            if cond.get("type") == "Accepted" and cond.get("status") == "True":
-                cond = {**cond, "message": bound_message(f"{cond.get('message')}; {note}")}
-            conditions.append(cond)
-        parents.append({**entry, "conditions": conditions})
-    return ObjectStatus.of(status.api_version, status.kind, status.namespace, status.name,
-                           {**status.status, "parents": parents})
-
-
-def _kept_time(previous: list[Mapping[str, Any]], ctype: str, outcome: Outcome) -> str | None:
-    """The lastTransitionTime a condition keeps from ``previous`` (None: it takes ``now``), as
-    :class:`~titanium_gateway.render.status.conditions.ConditionList` decides it."""
-    status = "True" if outcome[0] else "False"
-    for prev in previous:
-        if prev.get("type") == ctype:
-            old = prev.get("lastTransitionTime")
-            if prev.get("status") == status and prev.get("reason") == outcome[1] and isinstance(old, str) and old:
-                return old
-            return None
-    return None
-
-
 class Problems:
     """A route's problems: ``unsupported`` and ``refs`` (reason, message) as they come;
     ``firsts``/``ref_firsts``: the ones its 500 bodies start with (always listed)."""
@@ -154,17 +122,16 @@ class RouteOutcome:
 
 
 class Statuses:
-    """The statuses of one render. The conditions of a parent are made once for each
-    (generation, Accepted, ResolvedRefs, kept transition times): thousands of routes of one
-    Gateway have the same ones; like the parentRef echoes, they are shared read-only between
-    the routes' statuses. ``kind``: the kind of the routes."""
+    """The statuses of one render's routes of one kind (``kind``): each route's outcome, made
+    from what its translation found, recorded for the status package to build
+    (render/status/routes.py). Like the conditions the builder makes, the parentRef echoes are
+    made once and shared read-only between the routes' statuses."""
 
-    __slots__ = ("ctx", "kind", "_conditions", "_echoes")
+    __slots__ = ("ctx", "kind", "_echoes")
 
     def __init__(self, ctx: RenderContext, kind: str = KIND) -> None:
         self.ctx = ctx
         self.kind = kind
-        self._conditions: dict[tuple[Any, ...], tuple[ConditionList, list[Any]]] = {}
         self._echoes: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def echo(self, ref: Mapping[str, Any], identity: Identity) -> dict[str, Any]:
@@ -193,10 +160,10 @@ class Statuses:
             ctx.add_event(EventRecord(kind=self.kind, namespace=ns, name=name, type="Warning", reason=NOT_SERVED,
                                       message=f"the route is not served: {unserved}",
                                       uid=f.string(f.metadata(route).get("uid")), api_version=API_VERSION))
-        entries: list[dict[str, Any]] = []
-        gen = generation(route)
+        resolved = ("ResolvedRefs", False, ref_reason, summarize(refs, listed(n_ref_firsts))) if refs else _ALL_RESOLVED
+        entries: list[RouteParentOutcome] = []
         for p in parents:
-            previous: list[Mapping[str, Any]] = []
+            previous: list[Mapping[str, Any]] = _NO_CONDITIONS
             for old in old_parents:
                 old_ref = old.get("parentRef")
                 # (an equal parentRef has an equal identity: the usual case, our own echo of it)
@@ -204,27 +171,12 @@ class Statuses:
                     previous = existing_conditions(old)
                     break
             if not p.accepted:
-                accepted = (False, p.reason, p.message)
+                accepted = ("Accepted", False, p.reason, p.message)
             elif unsupported:
-                accepted = (False, "UnsupportedValue", summarize(unsupported, listed(n_firsts)))
+                accepted = ("Accepted", False, "UnsupportedValue", summarize(unsupported, listed(n_firsts)))
             elif unserved:
-                accepted = (True, "Accepted", bound_message(f"{p.message}, but not served: {unserved}"))
+                accepted = ("Accepted", True, "Accepted", bound_message(f"{p.message}, but not served: {unserved}"))
             else:
-                accepted = (True, "Accepted", p.message)
-            resolved = (False, ref_reason, summarize(refs, listed(n_ref_firsts))) if refs else _ALL_RESOLVED
-            key = (gen, accepted, resolved, _kept_time(previous, "Accepted", accepted),
-                   _kept_time(previous, "ResolvedRefs", resolved))
-            hit = self._conditions.get(key)
-            if hit is None:
-                conds = ctx.conditions(route, previous)
-                conds.set("Accepted", *accepted)
-                conds.set("ResolvedRefs", *resolved)
-                hit = self._conditions[key] = (conds, conds.as_list())
-            elif ctx.recording is not None:
-                ctx.recording.conditions.append(hit[0])  # the same stamping as when it was made
-            entries.append({
-                "parentRef": self.echo(p.ref, p.identity),
-                "controllerName": ctx.options.controller_name,
-                "conditions": hit[1],
-            })
-        ctx.add_status(ObjectStatus.of(API_VERSION, self.kind, ns, name, {"parents": entries}))
+                accepted = ("Accepted", True, "Accepted", p.message)
+            entries.append(RouteParentOutcome(self.echo(p.ref, p.identity), (accepted, resolved), previous))
+        ctx.route_status(RouteStatusOutcome(self.kind, ns, name, generation(route), tuple(entries)))

@@ -45,6 +45,7 @@ from titanium_gateway.render.ingress.routes import Routes
 from titanium_gateway.render.ingress.status import event, shadowed_paths
 from titanium_gateway.render.ingress.titanium import parse_annotations
 from titanium_gateway.render.precedence import owner_part
+from titanium_gateway.render.status.ingress import IngressStatuses
 from titanium_gateway.twp.model import Source
 
 __all__ = ["Translator", "shadowed_paths", "translate"]
@@ -66,7 +67,8 @@ class Translator:
         options = self.options = ctx.options
         self.http_port = options.data_plane_port(80)
         self.https_port = options.data_plane_port(443)
-        self.lb_status = status.load_balancer_status(ctx.snapshot, options.data_plane_service)
+        self.lb_addresses = tuple(status.load_balancer_ingress(ctx.snapshot, options.data_plane_service))
+        self.statuses = IngressStatuses()
         self.http_ok, self.http_why = self._port_usable(self.http_port, "HTTP")
         self.https_ok, self.https_why = self._port_usable(self.https_port, "HTTPS")
         self.https_needed = False
@@ -95,7 +97,7 @@ class Translator:
         primaries: list[PathInfo] = []
         canaries: list[IngressInfo] = []
         for ing in ingresses:
-            status.status(ctx, ing, self.lb_status)
+            status.status(ctx, ing, self.lb_addresses, self.statuses)
             if not self.http_ok:
                 event(ctx, ing, "PortUnavailable", self.http_why)
             if ing.is_canary:

@@ -1,6 +1,7 @@
 """The status and the Events of an owned Ingress: ``status.loadBalancer`` (the data-plane
-Service's addresses, one status shared by every Ingress) and the Warning Events the
-translation reports on it (the Ingress page: an Ingress's problems are Events)."""
+Service's addresses, recorded as an ``IngressOutcome`` that render/status/ingress.py builds the
+status of) and the Warning Events the translation reports on it (the Ingress page: an
+Ingress's problems are Events)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from titanium_gateway.render import fields as f
 from titanium_gateway.render.builder import RenderContext
 from titanium_gateway.render.ingress.objects import IngressInfo
 from titanium_gateway.render.reach import SHADOWED_RULE, Unreachable
-from titanium_gateway.render.result import EventRecord, ObjectStatus
+from titanium_gateway.render.result import EventRecord
+from titanium_gateway.render.status.ingress import API_VERSION, IngressOutcome, IngressStatuses
 from titanium_gateway.twp.model import Source
 
 _INGRESS = kinds.INGRESS.kind
 
-INGRESS_API_VERSION = "networking.k8s.io/v1"
+INGRESS_API_VERSION = API_VERSION
 #: The Event reason of an owned Ingress that has no route in the config.
 NOT_SERVED = "NotServed"
 
@@ -41,14 +43,11 @@ def shadowed_paths(ctx: RenderContext, source: Source, paths: list[Unreachable])
                                   reason=SHADOWED_RULE, message=u.message(), uid=uid, api_version=INGRESS_API_VERSION))
 
 
-def load_balancer_status(snapshot: Any, service_ref: tuple[str, str]) -> dict[str, Any]:
-    """The status of every owned Ingress (one object, shared: statuses are never modified
-    downstream)."""
-    return {"loadBalancer": {"ingress": [dict(x) for x in load_balancer_ingress(snapshot, service_ref)]}}
-
-
-def status(ctx: RenderContext, ing: IngressInfo, body: Mapping[str, Any]) -> None:
-    ctx.add_status(ObjectStatus.of(INGRESS_API_VERSION, _INGRESS, ing.namespace, ing.name, body))
+def status(ctx: RenderContext, ing: IngressInfo, addresses: tuple[Mapping[str, str], ...],
+           statuses: IngressStatuses) -> None:
+    """An owned Ingress's status: its outcome (``addresses``: :func:`load_balancer_ingress`),
+    built by ``statuses`` (render/status/ingress.py)."""
+    ctx.add_status(statuses.status(IngressOutcome(ing.namespace, ing.name, addresses)))
 
 
 def load_balancer_ingress(snapshot: Any, service_ref: tuple[str, str]) -> list[dict[str, str]]:

@@ -8,6 +8,9 @@ whose status follows a data plane (Gateways, ListenerSets), their typed outcome
 :meth:`StatusCollector.finish`, which builds those statuses with :mod:`.programmed`; the result
 then takes :meth:`statuses`, :meth:`released` and :meth:`outcomes` (for ``reprogram``).
 ``RenderContext.add_status`` records through here (and into a memo recording, render/memo.py).
+The other kinds' translators record a typed outcome too, built into its status at once by this
+package (``routes.py``: every route kind's parent entries; ``gatewayclass.py``, ``policies.py``,
+``ingress.py``) and recorded here.
 """
 
 from __future__ import annotations

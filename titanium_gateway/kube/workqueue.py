@@ -1,7 +1,7 @@
 """The controller's work queue: ``CoalescingTrigger``, a queue of one key ("the world changed").
 
-At most one reconcile every ``min_interval`` however many changes arrive, and a change after a
-quiet period is reconciled at once. It reports client-go's ``util/workqueue`` metrics for its
+At most one reconcile every ``min_interval`` however many changes arrive (a reconcile that
+found nothing to do does not count), and a change after a quiet period is reconciled at once. It reports client-go's ``util/workqueue`` metrics for its
 key (depth 0 or 1, adds, queue and work duration, retries, unfinished work), so dashboards made
 for client-go controllers read it as they read any work queue.
 """

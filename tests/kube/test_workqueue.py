@@ -148,3 +148,51 @@ def test_trigger_defer_is_a_hard_gate_that_plain_triggers_do_not_bypass() -> Non
     assert tr.wait(0) is False
     clock.step(0.4)
     assert tr.wait(0) is True
+
+
+def test_trigger_idle_run_does_not_push_the_next_run_a_window_later() -> None:
+    clock = FakeClock()
+    tr = CoalescingTrigger(0.5, clock=clock, min_idle=0.1)
+    tr.trigger()
+    assert tr.wait(0)  # a reconcile that renders, at t=0
+    clock.step(0.2)
+    tr.done()
+    clock.step(0.4)  # t=0.6: a probe poll finds nothing to do
+    tr.trigger()
+    assert tr.wait(0)
+    clock.step(0.01)
+    tr.done(idle=True)
+    tr.trigger()  # a real change just after it: only the rest, not 500 ms after the idle start
+    assert tr.next_run_at() == pytest.approx(clock.now() + 0.1)
+    clock.step(0.1)
+    assert tr.wait(0) is True  # t=0.71
+    clock.step(0.05)
+    tr.done()
+    tr.trigger()  # reconciles that render stay 500 ms apart, start to start
+    assert tr.next_run_at() == pytest.approx(clock.now() - 0.05 + 0.5)
+
+
+def test_trigger_idle_runs_in_a_row_space_from_the_last_run_that_rendered() -> None:
+    clock = FakeClock()
+    tr = CoalescingTrigger(0.5, clock=clock, min_idle=0.1)
+    tr.trigger()
+    assert tr.wait(0)  # renders
+    clock.step(0.05)
+    tr.done()
+    tr.trigger()
+    clock.step(0.3)
+    assert tr.wait(0) is False  # an idle pass too waits for the window: not known idle in advance
+    clock.step(0.2)
+    assert tr.wait(0) is True  # past 0.5 s after the start of the one that rendered
+    tr.done(idle=True)
+    for _ in range(2):  # two more idle passes, each after its rest only
+        clock.step(0.1)
+        tr.trigger()
+        assert tr.wait(0) is True
+        tr.done(idle=True)
+    clock.step(0.1)
+    tr.trigger()  # a change: at once, however many idle passes ran in the window
+    assert tr.wait(0) is True
+    tr.done()
+    tr.trigger()
+    assert tr.next_run_at() == pytest.approx(clock.now() + 0.5)

@@ -194,6 +194,8 @@ class Controller:
         self.renders = 0
         #: passes that decided Programmed again without a render (only the prober's answer changed)
         self.reprograms = 0
+        #: whether the current pass rendered (a pass that did not is idle for the trigger's spacing)
+        self._rendered = True
         self.reconciles = 0
         for name in self._watched():
             self.informers[name].add_event_handler(self.events.handler(name))
@@ -329,6 +331,7 @@ class Controller:
             start = time.monotonic()
             self._busy_since = start
             result = "success"
+            self._rendered = True
             try:
                 if self.gc_tuning:
                     self._maybe_freeze_gc()
@@ -349,7 +352,7 @@ class Controller:
                 log.exception("reconcile failed; retrying", extra={"retry_in_s": delay, "error": str(e)})
             finally:
                 self._busy_since = None
-                self.trigger.done()
+                self.trigger.done(idle=not self._rendered)
                 self._m.total.labels(result=result).inc()
                 self._m.time.observe(time.monotonic() - start)
                 self.reconciles += 1
@@ -419,6 +422,7 @@ class Controller:
         last = self.last_result
         still_written = last is not None and prev is not None and self.delivery.still_written(last)
         decision = reuse.decide(version, prev, last is not None, still_written)
+        self._rendered = decision == reuse.RENDER
         if decision == reuse.REUSE:
             assert last is not None
             result = last

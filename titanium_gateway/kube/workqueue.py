@@ -1,7 +1,7 @@
 """The controller's work queue: ``CoalescingTrigger``, a queue of one key ("the world changed").
 
-At most one reconcile every ``min_interval`` however many changes arrive, and a change after a
-quiet period is reconciled at once. It reports client-go's ``util/workqueue`` metrics for its
+At most one reconcile every ``min_interval`` however many changes arrive (a reconcile that
+found nothing to do does not count), and a change after a quiet period is reconciled at once. It reports client-go's ``util/workqueue`` metrics for its
 key (depth 0 or 1, adds, queue and work duration, retries, unfinished work), so dashboards made
 for client-go controllers read it as they read any work queue.
 """
@@ -73,7 +73,11 @@ class CoalescingTrigger:
     than ``s`` seconds from now (e.g. a retry back-off or a 5 s Programmed poll); an earlier
     plain trigger still wins. ``defer(s)`` is a hard gate: no reconcile starts sooner than ``s``
     seconds from now, whatever triggers arrive (the API server answered 429 with Retry-After),
-    and one reconcile is requested for then.
+    and one reconcile is requested for then. ``done(idle=True)`` reports a reconcile that found
+    nothing to do (it did not render: a status echo, a probe poll with no news): its start does
+    not count towards ``min_interval``, so a real change arriving just after it waits only for
+    the ``min_idle`` rest, not for a whole window (reconciles that render stay ``min_interval``
+    apart, start to start).
     """
 
     def __init__(self, min_interval: float = 0.5, *, clock: Clock = REAL_CLOCK, name: str = "reconcile",
@@ -90,6 +94,7 @@ class CoalescingTrigger:
         self._cond = threading.Condition()
         self._due: float | None = None  # earliest clock time a requested reconcile may run
         self._last_start: float | None = None
+        self._spaced_start: float | None = None  # start of the last reconcile that was not idle
         self._last_end: float | None = None
         self._not_before: float | None = None  # defer(): no reconcile starts before this clock time
         self._running = False
@@ -162,6 +167,7 @@ class CoalescingTrigger:
                     if now >= at:
                         self._due = None
                         self._metrics.get()
+                        self._spaced_start = self._last_start
                         self._last_start = now
                         self._last_end = None
                         self._running = True
@@ -176,12 +182,15 @@ class CoalescingTrigger:
                 self._clock.wait(self._cond, None if at is None else at - now)
             return False
 
-    def done(self) -> None:
-        """The reconcile started by the last ``wait()`` finished (``min_idle`` counts from here)."""
+    def done(self, idle: bool = False) -> None:
+        """The reconcile started by the last ``wait()`` finished (``min_idle`` counts from here);
+        ``idle``: it found nothing to do, and the next start is spaced from the one before it."""
         with self._cond:
             if self._running:
                 self._running = False
                 self._last_end = self._clock.now()
+                if idle:
+                    self._last_start = self._spaced_start
                 self._metrics.done()
                 self._cond.notify_all()
 

@@ -83,7 +83,7 @@ from titanium_gateway.render.certificates import (
     convert_tls_secret,
     pfx_file_name,
 )
-from titanium_gateway.render.memo import Recording
+from titanium_gateway.render.memo import Recording, order_from_hint
 from titanium_gateway.render.options import RenderOptions
 from titanium_gateway.render.planes import SHARED
 from titanium_gateway.render.precedence import host_part
@@ -448,14 +448,8 @@ class RenderContext:
         """The routes in precedence order (key, then id); the context keeps none."""
         routes = self.routes
         hint = self.order_hint
-        if hint:
-            # replayed routes are the very objects of the previous render: start from its
-            # order (Timsort then does ~n comparisons), new routes appended
-            items: list[Route] = [r for r in hint if routes.get((r.plane, r.id)) is r]
-            if len(items) != len(routes):
-                seen = {(r.plane, r.id) for r in items}
-                items += [r for key, r in routes.items() if key not in seen]
-            items.sort(key=route_order)
+        if hint:  # replayed routes are the very objects of the previous render
+            items: list[Route] = order_from_hint(hint, routes, route_order)
         else:
             items = sorted(routes.values(), key=route_order)
         self.order_hint = ()

@@ -38,6 +38,7 @@ render's worth of text.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,3 +225,23 @@ class RenderCache:
         """Drop the text of the data planes that are gone."""
         keep = set(planes)
         self.texts = {k: v for k, v in self.texts.items() if k in keep}
+
+
+def order_from_hint(hint: Sequence[Any], current: Mapping[tuple[str, str], Any],
+                    key: Callable[[Any], Any]) -> list[Any]:
+    """The routes of ``current`` (by ``(plane, id)``) sorted by ``key``, stably in the order
+    ``hint`` then ``current`` (exactly ``sorted``'s answer), given ``hint``, the last render's
+    routes sorted by ``key``: the routes still there are taken in its order and only the others
+    are placed."""
+    items = [r for r in hint if current.get((r.plane, r.id)) is r]
+    if len(items) == len(current):
+        return items
+    kept = set(map(id, items))
+    new = sorted((r for r in current.values() if id(r) not in kept), key=key)
+    if len(new) * 16 > len(items):
+        items += new
+        items.sort(key=key)
+        return items
+    for r in new:
+        bisect.insort_right(items, r, key=key)
+    return items

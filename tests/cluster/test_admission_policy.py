@@ -105,7 +105,9 @@ def test_the_default_token_cannot_write_outside_the_data_planes(env: ClusterEnv,
              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "miner"}}, "template": {
                  "metadata": {"labels": {"app": "miner"}},
                  "spec": {"containers": [{"name": "c", "image": "registry.example/miner:1"}]}}}}
-    assert "writes only the objects of Gateways' data planes" in refusal(sa.create, other, params=DRY)
+    # (the API server enforces a policy once its policy cache has it: a moment after the install)
+    assert "writes only the objects of Gateways' data planes" in wait_for(
+        lambda: refusal(sa.create, other, params=DRY), 30, 0.5, "the policy enforced")
     in_kube_system = copy.deepcopy(good)
     in_kube_system["metadata"]["namespace"] = "kube-system"
     assert "kube-* namespace" in refusal(sa.create, in_kube_system, params=DRY)

@@ -49,10 +49,44 @@ def test_a_policy_that_refuses_passes_and_the_probe_carries_no_data_plane_labels
     assert api.calls[0][1] == "apps"
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Answers(DryRun):
+    """Answers in turn (the last one again once they run out)."""
+
+    def __init__(self, *answers: Exception | None) -> None:
+        super().__init__(None)
+        self.answers = list(answers)
+
+    def create_dry_run(self, res: Any, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        self.answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return super().create_dry_run(res, namespace, body)
+
+
 def test_an_admitted_probe_stops_the_start_with_what_to_do() -> None:
-    problem = check_policy(DryRun(None), opts())
+    clock = FakeClock()
+    api = DryRun(None)
+    problem = check_policy(api, opts(), clock=clock)
     assert f"ValidatingAdmissionPolicy {POLICY} does not fence" in problem
     assert "Kubernetes 1.30" in problem and "admissionPolicy.enabled" in problem
+    # asked again while a just-installed policy may not be enforced yet, then the answer
+    assert clock.now >= 20 and len(api.calls) > 1
+
+
+def test_a_policy_enforced_a_moment_after_the_start_passes() -> None:
+    clock = FakeClock()
+    api = Answers(None, None, refusal())
+    assert check_policy(api, opts(), clock=clock) == ""
+    assert len(api.calls) == 3 and clock.now == 2.0
 
 
 def test_no_policy_named_checks_nothing() -> None:
@@ -67,7 +101,8 @@ def test_no_answer_now_is_not_a_reason_to_stop(error: Exception) -> None:
 
 
 def test_rbac_refusing_the_probe_is_said() -> None:
-    problem = check_policy(DryRun(ApiError(403, "Forbidden", "cannot create resource configmaps")), opts())
+    problem = check_policy(DryRun(ApiError(403, "Forbidden", "cannot create resource configmaps")), opts(),
+                           clock=FakeClock())
     assert "refused by authorization" in problem
 
 

@@ -16,6 +16,7 @@ and the other data planes are written as usual (never a reconcile failure, never
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from titanium_gateway.kube.api import CONFIG_MAPS, ApiError
@@ -31,9 +32,26 @@ def probe_namespace(opts: Any) -> str:
     return sorted(opts.gateway_namespaces)[0] if opts.gateway_namespaces else opts.data_plane_namespace
 
 
-def check_policy(api: Any, opts: Any) -> str:
+#: how long a write the policy should refuse may still be admitted after the policy is created:
+#: the API server enforces a new policy once its policy cache has it (a fraction of a second,
+#: longer on a busy server), and a controller may start right after `helm install`
+SETTLE_SECONDS = 20.0
+
+
+def check_policy(api: Any, opts: Any, *, settle: float = SETTLE_SECONDS, clock: Any = None) -> str:
     """"" when ``opts.admission_policy`` refuses a write outside the data planes (or when it
-    cannot be told now), else why the controller must not start."""
+    cannot be told now), else why the controller must not start. An admitted probe is asked
+    again for up to ``settle`` seconds (a policy just installed), then it is the answer."""
+    clock = clock or time
+    end = clock.monotonic() + settle
+    while True:
+        problem = _check_once(api, opts)
+        if not problem or clock.monotonic() >= end:
+            return problem
+        clock.sleep(1.0)
+
+
+def _check_once(api: Any, opts: Any) -> str:
     policy = opts.admission_policy
     if not policy:
         return ""

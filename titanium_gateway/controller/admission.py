@@ -4,8 +4,9 @@ With ``--admission-policy NAME`` (the chart sets it in ``per-gateway`` mode) the
 the API server, before it starts, to create a ConfigMap that carries none of the labels of a
 data plane, as a dry run: a policy that works refuses it, naming itself. A create that would
 succeed means the policy is missing, not bound, or not enforced (an API server older than 1.30,
-or the API turned off): the controller stops with that message rather than run with writes
-nothing fences (docs/security.md). An API server that cannot answer now is not a reason to
+or the API turned off) once it has been asked again for ``SETTLE_SECONDS`` (a policy just
+installed is enforced a moment later): the controller stops with that message rather than run
+with writes nothing fences (docs/security.md). An API server that cannot answer now is not a reason to
 stop: the check is logged as not done and the controller starts.
 
 A refusal of a Gateway's data-plane write (:func:`refused_by_admission`) is lasting until someone

@@ -105,6 +105,13 @@ def read_expected(path: str) -> dict[str, str]:
     return out
 
 
+def _figures(level: dict) -> str:
+    """One conformance level's "passed/run passed, skipped (result)" from the report."""
+    st = level.get("statistics") or {}
+    passed, failed, skipped = st.get("Passed", 0), st.get("Failed", 0), st.get("Skipped", 0)
+    return f"{passed}/{passed + failed} passed, {skipped} skipped (result: {level.get('result')})"
+
+
 def print_profile(name: str, profile: dict, features: dict, tests: dict[str, dict], claimed: set[str],
                   results: dict[str, str]) -> None:
     """One profile's core and extended figures from the report, and its claimed extended features
@@ -113,17 +120,10 @@ def print_profile(name: str, profile: dict, features: dict, tests: dict[str, dic
     extended_features = set(features["extended"])
     print(f"  {name}")
     core = profile.get("core") or {}
-    cs = core.get("statistics") or {}
-    total = cs.get("Passed", 0) + cs.get("Failed", 0)
-    print(f"    core:     {cs.get('Passed', 0)}/{total} passed, {cs.get('Skipped', 0)} skipped "
-          f"(result: {core.get('result')})")
+    print(f"    core:     {_figures(core)}")
     if core.get("failedTests"):
         print(f"      failed: {', '.join(core['failedTests'])}")
-    ext = profile.get("extended") or {}
-    es = ext.get("statistics") or {}
-    etotal = es.get("Passed", 0) + es.get("Failed", 0)
-    print(f"    extended: {es.get('Passed', 0)}/{etotal} passed, {es.get('Skipped', 0)} skipped "
-          f"(result: {ext.get('result')})")
+    print(f"    extended: {_figures(profile.get('extended') or {})}")
     for feature in sorted(claimed & extended_features):
         # A test counts for a feature when it needs it, every other feature it needs is claimed
         # (the profile's core features are, by running the profile), and it belongs to the profile

@@ -284,3 +284,40 @@ def test_an_emit_cache_gives_the_same_bytes_and_keeps_one_documents_worth() -> N
     smaller = Document(doc.listeners, doc.certificates, doc.routes[:1], doc.clusters)
     emit(smaller, part_limit=1 << 20, max_parts=1, cache=cache)
     assert set(cache.routes) == {doc.routes[0].id}
+
+
+_EDITED_DOC = run(base_objects() + [route(name=f"r{i}", hostnames=[f"h{i}.example.com"]) for i in range(300)]).document
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["drop", "add", "move", "rewrite"]), st.integers(0, 1000)),
+                min_size=1, max_size=6),
+       st.sampled_from([1 << 20, 2000, 700]))
+def test_an_emit_cache_after_routes_are_added_removed_moved_or_rewritten_gives_the_same_bytes(
+        edits: list[tuple[str, int]], part_limit: int) -> None:
+    """The cache takes the text of the routes a document begins and ends with as the last emit
+    wrote them (with new ``order`` lines after an added or removed route) and the bytes and hash
+    of the parts whose text is unchanged: the bytes are always those of an emit without it."""
+    import dataclasses
+
+    doc = _EDITED_DOC
+    assert doc is not None and len(doc.routes) == 300
+    pool = list(doc.routes)
+    routes = pool[: len(pool) // 2]
+    cache = emit_module.EmitCache()
+    emit(doc, part_limit=part_limit, max_parts=999, cache=cache)
+    for doc_routes in (routes, list(pool)):
+        for n, (op, i) in enumerate(edits):
+            if op == "drop" and doc_routes:
+                del doc_routes[i % len(doc_routes)]
+            elif op == "add":
+                doc_routes.insert(i % (len(doc_routes) + 1), dataclasses.replace(pool[i % len(pool)], id=f"new-{n}-{len(doc_routes)}"))
+            elif op == "move" and doc_routes:
+                doc_routes.insert(i % len(doc_routes), doc_routes.pop((i * 7) % len(doc_routes)))
+            elif op == "rewrite" and doc_routes:
+                j = i % len(doc_routes)
+                doc_routes[j] = dataclasses.replace(doc_routes[j], host=f"rewritten{i}.example.com")
+            edited = Document(doc.listeners, doc.certificates, tuple(doc_routes), doc.clusters)
+            want = emit(edited, part_limit=part_limit, max_parts=999)
+            assert emit(edited, part_limit=part_limit, max_parts=999, cache=cache) == want
+            assert set(cache.routes) == {r.id for r in doc_routes}

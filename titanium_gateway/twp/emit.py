@@ -28,7 +28,9 @@ the benchmarks' floor); a test checks the two writers agree.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import json
 import operator
 import re
@@ -521,15 +523,32 @@ class EmitCache:
     routes a RenderCache replays are the very objects of the last render) and keeps what it
     used (at most one document's worth). Owned by one caller (the controller's ``RenderCache``)."""
 
-    __slots__ = ("routes", "clusters")
+    __slots__ = ("routes", "clusters", "files", "last")
 
     def __init__(self) -> None:
-        #: route id -> (the route, its id as written, its match line, its behavior's text)
-        self.routes: dict[str, tuple[Route, str, str, str]] = {}
+        #: route id -> (the route, its id as written, its match line, its behavior's text, its
+        #: order, its first lines: id and order)
+        self.routes: dict[str, tuple[Route, str, str, str, int, str]] = {}
         self.clusters: Texts = {}
+        #: file name -> (the pieces it was joined from, its bytes, their SHA-256) of the last emit
+        self.files: dict[str, tuple[list[str], bytes, str]] = {}
+        #: the last emit's routes and their pieces
+        self.last: tuple[tuple[Route, ...], Pieces] | None = None
 
     def clear(self) -> None:
-        self.routes, self.clusters = {}, {}
+        self.routes, self.clusters, self.files, self.last = {}, {}, {}, None
+
+    def encode(self, name: str, pieces: list[str], files: dict[str, tuple[list[str], bytes, str]]
+               ) -> tuple[bytes, str]:
+        """``pieces`` joined and encoded, and their SHA-256: the last emit's when it had the
+        same pieces under that name (kept in ``files``, the next emit's table)."""
+        last = self.files.get(name)
+        if last is not None and last[0] == pieces:
+            files[name] = last
+            return last[1], last[2]
+        data = "".join(pieces).encode()
+        entry = files[name] = (pieces, data, hashlib.sha256(data).hexdigest())
+        return data, entry[2]
 
 
 class _Writer:
@@ -576,6 +595,18 @@ class _Writer:
         text (shared by the routes of a rule); a route the fast writer cannot write as one
         piece. (Three pieces, not one: the match line is kept by the cache, and only the short
         first piece is new text in each render.)"""
+        cache = self.cache
+        if cache is not None and first == 1:
+            last = cache.last
+            routes = tuple(routes)
+            pieces = self._edited(routes, *last) if last is not None else None
+            if pieces is None:
+                pieces = self._routes_pieces(routes, 1)
+            cache.last = (tuple(routes), pieces)
+            return pieces
+        return self._routes_pieces(routes, first)
+
+    def _routes_pieces(self, routes: Sequence[Route], first: int) -> Pieces:
         texts: list[str] = []
         ends: list[int] = []
         sizes: list[int] = []
@@ -591,17 +622,19 @@ class _Writer:
             hit = old.get(route.id) if keep else None
             if hit is None or hit[0] is not route:
                 try:
-                    hit = write(route)
+                    hit = (*write(route), 0, "")
                 except (_LongKey, _Fallback):
                     text = _fragment(route_data(route, n))
                     append(text)
                     size(utf8_size(text))
                     end(len(texts))
                     continue
+            _, rid, line, tail, was, head = hit
+            if was != n:
+                head = f"- id: {rid}\n  order: {n}\n"
+                hit = (route, rid, line, tail, n, head)
             if keep:
                 new[route.id] = hit
-            _, rid, line, tail = hit
-            head = f"- id: {rid}\n  order: {n}\n"
             append(head)
             append(line)
             append(tail)
@@ -611,6 +644,74 @@ class _Writer:
         if cache is not None:
             cache.routes = new
         return Pieces(texts, ends, sizes)
+
+    def _edited(self, routes: Sequence[Route], before: tuple[Route, ...], pieces: Pieces) -> Pieces | None:
+        """The pieces of ``routes`` from the pieces of the last emit's routes ``before``: the
+        routes both begin and end with are taken as they were (those after a route added or
+        removed get their new ``order`` line); only the routes between are written. None when
+        most routes are between (then all are written)."""
+        cache = self.cache
+        assert cache is not None
+        n_old, n_new = len(before), len(routes)
+        p = _common_prefix(before, routes)
+        s = _common_suffix(before, routes, min(n_old, n_new) - p)
+        if n_new - s - p > max(64, n_new // 4):
+            return None
+        entries = cache.routes
+        cut = pieces.start(p)
+        texts, ends, sizes = pieces.texts[:cut], pieces.ends[:p], pieces.sizes[:p]
+        middle = self._routes_pieces_into(routes[p:n_new - s], p + 1, texts, ends, sizes, entries)
+        if s:
+            old_first = n_old - s
+            if n_old == n_new:  # the same orders: the very pieces
+                a = pieces.start(old_first)
+                delta = len(texts) - a
+                texts += pieces.texts[a:]
+                tail = pieces.ends[old_first:]
+                ends += [e + delta for e in tail] if delta else tail
+                sizes += pieces.sizes[old_first:]
+            else:
+                self._routes_pieces_into(routes[n_new - s:], n_new - s + 1, texts, ends, sizes, entries, middle)
+        for r in before[p:n_old - s]:  # (the routes gone: their entries)
+            hit = entries.get(r.id)
+            if hit is not None and hit[0] is r:
+                del entries[r.id]
+        entries.update(middle)
+        return Pieces(texts, ends, sizes)
+
+    def _routes_pieces_into(self, routes: Sequence[Route], first: int, texts: list[str], ends: list[int],
+                            sizes: list[int], entries: dict[str, Any], new: dict[str, Any] | None = None
+                            ) -> dict[str, Any]:
+        """The pieces of ``routes`` (orders from ``first``) added to the lists; returns their
+        entries for the cache (into ``new``), looking up written text in ``entries``."""
+        append, end, size = texts.append, ends.append, sizes.append
+        if new is None:
+            new = {}
+        write = self.route
+        n = first - 1
+        for route in routes:
+            n += 1
+            hit = entries.get(route.id)
+            if hit is None or hit[0] is not route:
+                try:
+                    hit = (*write(route), 0, "")
+                except (_LongKey, _Fallback):
+                    text = _fragment(route_data(route, n))
+                    append(text)
+                    size(utf8_size(text))
+                    end(len(texts))
+                    continue
+            _, rid, line, tail, was, head = hit
+            if was != n:
+                head = f"- id: {rid}\n  order: {n}\n"
+                hit = (route, rid, line, tail, n, head)
+            new[route.id] = hit
+            append(head)
+            append(line)
+            append(tail)
+            size(len(head) + len(line) + len(tail))
+            end(len(texts))
+        return new
 
     def clusters_pieces(self, clusters: Sequence[Cluster]) -> Pieces:
         texts: list[str] = []
@@ -633,6 +734,35 @@ class _Writer:
         if cache is not None:
             cache.clusters = kept
         return Pieces(texts, list(range(1, len(texts) + 1)), sizes)
+
+
+def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many items ``a`` and ``b`` begin with in common (equal values: the same text)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
+    """How many items (at most ``limit``) ``a`` and ``b`` end with in common."""
+    na, nb = len(a), len(b)
+    lo, hi = 0, limit
+    if a[na - hi:] == b[nb - hi:]:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[na - mid:na - lo] == b[nb - mid:nb - lo]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def route_text(route: Route, order: int) -> str:
@@ -738,49 +868,63 @@ def emit(document: Document, *, part_limit: int, max_parts: int, cache: EmitCach
     route_size, cluster_size = sum(route_items.sizes), sum(cluster_items.sizes)
     whole_size = (utf8_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
                   + (len("clusters:\n") if n_clusters else len("clusters: []\n")))
+    files: dict[str, tuple[list[str], bytes, str]] = {}
     if whole_size <= part_limit:
         pieces = _list_block("routes", route_items, 0, n_routes)
         pieces.insert(0, head)
         pieces += _list_block("clusters", cluster_items, 0, n_clusters)
+        del route_items, cluster_items
+        if cache is not None:
+            data, digest = cache.encode("", pieces, files)
+            cache.files = files
+            return Emitted(data, digest)
         text = "".join(pieces)
         del pieces
-        del route_items, cluster_items
         data = text.encode()
         del text
         return Emitted(data, hashlib.sha256(data).hexdigest())
     sizes = route_items.sizes + cluster_items.sizes
     total = len(sizes)
-    bounds: list[int] = [0]  # part n holds items bounds[n] to bounds[n + 1] - 1 (routes, then clusters)
     error = ""
-    size = _PART_OVERHEAD
-    for i, n in enumerate(sizes):
-        if n + _PART_OVERHEAD > part_limit:
-            kind = "route" if i < n_routes else "cluster"
-            error = f"one {kind} is {n} bytes, more than the part limit of {part_limit} bytes"
-            total = i
-            break
-        if size + n > part_limit:
-            bounds.append(i)
-            size = _PART_OVERHEAD
-        size += n
-    if bounds[-1] < total:
-        bounds.append(total)
+    budget = part_limit - _PART_OVERHEAD  # the items' bytes a part holds
+    if sizes and max(sizes) > budget:
+        total = next(i for i, n in enumerate(sizes) if n > budget)
+        kind = "route" if total < n_routes else "cluster"
+        error = f"one {kind} is {sizes[total]} bytes, more than the part limit of {part_limit} bytes"
+    # part n holds items bounds[n] to bounds[n + 1] - 1 (routes, then clusters), as many as fit
+    # in order: the last item whose running size is within the budget from the part's start
+    ran = list(itertools.accumulate(sizes[:total], initial=0))
+    bounds: list[int] = [0]
+    while bounds[-1] < total:
+        start = bounds[-1]
+        bounds.append(bisect.bisect_right(ran, ran[start] + budget, start + 1) - 1)
     part_files: list[tuple[str, bytes]] = []
+    digests: list[str] = []
     for start, end in zip(bounds, bounds[1:], strict=False):
         r_first, r_stop = min(start, n_routes), min(end, n_routes)
         c_first, c_stop = max(start, n_routes) - n_routes, max(end, n_routes) - n_routes
         pieces = _list_block("routes", route_items, r_first, r_stop)
         pieces += _list_block("clusters", cluster_items, c_first, c_stop)
+        name = f"twp.part-{len(part_files) + 1}.yaml"
+        if cache is not None:  # (the cache holds the text: nothing to release)
+            data, digest = cache.encode(name, pieces, files)
+            part_files.append((name, data))
+            digests.append(digest)
+            continue
         text = "".join(pieces)
         del pieces
         for items, first, stop in ((route_items, r_first, r_stop), (cluster_items, c_first, c_stop)):
             if first < stop:  # release this part's pieces (the peak: about one document plus the output)
                 a, b = items.start(first), items.ends[stop - 1]
                 items.texts[a:b] = [""] * (b - a)
-        part_files.append((f"twp.part-{len(part_files) + 1}.yaml", text.encode()))
+        data = text.encode()
         del text
+        part_files.append((name, data))
+        digests.append(hashlib.sha256(data).hexdigest())
     del route_items, cluster_items
-    include = [(name, hashlib.sha256(body).hexdigest()) for name, body in part_files]
+    if cache is not None:
+        cache.files = files
+    include = [(name, digest) for (name, _), digest in zip(part_files, digests, strict=True)]
     root = _head(document.listeners, document.certificates, include).encode()
     if not error and len(part_files) > max_parts:
         error = (f"the config is {whole_size} bytes: it needs {len(part_files)} parts of at most {part_limit} bytes, "

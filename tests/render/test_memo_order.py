@@ -38,6 +38,10 @@ def test_order_from_hint_is_sorted_as_a_plain_sort(before: list[_Route], added: 
     expected = sorted(hint_then_rest, key=_ORDER)
     got = order_from_hint(hint, current, _ORDER)
     assert [id(r) for r in got] == [id(r) for r in expected]
+    # told which routes the translations made (the others replayed) and the last render's by key
+    fresh = [r for r in current.values() if all(r is not h for h in hint)]
+    got = order_from_hint(hint, current, _ORDER, fresh, previous)
+    assert [id(r) for r in got] == [id(r) for r in expected]
 
 
 def test_order_from_hint_places_a_few_new_routes_among_many() -> None:

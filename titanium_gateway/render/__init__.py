@@ -138,8 +138,8 @@ def _find_unreachable(routes: Sequence[_Route], cache: RenderCache | None) -> tu
 def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None) -> RenderResult:
     ctx = RenderContext(snapshot, options)
     if cache is not None:
-        ctx.order_hint, ctx.known_clusters = cache.order, cache.clusters
-        cache.order = ()  # released: the context holds it until the sort
+        ctx.order_hint, ctx.order_index, ctx.known_clusters = cache.order, cache.order_index, cache.clusters
+        cache.order, cache.order_index = (), {}  # released: the context holds them until the sort
     classes = _gatewayclass.translate(ctx)
     gateways = _gateway.translate(ctx, classes)
     listener_sets = _listenerset.translate(ctx, gateways, listener_sets_served(snapshot.gateway_api,
@@ -167,7 +167,8 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     _backendtlsstatus.finish(ctx, ctx.backend_tls, {key: document for key, (document, _) in documents.items()},
                        _listenerset.parents(listener_sets))
     if cache is not None:
-        cache.order, cache.clusters = routes, ctx.cluster_table()
+        cache.order, cache.order_index, cache.clusters = routes, ctx.taken_routes, ctx.cluster_table()
+    ctx.taken_routes = {}
     planes: list[Plane] = []
     deliveries: dict[str, _programmed.Delivery] = {}
     owners = {info.plane: info for info in gateways.values() if info.plane}

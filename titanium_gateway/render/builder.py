@@ -176,6 +176,11 @@ class RenderContext:
         self.known_clusters: Mapping[str, tuple[Any, Cluster]] = {}
         #: the previous render's routes in order: a near-sorted start for the sort
         self.order_hint: Sequence[Route] = ()
+        #: the previous render's routes by (data plane, route id), and the routes this render's
+        #: translations made (not replayed): what tells the order what changed
+        self.order_index: Mapping[tuple[str, str], Route] = {}
+        self.fresh_routes: list[Route] = []
+        self.taken_routes: dict[tuple[str, str], Route] = {}
         #: match host -> its precedence part
         self._host_parts: dict[str | None, str] = {}
         #: Secret key ("namespace/name") -> its certificate conversion (None: no such Secret)
@@ -292,6 +297,7 @@ class RenderContext:
     def add_route(self, route: Route) -> bool:
         if self.routes.setdefault((route.plane, route.id), route) is not route:
             return False  # the id is taken: the first route keeps it
+        self.fresh_routes.append(route)
         if self.recording is not None:
             self.recording.routes.append(route)
         return True
@@ -445,14 +451,16 @@ class RenderContext:
         self._conversions.clear()
 
     def take_ordered_routes(self) -> list[Route]:
-        """The routes in precedence order (key, then id); the context keeps none."""
+        """The routes in precedence order (key, then id); the context keeps none (but
+        :attr:`taken_routes`, the routes by (data plane, id), for the next render's order)."""
         routes = self.routes
         hint = self.order_hint
         if hint:  # replayed routes are the very objects of the previous render
-            items: list[Route] = order_from_hint(hint, routes, route_order)
+            items: list[Route] = order_from_hint(hint, routes, route_order, self.fresh_routes, self.order_index)
         else:
             items = sorted(routes.values(), key=route_order)
-        self.order_hint = ()
+        self.order_hint, self.order_index, self.fresh_routes = (), {}, []
+        self.taken_routes = routes
         self.routes = {}
         return items
 

@@ -437,3 +437,26 @@ def test_data_plane_services_count_only_once_a_route_names_them(mode: str, named
         _same(got, render(snap, options))
         translated = routes if looked_up else 0
         assert (cache.hits - hits, cache.misses - misses) == (routes - translated, translated), change.__name__
+
+
+@pytest.mark.parametrize("mode", ["shared", "per-gateway"])
+def test_blocks_of_a_few_routes_replay_as_the_routes_one_by_one(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTPRoutes are replayed in blocks (render/memo.py, ~64 routes at scale): with blocks
+    of ~4 routes here, every change of every kind, one after another, renders as without a
+    cache, and a block without a change is replayed whole."""
+    from titanium_gateway.render import memo
+
+    monkeypatch.setattr(memo, "_BLOCK_END_BITS", 3)
+    objs = [copy.deepcopy(o) for o in _BASE]
+    options = _options(mode)
+    cache = RenderCache()
+    render(workload.snapshot(objs, now=NOW_2), options, cache)
+    render(workload.snapshot(objs, now=NOW_2), options, cache)
+    assert len(cache.route_blocks) > 1
+    for n, (op, i) in enumerate([(op, i) for i in (1, 7, 12) for op in range(len(OPS))]):
+        OPS[op](objs, i)
+        snap = workload.snapshot(objs, now=f"2026-01-03T00:{n:02d}:00Z")
+        before = dict(cache.route_blocks)
+        _same(render(snap, options, cache), render(snap, options))
+        if OPS[op] is _edit_route:  # one route changed: the other blocks are the very same
+            assert len([k for k, b in cache.route_blocks.items() if before.get(k) is b]) >= len(before) - 2

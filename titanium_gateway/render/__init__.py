@@ -84,7 +84,8 @@ def render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None
 
 def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple | None:
     """What every HTTPRoute translation may read besides the route itself (render/memo.py):
-    the Gateways not ours too (why, for ``not_ours``); last, the Services tracked by name."""
+    the Gateways not ours too (why, for ``not_ours``), and the names of all (the routes naming
+    a Gateway that does not exist); last, the Services tracked by name."""
     snapshot = ctx.snapshot
     parts = (_memo.versions(snapshot.namespaces), _memo.versions(snapshot.reference_grants),
              ctx.backends.service_versions, _memo.versions(snapshot.backend_tls_policies),
@@ -92,6 +93,7 @@ def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple
     if any(p is None for p in parts):
         return None
     return (ctx.options, _memo.gateway_fingerprint(gateways), tuple(sorted(ctx.foreign_gateways().items())),
+            tuple(sorted(snapshot.gateways)),  # (every Gateway's name: NoMatchingParent Events)
             _memo.listener_set_fingerprint(ctx.listener_sets), tuple(sorted(ctx.foreign_listener_sets())),
             snapshot.unreadable.get(kinds.REFERENCE_GRANT.kind), *parts, ctx.backends.lookup_versions(cache.service_lookups))
 
@@ -197,7 +199,7 @@ def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | Non
     _listenerevents.listener_events(ctx)  # (from the statuses just built)
     assert planes[0].key == _planes.SHARED
     return RenderResult(
-        statuses=ctx.status.statuses(),
+        statuses=ctx.status.statuses() if cache is None else ctx.status.statuses(order=cache.status_keys.sort),
         events=ctx.events(),
         unreachable=unreachable,
         released=ctx.status.released(),

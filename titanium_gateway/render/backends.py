@@ -119,6 +119,7 @@ class BackendIndex:
             if svc_name and ns:
                 self.slices.setdefault((ns, svc_name), []).append(eps)
         self._cache: dict[tuple[Any, ...], BackendResolution] = {}
+        self._versions: dict[tuple[str, str], tuple[Any, ...] | None] = {}
         #: (namespace, Service, index of its port entry, useHttps) -> the destinations: one
         #: tuple for the clusters of a Service port with different settings
         self._destinations: dict[tuple[str, str, int, bool], tuple[Destination, ...]] = {}
@@ -126,12 +127,20 @@ class BackendIndex:
     def version(self, namespace: str, name: str) -> tuple[Any, ...] | None:
         """``(uid, resourceVersion)`` of the Service and of each of its EndpointSlices: what a
         cluster of it is made from (render/memo.py); None when one has no resourceVersion."""
-        svc = self.services.get((namespace, name))
-        ver = resource_version(svc)
+        key = (namespace, name)
+        try:
+            return self._versions[key]
+        except KeyError:
+            pass
+        got = self._versions[key] = self._version(key)
+        return got
+
+    def _version(self, key: tuple[str, str]) -> tuple[Any, ...] | None:
+        ver = resource_version(self.services.get(key))
         if ver is None:
             return None
         out: list[Any] = [ver]
-        for eps in self.slices.get((namespace, name), ()):
+        for eps in self.slices.get(key, ()):
             ver = resource_version(eps)
             if ver is None:
                 return None

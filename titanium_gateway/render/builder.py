@@ -415,15 +415,17 @@ class RenderContext:
                     cluster = got
                 clusters.append(cluster)
         routes = self.routes
-        for route in rec.routes:
-            if (route.plane, route.id) in routes:
-                return False
+        keys = rec.route_keys if len(rec.route_keys) == len(rec.routes) else [(r.plane, r.id) for r in rec.routes]
+        if not routes.keys().isdisjoint(keys):
+            return False
         for cluster in clusters:
             known.setdefault(cluster.id, cluster)
-        for route in rec.routes:
-            routes[(route.plane, route.id)] = route
-        for status in rec.statuses:
-            self.status.record(status)
+        routes.update(zip(keys, rec.routes, strict=True))
+        if len(rec.status_items) == len(rec.statuses):
+            self.status.record_items(rec.status_items)
+        else:
+            for status in rec.statuses:
+                self.status.record(status)
         for event in rec.events:
             self._events.setdefault(event.dedupe_key, event)
         for record in rec.not_ours:

@@ -21,6 +21,7 @@ from titanium_gateway.render.result import EventRecord
 __all__ = ["INVALID_LISTENER", "SOUND", "listener_events", "listener_problem"]
 
 INVALID_LISTENER = "InvalidListener"
+_LISTENER_KINDS = frozenset((kinds.GATEWAY.kind, kinds.LISTENER_SET.kind))
 #: A listener condition and the status it has when the listener is sound (Programmed follows
 #: these, and is False while the data plane has not loaded the config, which is no fault).
 SOUND = {"Accepted": "True", "ResolvedRefs": "True", "Conflicted": "False"}
@@ -29,7 +30,7 @@ SOUND = {"Accepted": "True", "ResolvedRefs": "True", "Conflicted": "False"}
 def listener_events(ctx: RenderContext) -> None:
     """One ``InvalidListener`` Warning Event per listener of a Gateway or ListenerSet whose
     status the render wrote with Accepted or ResolvedRefs False, or Conflicted True."""
-    for status in ctx.status.statuses():
+    for status in ctx.status.statuses(_LISTENER_KINDS):
         if status.kind == kinds.GATEWAY.kind:
             objects = ctx.snapshot.gateways
         elif status.kind == kinds.LISTENER_SET.kind:

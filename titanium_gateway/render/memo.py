@@ -75,6 +75,10 @@ class Recording:
     conditions: list[Any] = field(default_factory=list)
     #: cannot be replayed (a cluster it cannot resolve again)
     volatile: bool = False
+    #: once kept (:meth:`replayable`): its routes' (plane, id) and its statuses' keys, for a
+    #: replay at C speed (dict updates)
+    route_keys: Sequence[tuple[str, str]] = ()
+    status_items: Sequence[tuple[Any, ObjectStatus]] = ()
 
     def absorb(self, other: Recording) -> None:
         """Add another recording's effects to this one (a recording made, or replayed, while
@@ -101,6 +105,10 @@ class Recording:
         stamped = any(c.stamped for c in self.conditions)
         self.conditions = _NONE  # type: ignore[assignment]
         self.cluster_ids = _NO_IDS  # type: ignore[assignment]
+        if self.routes:
+            self.route_keys = [(r.plane, r.id) for r in self.routes]
+        if self.statuses:
+            self.status_items = [(st.key, st) for st in self.statuses]
         # a kept recording holds no empty lists (10k recordings: ~1 KiB each otherwise)
         for name in ("routes", "clusters", "statuses", "events", "not_ours", "listeners", "certificates", "tls_files",
                      "extra"):
@@ -157,6 +165,169 @@ def listener_set_fingerprint(listener_sets: Mapping[tuple[str, str], Any]) -> tu
     return tuple((key, ls.gateway.namespace, ls.gateway.name, ls.acceptance) for key, ls in sorted(listener_sets.items()))
 
 
+class SortedKeys:
+    """The keys of a mapping sorted, from the last keys sorted: the same keys cost a
+    comparison at C speed, a few added or removed a bisection each (the statuses of a render,
+    the HTTPRoutes' keys)."""
+
+    __slots__ = ("_keys", "_sorted")
+
+    def __init__(self) -> None:
+        self._keys: dict[Any, None] = {}
+        self._sorted: list[Any] = []
+
+    def sort(self, mapping: Mapping[Any, Any]) -> list[Any]:
+        """``sorted(mapping)`` (a list the caller must not change)."""
+        keys = mapping.keys()
+        last = self._keys
+        if keys == last.keys():
+            return self._sorted
+        gone = last.keys() - keys
+        new = keys - last.keys()
+        if (len(gone) + len(new)) * 16 > len(keys):
+            out = sorted(keys)
+        else:
+            out = list(self._sorted)
+            for key in gone:
+                del out[bisect.bisect_left(out, key)]
+            for key in sorted(new):
+                bisect.insort(out, key)
+        self._keys, self._sorted = dict.fromkeys(out), out
+        return out
+
+
+#: A key ends a block of the objects memoized together (:func:`replay_or_translate`) when its
+#: hash has these bits clear: blocks of ~64 keys on average, where they end depending only on
+#: the keys themselves (a key added or removed moves no other block's ends).
+_BLOCK_END_BITS = 63
+
+
+@dataclass(slots=True)
+class _Block:
+    """Consecutive objects (by key) whose recordings are replayed as one."""
+
+    keys: list[str]
+    versions: list[Any]
+    recording: Recording
+    #: the extra effects of its objects, counted (the attachments of HTTPRoutes)
+    extra: dict[Any, int]
+
+
+def fast_versions(objects: Mapping[str, Any], keys: Sequence[str]) -> list[tuple[str, str] | None]:
+    """:func:`resource_version` of ``objects[key]`` for each key, with one Python step per
+    object where the object is as the API server gives it."""
+    out: list[tuple[str, str] | None] = []
+    append = out.append
+    for key in keys:
+        obj = objects[key]
+        try:
+            meta = obj["metadata"]
+            uid, rv = meta.get("uid", ""), meta["resourceVersion"]
+        except (KeyError, TypeError, AttributeError):
+            append(resource_version(obj))
+            continue
+        if type(rv) is str and rv and type(uid) is str:
+            append((uid, rv))
+        else:
+            append(resource_version(obj))
+    return out
+
+
+def replay_or_translate(ctx: Any, cache: RenderCache, objects: Mapping[str, Any], deps: Any,
+                        translate: Callable[[Any], list[Any]], apply: Callable[[Mapping[Any, int]], None],
+                        skip: Callable[[Any], bool]) -> None:
+    """Every object of ``objects`` (the HTTPRoutes) in key order: its recorded effects replayed
+    when it (its ``(uid, resourceVersion)``) and ``deps`` are unchanged, else ``translate(obj)``
+    recorded (it returns the object's extra effects, done already: what ``apply`` does again,
+    counted, on a replay). ``skip(obj)``: an object not translated at all.
+
+    The objects are taken in blocks of consecutive keys (~64, :data:`_BLOCK_END_BITS`) and a
+    block none of whose objects changed is replayed as one recording (the effects of its
+    objects in order, :meth:`Recording.absorb`): the same effects in the same order as its
+    objects one by one, so the render is the same, with one Python step per block instead of
+    per object. A block with a change replays its other objects one by one and is recorded
+    again."""
+    if deps is None or deps != cache.route_deps:
+        cache.routes.clear()
+        cache.route_blocks = {}
+        cache.route_deps = deps
+    memo = cache.routes if deps is not None else None
+    keys = cache.route_keys.sort(objects)
+    if memo and len(memo) > len(keys):
+        for gone in memo.keys() - objects.keys():
+            del memo[gone]
+    if memo is None:
+        for key in keys:
+            obj = objects[key]
+            if not skip(obj):
+                translate(obj)
+        return
+    versions = fast_versions(objects, keys)
+    blocks, kept = cache.route_blocks, {}
+    ends = [n + 1 for n, key in enumerate(keys) if not hash(key) & _BLOCK_END_BITS]
+    if keys and (not ends or ends[-1] != len(keys)):
+        ends.append(len(keys))
+    start = 0
+    for end in ends:
+        first = keys[start]
+        block = blocks.get(first)
+        if (block is not None and block.keys == keys[start:end] and block.versions == versions[start:end]
+                and ctx.replay(block.recording)):
+            apply(block.extra)
+            cache.hits += end - start
+            kept[first] = block
+        else:
+            extra: dict[Any, int] = {}
+            rec, whole = ctx.record(_each, ctx, cache, objects, keys, versions, start, end, translate, apply, skip, extra)
+            if whole and rec.replayable():
+                kept[first] = _Block(keys[start:end], versions[start:end], rec, extra)
+        start = end
+    cache.route_blocks = kept
+
+
+def _each(ctx: Any, cache: RenderCache, objects: Mapping[str, Any], keys: list[str], versions: list[Any], start: int,
+          end: int, translate: Callable[[Any], list[Any]], apply: Callable[[Mapping[Any, int]], None],
+          skip: Callable[[Any], bool], extra: dict[Any, int]) -> bool:
+    """The objects of one block one by one (see :func:`replay_or_translate`), their extra effects
+    counted into ``extra``; True when each is replayable."""
+    memo = cache.routes
+    whole = True
+    for n in range(start, end):
+        key = keys[n]
+        obj = objects[key]
+        if skip(obj):
+            continue
+        version = versions[n]
+        if version is None:
+            translate(obj)
+            whole = False
+            continue
+        hit = memo.get(key)
+        if hit is not None and hit[0] == version and ctx.replay(hit[1]):
+            items = hit[1].extra
+            apply(_counted(items))
+            cache.hits += 1
+        else:
+            rec, items = ctx.record(translate, obj)
+            rec.extra = items
+            cache.misses += 1
+            if rec.replayable():
+                memo[key] = (version, rec)
+            else:
+                memo.pop(key, None)
+                whole = False
+        for item in items:
+            extra[item] = extra.get(item, 0) + 1
+    return whole
+
+
+def _counted(items: Iterable[Any]) -> dict[Any, int]:
+    counts: dict[Any, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return counts
+
+
 class RenderCache:
     """Recordings kept between renders (see the module doc). Pass the same instance to every
     render of one controller; ``hits``/``misses`` count HTTPRoute recordings replayed or made."""
@@ -164,6 +335,11 @@ class RenderCache:
     def __init__(self) -> None:
         self.route_deps: Any = None
         self.routes: dict[str, tuple[tuple[str, str], Recording]] = {}
+        #: the HTTPRoutes' blocks by their first key (:func:`replay_or_translate`)
+        self.route_blocks: dict[str, _Block] = {}
+        #: the last render's HTTPRoutes' keys sorted, and its statuses'
+        self.route_keys = SortedKeys()
+        self.status_keys = SortedKeys()
         self.ingress_deps: Any = None
         self.ingress: Recording | None = None
         #: Ingress path route id -> (Ingress + canary versions, recording of its routes)
@@ -202,6 +378,8 @@ class RenderCache:
     def clear(self) -> None:
         self.route_deps = None
         self.routes.clear()
+        self.route_blocks = {}
+        self.route_keys, self.status_keys = SortedKeys(), SortedKeys()
         self.ingress_deps = None
         self.ingress = None
         self.ingress_path_deps = None

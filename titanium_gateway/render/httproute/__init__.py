@@ -35,7 +35,7 @@ from titanium_gateway.render.httproute.attach import (
 from titanium_gateway.render.httproute.backendrefs import Backends
 from titanium_gateway.render.httproute.filters import Filters, expand, prefix_rewrite_transforms
 from titanium_gateway.render.httproute.matches import Matches
-from titanium_gateway.render.httproute.parents import missing_parent_events
+from titanium_gateway.render.httproute.parents import missing_parent_event
 from titanium_gateway.render.httproute.rules import RuleOut, RuleTranslator, named, translate_rule
 from titanium_gateway.render.httproute.status import (
     API_VERSION,
@@ -45,7 +45,7 @@ from titanium_gateway.render.httproute.status import (
     not_served_reason,
 )
 from titanium_gateway.render.listenerset import ListenerSetInfo
-from titanium_gateway.render.memo import Recording, RenderCache, resource_version
+from titanium_gateway.render.memo import RenderCache, replay_or_translate
 from titanium_gateway.render.planes import SHARED
 from titanium_gateway.render.precedence import (
     TIER_DEGRADED,
@@ -341,39 +341,31 @@ def translate(ctx: RenderContext, gateways: dict[tuple[str, str], GatewayInfo], 
               deps: Any = None, conflicts: Conflicts | None = None) -> None:
     """Every HTTPRoute, in key order. With a ``cache`` and the route dependencies ``deps`` (see
     render/memo.py; None: nothing is memoized), a route whose ``(uid, resourceVersion)`` and
-    dependencies are unchanged replays its recorded effects instead of being translated.
+    dependencies are unchanged replays its recorded effects instead of being translated. Each
+    route's ``NoMatchingParent`` Event (render/httproute/parents.py) is part of its translation.
     ``conflicts``: the listeners HTTPRoutes lost to older GRPCRoutes (part of ``deps``)."""
     routes = ctx.snapshot.httproutes
-    if cache is not None and (deps is None or deps != cache.route_deps):
-        cache.routes.clear()
-        cache.route_deps = deps
-    memo = cache.routes if cache is not None and deps is not None else None
-    kept: dict[str, tuple[tuple[str, str], Recording]] = {}
-    listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
     translator = Translator(ctx, gateways, conflicts=conflicts)
-    for key in sorted(routes):
-        route = routes[key]
-        if not f.is_mapping(route):
-            continue
-        version = resource_version(route) if memo is not None else None
-        if version is not None:
-            assert memo is not None and cache is not None
-            hit = memo.get(key)
-            if hit is not None and hit[0] == version and ctx.replay(hit[1]):
-                for lk in hit[1].extra:
-                    listeners[lk].attached += 1
-                kept[key] = hit
-                cache.hits += 1
-                continue
-            rec, counted = ctx.record(translator.route, route)
-            rec.extra = [((li.gateway_ns, li.gateway_name), li.index) for li in counted]
-            if rec.replayable():
-                kept[key] = (version, rec)
-            cache.misses += 1
-        else:
-            translator.route(route)
-    if memo is not None:
-        memo.clear()
-        memo.update(kept)
-    missing_parent_events(ctx)  # (not memoized: it depends on every Gateway, ours or not)
+    if cache is None:
+        for key in sorted(routes):
+            route = routes[key]
+            if f.is_mapping(route):
+                translator.route(route)
+                missing_parent_event(ctx, route)
+    else:
+        listeners = {(key, li.index): li for key, gw in gateways.items() for li in gw.listeners}
 
+        def attach(route: Mapping[str, Any]) -> list[Any]:  # (the listeners it counted, by key)
+            counted = translator.route(route)
+            missing_parent_event(ctx, route)
+            return [((li.gateway_ns, li.gateway_name), li.index) for li in counted]
+
+        def count(attached: Mapping[Any, int]) -> None:
+            for key, n in attached.items():
+                listeners[key].attached += n
+
+        replay_or_translate(ctx, cache, routes, deps, attach, count, _not_a_mapping)
+
+
+def _not_a_mapping(obj: object) -> bool:
+    return not f.is_mapping(obj)

@@ -28,27 +28,34 @@ def missing_parent_events(ctx: RenderContext, route_kind: str = _HTTP_ROUTE) -> 
     """One ``NoMatchingParent`` Event per route of the kind ``route_kind`` (a served route kind) naming
     every Gateway parentRef whose Gateway is not in the snapshot (in any order: the render sorts
     its Events)."""
-    gateways, namespaces = ctx.snapshot.gateways, ctx.snapshot.namespaces
     routes = (ctx.snapshot.httproutes if route_kind == _HTTP_ROUTE
               else getattr(ctx.snapshot, kinds.BY_KIND[route_kind].field))
     for route in routes.values():
-        meta = f.metadata(route)
-        name, ns = f.name_of(meta), f.namespace_of(meta)
-        if not name or ns is None or meta.get("deletionTimestamp") or _going(namespaces.get(ns)):
+        missing_parent_event(ctx, route, route_kind)
+
+
+def missing_parent_event(ctx: RenderContext, route: object, route_kind: str = _HTTP_ROUTE) -> None:
+    """The ``NoMatchingParent`` Event of one route, if it names a Gateway that does not exist
+    (what it reads besides the route: the keys of the Gateways and the route's Namespace)."""
+    meta = f.metadata(route)
+    name, ns = f.name_of(meta), f.namespace_of(meta)
+    if not name or ns is None or meta.get("deletionTimestamp") or _going(ctx.snapshot.namespaces.get(ns)):
+        return
+    assert f.is_mapping(route)
+    gateways = ctx.snapshot.gateways
+    missing = []
+    for index, ref in enumerate(f.items(f.mapping(route.get("spec")).get("parentRefs"))):
+        if not f.is_mapping(ref):
             continue
-        missing = []
-        for index, ref in enumerate(f.items(f.mapping(route.get("spec")).get("parentRefs"))):
-            if not f.is_mapping(ref):
-                continue
-            group, kind, gw_ns, gw_name, _, _ = ref_identity(ref, ns)
-            if group == GATEWAY_GROUP and kind == _GATEWAY and gw_name and f"{gw_ns}/{gw_name}" not in gateways:
-                missing.append(f"parentRefs[{index}]: Gateway {gw_ns}/{gw_name} does not exist")
-        if missing:
-            ctx.add_event(EventRecord(
-                kind=route_kind, namespace=ns, name=name, type="Warning", reason=NO_MATCHING_PARENT,
-                message="; ".join(missing) + ", so nothing serves the route through "
-                + ("it" if len(missing) == 1 else "them"),
-                uid=f.string(meta.get("uid")), api_version=API_VERSION))
+        group, kind, gw_ns, gw_name, _, _ = ref_identity(ref, ns)
+        if group == GATEWAY_GROUP and kind == _GATEWAY and gw_name and f"{gw_ns}/{gw_name}" not in gateways:
+            missing.append(f"parentRefs[{index}]: Gateway {gw_ns}/{gw_name} does not exist")
+    if missing:
+        ctx.add_event(EventRecord(
+            kind=route_kind, namespace=ns, name=name, type="Warning", reason=NO_MATCHING_PARENT,
+            message="; ".join(missing) + ", so nothing serves the route through "
+            + ("it" if len(missing) == 1 else "them"),
+            uid=f.string(meta.get("uid")), api_version=API_VERSION))
 
 
 def _going(namespace: object) -> bool:

@@ -15,7 +15,8 @@ package (``routes.py``: every route kind's parent entries; ``gatewayclass.py``, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from typing import Any
 
 from titanium_gateway.render.result import GatewayOutcome, ObjectStatus, Released
 from titanium_gateway.render.status import programmed
@@ -35,6 +36,10 @@ class StatusCollector:
     def record(self, status: ObjectStatus) -> None:
         self._statuses[status.key] = status
 
+    def record_items(self, items: Iterable[tuple[tuple[str, str, str], ObjectStatus]]) -> None:
+        """:meth:`record` of each ``(status.key, status)``, in order."""
+        self._statuses.update(items)
+
     def get(self, key: tuple[str, str, str]) -> ObjectStatus | None:
         """The status recorded for (kind, namespace, name), if any."""
         return self._statuses.get(key)
@@ -49,10 +54,17 @@ class StatusCollector:
             o = self._outcomes[key]
             self.record(programmed.status(o, programmed.plane_delivery(o, deliveries), now))
 
-    def statuses(self) -> tuple[ObjectStatus, ...]:
-        """The statuses of the objects we own (a :class:`Released` is not one), by key."""
+    def statuses(self, kinds: Container[str] | None = None,
+                 order: Callable[[Mapping[tuple[str, str, str], ObjectStatus]], Sequence[Any]] = sorted
+                 ) -> tuple[ObjectStatus, ...]:
+        """The statuses of the objects we own (a :class:`Released` is not one), by key; only
+        those of ``kinds`` if given. ``order``: how the keys are sorted (``sorted``, or the same
+        from the last render's keys: render/memo.py)."""
         statuses = self._statuses
-        return tuple(st for st in map(statuses.__getitem__, sorted(statuses)) if type(st) is not Released)
+        if kinds is not None:
+            return tuple(statuses[key] for key in sorted(key for key in statuses if key[0] in kinds)
+                         if type(statuses[key]) is not Released)
+        return tuple(st for st in map(statuses.__getitem__, order(statuses)) if type(st) is not Released)
 
     def released(self) -> tuple[Released, ...]:
         return tuple(sorted((st for st in self._statuses.values() if type(st) is Released), key=_key))  # type: ignore[misc]

@@ -102,7 +102,7 @@ def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple | None:
     """What the Ingress translation (all Ingresses together) may read (render/memo.py); last,
     the Services tracked by name."""
     snap = ctx.snapshot
-    parts = (*(_memo.versions(objs) for objs in (snap.ingresses, snap.ingress_classes)),
+    parts = (cache.ingress_versions(snap.ingresses), _memo.versions(snap.ingress_classes),
              ctx.backends.service_versions, _memo.versions(snap.secrets), _memo.versions(snap.namespaces))
     if any(p is None for p in parts):
         return None

@@ -340,6 +340,7 @@ class RenderCache:
         #: the last render's HTTPRoutes' keys sorted, and its statuses'
         self.route_keys = SortedKeys()
         self.status_keys = SortedKeys()
+        self.ingress_keys = SortedKeys()
         self.ingress_deps: Any = None
         self.ingress: Recording | None = None
         #: Ingress path route id -> (Ingress + canary versions, recording of its routes)
@@ -362,6 +363,14 @@ class RenderCache:
         self.misses = 0
         self.ingress_hits = 0
 
+    def ingress_versions(self, ingresses: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """:func:`versions` of the Ingresses (their keys sorted from the last render's)."""
+        keys = self.ingress_keys.sort(ingresses)
+        found = fast_versions(ingresses, keys)
+        if None in found:
+            return None
+        return (tuple(keys), tuple(found))
+
     def track_lookups(self, looked_up: set[tuple[str, str]],
                       versions: Callable[[Iterable[tuple[str, str]]], tuple[Any, ...]]) -> None:
         """After a render's translations: add the Services it looked up by name to the tracked
@@ -379,7 +388,7 @@ class RenderCache:
         self.route_deps = None
         self.routes.clear()
         self.route_blocks = {}
-        self.route_keys, self.status_keys = SortedKeys(), SortedKeys()
+        self.route_keys, self.status_keys, self.ingress_keys = SortedKeys(), SortedKeys(), SortedKeys()
         self.ingress_deps = None
         self.ingress = None
         self.ingress_path_deps = None

@@ -13,6 +13,8 @@ import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.bench_render import converged_objects
 from titanium_gateway.contract import routing
@@ -441,6 +443,43 @@ def test_a_warm_cache_reuses_the_answer_only_for_the_very_same_routes(monkeypatc
     redirect["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
     redirect["metadata"]["resourceVersion"] = "101"
     warm = render(Snapshot.from_objects(objects), options, cache)
-    assert len(calls) == 2  # (the cold render above, and this one)
+    assert len(calls) == 1  # (the cold render above: the cache searched the keys of the changed routes only)
     assert {(u.source.name, u.rule_index) for u in warm.unreachable} == {("bar", 0), ("foo", 0)}
     assert warm == render(Snapshot.from_objects(objects), options)
+
+
+_SOURCES = [A, B, Source("Ingress", "apps", "c")]
+_MATCHES = [m("/x"), m("/x/"), m("/x", "Exact"), m("/y"), m(), m("/x", "Regex"), m("/x", method="GET"),
+            m("/y", headers=(("x", "1"),))]
+_route_spec = st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, len(_MATCHES) - 1),
+                        st.sampled_from(["h", "g", None]), st.sampled_from(["", "gw"]), st.integers(0, 9),
+                        st.booleans())
+
+
+def _made(n: int, spec: tuple[Any, ...]) -> Route:
+    src, rule, match, host, plane, key, err = spec
+    return Route(f"r{n}", host, _MATCHES[match], Behavior(DirectResponse(500, "x")) if err else FWD, f"k{key}",
+                 _SOURCES[src], rule, n % 2, plane=plane)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_route_spec, max_size=30), st.lists(st.tuples(st.booleans(), st.integers(0, 100), _route_spec),
+                                                     max_size=8))
+def test_the_search_of_the_keys_changed_only_finds_what_the_whole_search_finds(
+        first: list[tuple[Any, ...]], edits: list[tuple[bool, int, tuple[Any, ...]]]) -> None:
+    """The render's cache searches again only the keys of the routes gone or new since the last
+    render (render/memo.py): after each change its answer is find_unreachable's."""
+    from titanium_gateway.render.builder import route_order
+    from titanium_gateway.render.memo import UnreachableMemo
+
+    memo = UnreachableMemo()
+    routes = sorted((_made(n, spec) for n, spec in enumerate(first)), key=route_order)
+    made = len(routes)
+    assert memo.find(tuple(routes), route_order) == find_unreachable(routes)
+    for add, at, spec in edits:
+        if add or not routes:
+            made += 1
+            routes = sorted([*routes, _made(made, spec)], key=route_order)
+        else:
+            del routes[at % len(routes)]
+        assert memo.find(tuple(routes), route_order) == find_unreachable(routes)

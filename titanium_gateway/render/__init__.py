@@ -13,7 +13,6 @@ twp Document -> unreachable rules (render/reach.py, told through each kind's sta
 from __future__ import annotations
 
 import gc
-import operator
 from collections.abc import Sequence
 
 from titanium_gateway import kinds
@@ -30,7 +29,7 @@ from titanium_gateway.render import memo as _memo
 from titanium_gateway.render import otherroutes as _otherroutes
 from titanium_gateway.render import planes as _planes
 from titanium_gateway.render import reach as _reach
-from titanium_gateway.render.builder import RenderContext
+from titanium_gateway.render.builder import RenderContext, route_order
 from titanium_gateway.render.gatewayapi import listener_sets_served
 from titanium_gateway.render.httproute import kindconflicts as _kindconflicts
 from titanium_gateway.render.httproute import status as _httproute_status
@@ -124,17 +123,12 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
         cache.ingress_deps, cache.ingress = deps, rec
 
 
-def _find_unreachable(routes: Sequence[_Route], cache: RenderCache | None) -> tuple[_reach.Unreachable, ...]:
-    """:func:`reach.find_unreachable`, or the last render's answer when ``routes`` are the very
-    route objects of the last render, in the same order (an EndpointSlice or Service change)."""
+def _find_unreachable(routes: tuple[_Route, ...], cache: RenderCache | None) -> tuple[_reach.Unreachable, ...]:
+    """:func:`reach.find_unreachable`; with a cache, only the keys of the routes changed since
+    the last render are searched again (render/memo.py)."""
     if cache is None:
         return _reach.find_unreachable(routes)
-    last = cache.unreachable
-    if last is not None and len(last[0]) == len(routes) and all(map(operator.is_, last[0], routes)):
-        return last[1]  # type: ignore[no-any-return]
-    found = _reach.find_unreachable(routes)
-    cache.unreachable = (routes, found)
-    return found
+    return cache.unreachable.find(routes, route_order)
 
 
 def _render(snapshot: Snapshot, options: RenderOptions, cache: RenderCache | None) -> RenderResult:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -328,6 +329,151 @@ def _counted(items: Iterable[Any]) -> dict[Any, int]:
     return counts
 
 
+class UnreachableMemo:
+    """The unreachable rules (render/reach.py) of the last render's routes, and what the
+    search found of each of their keys: after a change only the keys of the routes gone or
+    new are searched again (:func:`~titanium_gateway.render.reach.bucket_records`), and the
+    answer is put together from every key's findings (``reach.unreachable_of``): the same
+    answer as ``find_unreachable`` over all routes."""
+
+    __slots__ = ("routes", "found", "groups", "records", "open", "covered")
+
+    def __init__(self) -> None:
+        self.routes: tuple[Any, ...] = ()
+        self.found: tuple[Any, ...] = ()
+        #: key -> its routes in order; key -> (covered, not covered) of bucket_records
+        self.groups: dict[Any, list[Any]] = {}
+        self.records: dict[Any, tuple[list[Any], list[Any]]] = {}
+        #: unit -> how many of its routes are not covered (with the routes of no key)
+        self.open: dict[Any, int] = {}
+        #: the keys with a covered route
+        self.covered: set[Any] = set()
+
+    def find(self, routes: tuple[Any, ...], key: Callable[[Any], Any]) -> tuple[Any, ...]:
+        """The unreachable rules of ``routes`` (in order by ``key``, the render's route order)."""
+        from titanium_gateway.render import reach
+
+        old = self.routes
+        p = _same_prefix(old, routes)
+        s = _same_suffix(old, routes, min(len(old), len(routes)) - p)
+        if p == len(old) == len(routes):
+            return self.found
+        gone, new = old[p:len(old) - s], routes[p:len(routes) - s]
+        if not old or (len(gone) + len(new)) * 8 > len(routes):
+            self._build(routes)
+        else:
+            touched: set[Any] = set()
+            for r in gone:
+                k = reach.bucket_key(r)
+                if k is None:
+                    self._count(reach.unit_of(r), -1)
+                    continue
+                group = self.groups[k]
+                at = bisect.bisect_left(group, key(r), key=key)
+                while group[at] is not r:
+                    at += 1
+                del group[at]
+                touched.add(k)
+            for r in new:
+                k = reach.bucket_key(r)
+                if k is None:
+                    self._count(reach.unit_of(r), 1)
+                    continue
+                bisect.insort_right(self.groups.setdefault(k, []), r, key=key)
+                touched.add(k)
+            for k in touched:
+                self._forget(k)
+                if self.groups[k]:
+                    self._search(k)
+                else:
+                    del self.groups[k]
+        self.routes = routes
+
+        def position(r: Any) -> int:
+            at = bisect.bisect_left(routes, key(r), key=key)
+            while routes[at] is not r:
+                at += 1
+            return at
+
+        opened = self.open
+        self.found = reach.unreachable_of(
+            [item for k in self.covered for item in self.records[k][0]],
+            lambda unit: opened.get(unit, 0) > 0, position)
+        return self.found
+
+    def _build(self, routes: tuple[Any, ...]) -> None:
+        from titanium_gateway.render import reach
+
+        self.groups, self.records, self.open, self.covered = {}, {}, {}, set()
+        for r in routes:
+            k = reach.bucket_key(r)
+            if k is None:
+                self._count(reach.unit_of(r), 1)
+            else:
+                group = self.groups.get(k)
+                if group is None:
+                    self.groups[k] = [r]
+                else:
+                    group.append(r)
+        for k in self.groups:
+            self._search(k)
+
+    def _search(self, k: Any) -> None:
+        from titanium_gateway.render import reach
+
+        covered, uncovered = self.records[k] = reach.bucket_records(self.groups[k])
+        for r in uncovered:
+            self._count(reach.unit_of(r), 1)
+        if covered:
+            self.covered.add(k)
+
+    def _forget(self, k: Any) -> None:
+        from titanium_gateway.render import reach
+
+        covered, uncovered = self.records.pop(k, ((), ()))
+        for r in uncovered:
+            self._count(reach.unit_of(r), -1)
+        self.covered.discard(k)
+
+    def _count(self, unit: Any, n: int) -> None:
+        if unit is None:
+            return
+        got = self.open.get(unit, 0) + n
+        if got:
+            self.open[unit] = got
+        else:
+            del self.open[unit]
+
+
+def _same_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many items ``a`` and ``b`` begin with that are the very same objects."""
+    lo, hi = 0, min(len(a), len(b))
+    if all(map(operator.is_, a[:hi], b[:hi])):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if all(map(operator.is_, a[lo:mid], b[lo:mid])):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _same_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
+    """How many items (at most ``limit``) ``a`` and ``b`` end with that are the very same objects."""
+    na, nb = len(a), len(b)
+    lo, hi = 0, limit
+    if all(map(operator.is_, a[na - hi:], b[nb - hi:])):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if all(map(operator.is_, a[na - mid:na - lo], b[nb - mid:nb - lo])):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 class RenderCache:
     """Recordings kept between renders (see the module doc). Pass the same instance to every
     render of one controller; ``hits``/``misses`` count HTTPRoute recordings replayed or made."""
@@ -355,7 +501,7 @@ class RenderCache:
         #: the text of the last render's routes and clusters (emit.EmitCache), per data plane
         self.texts: dict[str, EmitCache] = {}
         #: the last render's routes (in order) and the unreachable rules found in them
-        self.unreachable: tuple[Sequence[Any], Any] | None = None
+        self.unreachable = UnreachableMemo()
         #: (namespace, name) of the Services looked up that were missing or a data plane's own:
         #: the last item of each of the dependencies above is their versions
         self.service_lookups: set[tuple[str, str]] = set()
@@ -397,7 +543,7 @@ class RenderCache:
         self.order_index = {}
         self.clusters = {}
         self.texts = {}
-        self.unreachable = None
+        self.unreachable = UnreachableMemo()
         self.service_lookups = set()
 
     @property

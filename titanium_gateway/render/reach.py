@@ -232,6 +232,7 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
         else:
             uncovered.append(r)  # a regular expression (or a path no request has): never certain
             continue
+        # (the key of bucket_key, spelled out: once per route of every render)
         where = (r.plane, r.host)
         by_path = index[table].get(where)
         if by_path is None:
@@ -262,6 +263,11 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
             source = r.source
             if source is not None and source.name in names:
                 covered.pop(unit_of(r), None)  # type: ignore[arg-type]
+    return _told(covered, first_route)
+
+
+def _told(covered: dict[Unit, dict[Unit | None, tuple[int, Route]]], first_route: dict[Unit, Route]
+          ) -> tuple[Unreachable, ...]:
     out: list[Unreachable] = []
     for unit, takers in covered.items():
         source, rule, match_index = unit
@@ -271,6 +277,66 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
                                tuple(Taker(u[0], u[1], u[2], w.host, w.match.path, w.match.path_kind)  # type: ignore[index]
                                      for u, (_, w) in ordered)))
     return tuple(out)
+
+
+# -- the same search, one key at a time (render/memo.py: only the keys whose routes changed) --------
+#: (table: 0 prefixes, 1 Exact paths; data plane; match host; path key)
+BucketKey = tuple[int, str, str | None, str]
+
+
+def bucket_key(r: Route) -> BucketKey | None:
+    """The key whose earlier routes :func:`find_unreachable` compares ``r`` with; None for a
+    route it never compares (a regular expression, or a path no request has)."""
+    match = r.match
+    path = match.path
+    if path is None:
+        return (0, r.plane, r.host, "")
+    kind = match.path_kind
+    if path.startswith("/") and (kind == "Prefix" or kind == "Exact"):
+        return (0, r.plane, r.host, path.rstrip("/")) if kind == "Prefix" else (1, r.plane, r.host, path)
+    return None
+
+
+def bucket_records(routes: Sequence[Route]) -> tuple[list[tuple[Route, Route]], list[Route]]:
+    """What :func:`find_unreachable` finds of the routes of one key (in order): ``(covered: each
+    route covered, with its first cover, not a 500 route; the routes not covered)``."""
+    covered: list[tuple[Route, Route]] = []
+    uncovered: list[Route] = []
+    bucket: list[Route] = []
+    for r in routes:
+        if not bucket:
+            bucket.append(r)
+            uncovered.append(r)
+            continue
+        hit = _first_cover(bucket, r)
+        if hit is None:
+            uncovered.append(r)
+        elif not _answers_500(r):
+            covered.append((r, hit))
+        if len(bucket) < _BUCKET_SCAN:
+            bucket.append(r)
+    return covered, uncovered
+
+
+def unreachable_of(covered: Iterable[tuple[Route, Route]], open_units: Callable[[Unit], bool],
+                   position: Callable[[Route], int]) -> tuple[Unreachable, ...]:
+    """:func:`find_unreachable`'s answer from what :func:`bucket_records` found of every key:
+    ``covered`` (in any order), ``open_units(unit)``: whether a route of the unit is not
+    covered, ``position(route)``: its place in the routes."""
+    entries = sorted((position(r), r, w) for r, w in covered if not open_units(unit_of(r)))  # type: ignore[arg-type]
+    found: dict[Unit, dict[Unit | None, tuple[int, Route]]] = {}
+    first_route: dict[Unit, Route] = {}
+    for pos, r, hit in entries:
+        unit = unit_of(r)
+        assert unit is not None
+        takers = found.get(unit)
+        if takers is None:
+            takers = found[unit] = {}
+            first_route[unit] = r
+        wunit = unit_of(hit)
+        if wunit not in takers:
+            takers[wunit] = (pos, hit)
+    return _told(found, first_route)
 
 
 def _first_cover(bucket: list[Route], r: Route) -> Route | None:

@@ -460,3 +460,55 @@ def test_blocks_of_a_few_routes_replay_as_the_routes_one_by_one(mode: str, monke
         _same(render(snap, options, cache), render(snap, options))
         if OPS[op] is _edit_route:  # one route changed: the other blocks are the very same
             assert len([k for k, b in cache.route_blocks.items() if before.get(k) is b]) >= len(before) - 2
+
+
+@pytest.mark.parametrize("mode", ["shared", "per-gateway"])
+def test_an_ingress_sharing_no_path_is_translated_alone_and_the_others_replayed(mode: str) -> None:
+    """An Ingress edit that shares no host and path with another Ingress, before and after,
+    translates that Ingress alone (render/memo.py); one that comes to share a path with another
+    (RouteConflict), a canary and a deletion translate them all: each renders as
+    without a cache."""
+    objs = [copy.deepcopy(o) for o in _BASE]
+    options = _options(mode)
+    cache = RenderCache()
+    render(workload.snapshot(objs, now=NOW_2), options, cache)
+    ings = [o for o in objs if o["kind"] == "Ingress"]
+    first, second = ings[2], ings[3]
+
+    def alone(objs: list[dict[str, Any]]) -> None:
+        first["spec"]["rules"][0]["http"]["paths"][0]["path"] = "/only-mine"
+        _bump(first)
+
+    def shared(objs: list[dict[str, Any]]) -> None:
+        second["spec"]["rules"][0]["host"] = first["spec"]["rules"][0]["host"]
+        _bump(second)
+
+    def apart(objs: list[dict[str, Any]]) -> None:
+        second["spec"]["rules"][0]["host"] = "apart.example.com"
+        _bump(second)
+
+    def tls(objs: list[dict[str, Any]]) -> None:
+        first["spec"]["tls"] = [{"hosts": [first["spec"]["rules"][0]["host"]], "secretName": "missing"}]
+        _bump(first)
+
+    def annotation(objs: list[dict[str, Any]]) -> None:
+        first["metadata"].setdefault("annotations", {})["titanium.io/limit-rps"] = "9"
+        _bump(first)
+
+    def deleted(objs: list[dict[str, Any]]) -> None:
+        objs.remove(second)
+
+    for n, (change, translated_alone) in enumerate([(alone, True), (shared, False), (apart, False), (alone, True),
+                                                    (annotation, True), (tls, True), (deleted, False),
+                                                    (_canary, False)]):
+        if change is _canary:
+            change(objs, 2)
+        else:
+            change(objs)
+        parts = cache.ingress_parts
+        kept = dict(parts.recordings) if parts is not None else {}
+        snap = workload.snapshot(objs, now=f"2026-01-04T00:{n:02d}:00Z")
+        _same(render(snap, options, cache), render(snap, options))
+        same = [k for k, v in cache.ingress_parts.recordings.items() if kept.get(k) is v] \
+            if cache.ingress_parts is not None else []
+        assert (len(same) == len(kept) - 1) == translated_alone, change.__name__

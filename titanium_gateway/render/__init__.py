@@ -97,16 +97,18 @@ def _route_deps(ctx: RenderContext, gateways: dict, cache: RenderCache) -> tuple
             snapshot.unreadable.get(kinds.REFERENCE_GRANT.kind), *parts, ctx.backends.lookup_versions(cache.service_lookups))
 
 
-def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple | None:
-    """What the Ingress translation (all Ingresses together) may read (render/memo.py); last,
-    the Services tracked by name."""
+def _ingress_deps(ctx: RenderContext, cache: RenderCache) -> tuple[tuple, tuple[tuple, tuple]] | None:
+    """What the Ingress translation (all Ingresses together) may read (render/memo.py): what
+    it reads besides the Ingresses (last, the Services tracked by name), then the Ingresses'
+    keys and versions."""
     snap = ctx.snapshot
-    parts = (cache.ingress_versions(snap.ingresses), _memo.versions(snap.ingress_classes),
-             ctx.backends.service_versions, _memo.versions(snap.secrets), _memo.versions(snap.namespaces))
-    if any(p is None for p in parts):
+    parts = (_memo.versions(snap.ingress_classes), ctx.backends.service_versions, _memo.versions(snap.secrets),
+             _memo.versions(snap.namespaces))
+    ingresses = cache.ingress_versions(snap.ingresses)
+    if ingresses is None or any(p is None for p in parts):
         return None
-    return (ctx.options, tuple(sorted(ctx.gateway_ports.items())), tuple(sorted(ctx.listeners.items())), *parts,
-            ctx.backends.lookup_versions(cache.service_lookups))
+    return ((ctx.options, tuple(sorted(ctx.gateway_ports.items())), tuple(sorted(ctx.listeners.items())), *parts,
+             ctx.backends.lookup_versions(cache.service_lookups)), ingresses)
 
 
 def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
@@ -117,10 +119,68 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
     if deps is not None and deps == cache.ingress_deps and cache.ingress is not None and ctx.replay(cache.ingress):
         cache.ingress_hits += 1
         return
-    cache.ingress_deps, cache.ingress = None, None
-    rec, _ = ctx.record(_ingress.translate, ctx, cache)
-    if deps is not None and rec.replayable():
-        cache.ingress_deps, cache.ingress = deps, rec
+    parts = cache.ingress_parts
+    if deps is not None and parts is not None and deps[0] == parts.deps and parts.rest is not None:
+        changed = parts.changed(*deps[1], most=4)
+        if changed and all(parts.alone(key) for key in changed):
+            rec, done = ctx.record(_ingresses_alone, ctx, parts, changed)
+            if done:
+                parts.keys, parts.versions = deps[1]
+                cache.ingress_deps, cache.ingress = (deps, rec) if rec.replayable() else (None, None)
+                if parts.rest is None:
+                    cache.ingress_parts = None
+                return
+    cache.ingress_deps, cache.ingress, cache.ingress_parts = None, None, None
+    parts = _memo.IngressParts()
+    rec, _ = ctx.record(_ingress.translate, ctx, cache, parts)
+    parts.rest = rec
+    whole = _memo.Recording()
+    whole.absorb(rec)
+    replayable = rec.replayable()
+    for part in parts.recordings.values():
+        whole.absorb(part)
+        replayable = part.replayable() and replayable
+    if deps is not None and whole.replayable() and replayable:
+        cache.ingress_deps, cache.ingress = deps, whole
+        parts.deps, (parts.keys, parts.versions) = deps
+        parts.count()
+        cache.ingress_parts = parts
+
+
+def _ingresses_alone(ctx: RenderContext, parts: _memo.IngressParts, changed: list[str]) -> bool:
+    """The Ingresses ``changed``, each sharing no path with another Ingress before and after
+    (:meth:`memo.IngressParts.alone`), translated alone and every other Ingress's effects
+    replayed: what the whole translation does then. False, with nothing done, when one is no
+    longer alone (or no longer an owned primary Ingress)."""
+    others_bind = any(facts[2] for key, facts in parts.facts.items() if key not in changed)
+    for key in changed:
+        found = _ingress.conflict_keys(ctx, ctx.snapshot.ingresses[key])
+        if found is None or not parts.alone(key, found[0]):
+            return False
+        if not others_bind and (found[1] or parts.facts[key][2]):  # (whether the HTTPS listener is needed)
+            return False
+    for key, rec in parts.recordings.items():
+        if key not in changed and not ctx.can_replay(rec):
+            return False
+    assert parts.rest is not None
+    ctx.replay(parts.rest)
+    for key, rec in parts.recordings.items():
+        if key not in changed:
+            ctx.replay(rec)
+    for key in changed:
+        old = parts.facts[key]
+        _ingress.translate_one(ctx, ctx.snapshot.ingresses[key], parts)
+        if ctx.recording is not None:  # (the part is recorded apart: the whole has it too)
+            ctx.recording.absorb(parts.recordings[key])
+        for k in old[0]:
+            parts.holders[k] -= 1
+            if not parts.holders[k]:
+                del parts.holders[k]
+        for k in parts.facts[key][0]:
+            parts.holders[k] = parts.holders.get(k, 0) + 1
+        if not parts.recordings[key].replayable():
+            parts.rest = None  # (a condition stamped now: the next render translates everything)
+    return True
 
 
 def _find_unreachable(routes: tuple[_Route, ...], cache: RenderCache | None) -> tuple[_reach.Unreachable, ...]:

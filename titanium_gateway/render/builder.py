@@ -392,6 +392,16 @@ class RenderContext:
             outer.absorb(rec)
         return rec, out
 
+    def can_replay(self, rec: Recording) -> bool:
+        """Whether :meth:`replay` would apply ``rec`` now: its clusters are known (from this
+        render or the previous one) and its routes' ids free."""
+        known, last = self.clusters, self.known_clusters
+        for c in rec.clusters:
+            if type(c) is str and c not in known and c not in last:
+                return False
+        keys = rec.route_keys if len(rec.route_keys) == len(rec.routes) else [(r.plane, r.id) for r in rec.routes]
+        return self.routes.keys().isdisjoint(keys)
+
     def replay(self, rec: Recording) -> bool:
         """Apply a recording's effects (added to the open recording, if any). False, with
         nothing changed, when it cannot apply exactly (a cluster no longer resolves, a route id

@@ -329,6 +329,57 @@ def _counted(items: Iterable[Any]) -> dict[Any, int]:
     return counts
 
 
+@dataclass(slots=True)
+class IngressParts:
+    """The Ingress translation of the last render, Ingress by Ingress: each owned Ingress's
+    effects recorded apart, and what tells whether it shares anything with another (an
+    Ingress's paths depend on the others only through paths with the same host, path and kind:
+    which is older, RouteConflict, canaries). An Ingress that changed and shares no such path
+    with another, before or after, is translated alone and the others replayed."""
+
+    #: Ingress key -> its effects (owned Ingresses, in the order translated)
+    recordings: dict[str, Recording] = field(default_factory=dict)
+    #: Ingress key -> (the conflict keys of its paths, a canary, binds a certificate)
+    facts: dict[str, tuple[frozenset[Any], bool, bool]] = field(default_factory=dict)
+    #: the effects of no Ingress in particular (the Ingresses not ours, the listeners)
+    rest: Recording | None = None
+    #: what the translation read besides the Ingresses; the Ingresses' keys and versions
+    deps: Any = None
+    keys: tuple[str, ...] = ()
+    versions: tuple[Any, ...] = ()
+    #: conflict key -> how many Ingresses have a path with it
+    holders: dict[Any, int] = field(default_factory=dict)
+
+    def count(self) -> None:
+        holders: dict[Any, int] = {}
+        for keys, _, _ in self.facts.values():
+            for k in keys:
+                holders[k] = holders.get(k, 0) + 1
+        self.holders = holders
+
+    def changed(self, keys: tuple[str, ...], versions: tuple[Any, ...], most: int) -> list[str] | None:
+        """The keys of the Ingresses whose version changed (at most ``most``); None when
+        Ingresses were added or removed, or more changed."""
+        if keys != self.keys:
+            return None
+        out = [k for k, a, b in zip(keys, versions, self.versions, strict=True) if a != b]
+        if len(out) > most or any(a[0] != b[0] for k, a, b in zip(keys, versions, self.versions, strict=True)
+                                  if k in out):
+            return None  # (many, or one deleted and made again: another uid)
+        return out
+
+    def alone(self, key: str, conflict_keys: frozenset[Any] | None = None) -> bool:
+        """The Ingress ``key`` is an owned primary that shares no path with another, as it was
+        (and with ``conflict_keys``, its paths' now)."""
+        facts = self.facts.get(key)
+        if facts is None or facts[1] or key not in self.recordings:
+            return False
+        holders = self.holders
+        if any(holders.get(k, 0) != 1 for k in facts[0]):
+            return False
+        return conflict_keys is None or all(holders.get(k, 0) == (1 if k in facts[0] else 0) for k in conflict_keys)
+
+
 class UnreachableMemo:
     """The unreachable rules (render/reach.py) of the last render's routes, and what the
     search found of each of their keys: after a change only the keys of the routes gone or
@@ -489,6 +540,7 @@ class RenderCache:
         self.ingress_keys = SortedKeys()
         self.ingress_deps: Any = None
         self.ingress: Recording | None = None
+        self.ingress_parts: IngressParts | None = None
         #: Ingress path route id -> (Ingress + canary versions, recording of its routes)
         self.ingress_path_deps: Any = None
         self.ingress_paths: dict[str, tuple[Any, Recording]] = {}
@@ -537,6 +589,7 @@ class RenderCache:
         self.route_keys, self.status_keys, self.ingress_keys = SortedKeys(), SortedKeys(), SortedKeys()
         self.ingress_deps = None
         self.ingress = None
+        self.ingress_parts = None
         self.ingress_path_deps = None
         self.ingress_paths = {}
         self.order = ()

@@ -672,10 +672,8 @@ class _Writer:
                 sizes += pieces.sizes[old_first:]
             else:
                 self._routes_pieces_into(routes[n_new - s:], n_new - s + 1, texts, ends, sizes, entries, middle)
-        for r in before[p:n_old - s]:  # (the routes gone: their entries)
-            hit = entries.get(r.id)
-            if hit is not None and hit[0] is r:
-                del entries[r.id]
+        for r in before[p:n_old - s]:  # (the routes gone: their entries; ids are unique in a document)
+            entries.pop(r.id, None)
         entries.update(middle)
         return Pieces(texts, ends, sizes)
 

@@ -85,18 +85,28 @@ class Translator:
         return True, ""
 
     # -- main -----------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, parts: memo.IngressParts | None = None) -> None:
+        """Every Ingress. ``parts`` (render/memo.py): each owned Ingress's effects recorded
+        apart (in ``parts.recordings``, by its key), with the facts that tell whether it shares
+        anything with another Ingress; the effects of none in particular (the Ingresses not
+        ours, the listeners) in the recording open in the context."""
         ctx = self.ctx
+        outer = ctx.recording
         selected, not_ours = ownership.select(ctx.snapshot, self.options)
         for record in not_ours:
             ctx.not_ours(record)
-        ingresses = [self.prepare(obj, *age) for age, obj in selected]
+        ingresses = []
+        for age, obj in selected:
+            self._part(parts, f"{age[1]}/{age[2]}")
+            ingresses.append(self.prepare(obj, *age))
+        ctx.recording = outer
         if not ingresses:
             return
         owners: dict[tuple[str, str, str], PathInfo] = {}
         primaries: list[PathInfo] = []
         canaries: list[IngressInfo] = []
         for ing in ingresses:
+            self._part(parts, ing.ref)
             status.status(ctx, ing, self.lb_addresses, self.statuses)
             if not self.http_ok:
                 event(ctx, ing, "PortUnavailable", self.http_why)
@@ -120,21 +130,77 @@ class Translator:
                     if owner.path_type != p.path_type:
                         message += f" ({owner.describe()}: the same match, ImplementationSpecific is a Prefix)"
                     event(ctx, ing, "RouteConflict", message)
-            if tls.bind(ctx, ing, self.https_ok, self.https_why):
+            bound = tls.bind(ctx, ing, self.https_ok, self.https_why)
+            if bound:
                 self.https_needed = True
+            if parts is not None:
+                parts.facts[ing.ref] = (frozenset(p.conflict_key for p in paths), False, bound)
         for ing in canaries:
+            self._part(parts, ing.ref)
             canary.bind(ctx, ing, self.paths, owners, self.backends)
+            if parts is not None:
+                parts.facts[ing.ref] = (frozenset(p.conflict_key for p in Paths(_Unheard()).of(ing)),  # type: ignore[arg-type]
+                                        True, False)
         self._open_path_memo()
         for p in primaries:
+            self._part(parts, p.ing.ref)
             self.emit_memoized(p)
+        ctx.recording = outer
         if self.path_memo is not None:
             self.path_memo.clear()
             self.path_memo.update(self.path_kept)
+        self._listeners(ingresses)
+
+    def _listeners(self, ingresses: list[IngressInfo]) -> None:
+        ctx = self.ctx
         if self.http_ok and not ctx.add_listener(self.http_port, False):
             for ing in ingresses:
                 event(ctx, ing, "PortUnavailable", f"HTTP port {self.http_port} is bound with TLS")
         if self.https_needed:
             ctx.add_listener(self.https_port, True)
+
+    def _part(self, parts: memo.IngressParts | None, key: str) -> None:
+        """What follows is the Ingress ``key``'s (recorded in its part)."""
+        if parts is not None:
+            rec = parts.recordings.get(key)
+            if rec is None:
+                rec = parts.recordings[key] = memo.Recording()
+            self.ctx.recording = rec
+
+    def run_one(self, obj: Mapping[str, Any], parts: memo.IngressParts) -> IngressInfo | None:
+        """The Ingress ``obj`` alone, as :meth:`run` translates it when it shares no path with
+        another Ingress (render/memo.py checks that it does not, before and after), its effects
+        into its part; None (and nothing done) when it is not an owned primary Ingress."""
+        ctx = self.ctx
+        outer = ctx.recording
+        owned, has_default = ownership.owned_classes(ctx.snapshot.ingress_classes, self.options.ingress_controller_name)
+        if not ownership.is_owned(obj, owned, has_default, self.options.watch_legacy_annotation):
+            return None
+        age = ownership.age_key(obj)
+        key = f"{age[1]}/{age[2]}"
+        if parse_annotations(f.mapping(f.metadata(obj).get("annotations")), age[1]).canary:
+            return None
+        parts.recordings[key] = memo.Recording()
+        self._part(parts, key)
+        try:
+            ing = self.prepare(obj, *age)
+            status.status(ctx, ing, self.lb_addresses, self.statuses)
+            if not self.http_ok:
+                event(ctx, ing, "PortUnavailable", self.http_why)
+            paths = self.paths.of(ing)
+            if not paths:
+                status.not_served(ctx, ing, "none of its paths is valid (InvalidPath events say why)" if any(
+                    f.items(f.mapping(f.mapping(rule).get("http")).get("paths"))
+                    for rule in f.items(f.mapping(ing.obj.get("spec")).get("rules")))
+                    else "it has no rule paths and no defaultBackend")
+            bound = tls.bind(ctx, ing, self.https_ok, self.https_why)
+            parts.facts[key] = (frozenset(p.conflict_key for p in paths), False, bound)
+            self.path_memo = None  # (its paths' routes: translated)
+            for p in paths:
+                self.routes.emit(p)
+        finally:
+            ctx.recording = outer
+        return ing
 
     def prepare(self, obj: Mapping[str, Any], created: str, namespace: str, name: str) -> IngressInfo:
         """``created``, ``namespace``, ``name``: the Ingress's :func:`.ownership.age_key`."""
@@ -204,9 +270,40 @@ class Translator:
             self.path_kept[p.route_id] = (sig, rec)
 
 
-def translate(ctx: RenderContext, cache: memo.RenderCache | None = None) -> None:
+def translate(ctx: RenderContext, cache: memo.RenderCache | None = None, parts: memo.IngressParts | None = None
+              ) -> None:
     """Translate every owned Ingress of ``ctx.snapshot`` into ``ctx`` (routes, clusters,
     listeners, certificates, TLS files, events, statuses), and say why the others are not
     ours. See the module docstring. With a :class:`~titanium_gateway.render.memo.RenderCache`,
-    the routes of a path whose Ingress (and canary) did not change are replayed."""
-    Translator(ctx, cache).run()
+    the routes of a path whose Ingress (and canary) did not change are replayed; with
+    ``parts``, each Ingress's effects are recorded apart (:meth:`Translator.run`)."""
+    Translator(ctx, cache).run(parts)
+
+
+def translate_one(ctx: RenderContext, obj: Mapping[str, Any], parts: memo.IngressParts) -> bool:
+    """:meth:`Translator.run_one`: False when ``obj`` is not an owned primary Ingress."""
+    return Translator(ctx).run_one(obj, parts) is not None
+
+
+class _Unheard:
+    """Where the events of a look at an Ingress's paths go when only their keys are wanted."""
+
+    def add_event(self, _event: Any) -> None:
+        pass
+
+
+def conflict_keys(ctx: RenderContext, obj: Mapping[str, Any]) -> tuple[frozenset[Any], bool] | None:
+    """``(the conflict keys of its paths, whether it names a TLS Secret)`` of an Ingress that is
+    an owned primary (not a canary), else None; nothing is added to ``ctx``."""
+    options = ctx.options
+    owned, has_default = ownership.owned_classes(ctx.snapshot.ingress_classes, options.ingress_controller_name)
+    if not ownership.is_owned(obj, owned, has_default, options.watch_legacy_annotation):
+        return None
+    created, namespace, name = ownership.age_key(obj)
+    ann = parse_annotations(f.mapping(f.metadata(obj).get("annotations")), namespace)
+    if ann.canary:
+        return None
+    ing = IngressInfo(obj=obj, namespace=namespace, name=name, uid="", created=created, ann=ann, is_canary=False,
+                      owner_key="", source=Source(kinds.INGRESS.kind, namespace, name))
+    paths = Paths(_Unheard()).of(ing)  # type: ignore[arg-type]
+    return frozenset(p.conflict_key for p in paths), bool(f.items(f.mapping(obj.get("spec")).get("tls")))

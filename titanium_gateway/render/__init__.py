@@ -152,21 +152,28 @@ def _ingresses_alone(ctx: RenderContext, parts: _memo.IngressParts, changed: lis
     (:meth:`memo.IngressParts.alone`), translated alone and every other Ingress's effects
     replayed: what the whole translation does then. False, with nothing done, when one is no
     longer alone (or no longer an owned primary Ingress)."""
-    others_bind = any(facts[2] for key, facts in parts.facts.items() if key not in changed)
+    changed_set = set(changed)
+    others_bind = any(facts[2] for key, facts in parts.facts.items() if key not in changed_set)
     for key in changed:
         found = _ingress.conflict_keys(ctx, ctx.snapshot.ingresses[key])
         if found is None or not parts.alone(key, found[0]):
             return False
         if not others_bind and (found[1] or parts.facts[key][2]):  # (whether the HTTPS listener is needed)
             return False
-    for key, rec in parts.recordings.items():
-        if key not in changed and not ctx.can_replay(rec):
+    recordings = parts.recordings
+    blocks = [(keys, rec, not changed_set.intersection(keys)) for keys, rec in parts.in_blocks()]
+    for keys, rec, whole in blocks:
+        if not (ctx.can_replay(rec) if whole else all(ctx.can_replay(recordings[k]) for k in keys if k not in changed_set)):
             return False
     assert parts.rest is not None
     ctx.replay(parts.rest)
-    for key, rec in parts.recordings.items():
-        if key not in changed:
+    for keys, rec, whole in blocks:
+        if whole:
             ctx.replay(rec)
+        else:
+            for key in keys:
+                if key not in changed_set:
+                    ctx.replay(recordings[key])
     for key in changed:
         old = parts.facts[key]
         _ingress.translate_one(ctx, ctx.snapshot.ingresses[key], parts)
@@ -180,6 +187,7 @@ def _ingresses_alone(ctx: RenderContext, parts: _memo.IngressParts, changed: lis
             parts.holders[k] = parts.holders.get(k, 0) + 1
         if not parts.recordings[key].replayable():
             parts.rest = None  # (a condition stamped now: the next render translates everything)
+    parts.renew(changed)
     return True
 
 

@@ -350,6 +350,38 @@ class IngressParts:
     #: conflict key -> how many Ingresses have a path with it
     holders: dict[Any, int] = field(default_factory=dict)
 
+    #: the parts in blocks of consecutive Ingresses (as for the HTTPRoutes): (their keys, the
+    #: recording of their effects in order), made when first needed
+    blocks: list[tuple[list[str], Recording]] | None = None
+
+    def in_blocks(self) -> list[tuple[list[str], Recording]]:
+        if self.blocks is None:
+            blocks: list[tuple[list[str], Recording]] = []
+            keys: list[str] = []
+            for key in self.recordings:
+                keys.append(key)
+                if not hash(key) & _BLOCK_END_BITS:
+                    blocks.append((keys, self._absorbed(keys)))
+                    keys = []
+            if keys:
+                blocks.append((keys, self._absorbed(keys)))
+            self.blocks = blocks
+        return self.blocks
+
+    def _absorbed(self, keys: list[str]) -> Recording:
+        rec = Recording()
+        for key in keys:
+            rec.absorb(self.recordings[key])
+        rec.replayable()
+        return rec
+
+    def renew(self, changed: Iterable[str]) -> None:
+        """The blocks with an Ingress of ``changed`` (whose part is new) are made again."""
+        if self.blocks is not None:
+            changed = set(changed)
+            self.blocks = [(keys, self._absorbed(keys)) if changed.intersection(keys) else (keys, rec)
+                           for keys, rec in self.blocks]
+
     def count(self) -> None:
         holders: dict[Any, int] = {}
         for keys, _, _ in self.facts.values():

@@ -656,6 +656,36 @@ def test_the_echo_of_our_own_status_write_triggers_no_reconcile() -> None:
     assert ctrl.trigger.triggers == n + 2
 
 
+def test_the_echo_of_our_own_status_write_is_no_change_of_the_render_input() -> None:
+    """The cache does not count the echo of our status write: the pass after it (the pods
+    confirmed the config) decides Programmed again on the last result instead of rendering every
+    route again; a status someone else wrote is a change, and renders."""
+    import copy
+
+    ctrl, api, render, prober = setup()
+    first_pass(ctrl)
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    renders = len(render.snapshots)
+    store = ctrl.informers["Gateway"].store
+    before = store.changes
+    store.upsert(copy.deepcopy(api.obj(GATEWAYS, "apps", "web")))  # what the reflector stores on the echo
+    assert store.changes == before
+    prober.answer = ProbeResult(hashlib.sha256(render.config).hexdigest(), "")
+    ctrl.reconcile()  # the probe at its end: the pods confirmed
+    ctrl.reconcile()
+    assert len(render.snapshots) == renders and ctrl.reprograms >= 1
+    assert _programmed_of(ctrl.last_result)["status"] == "True"
+    assert ctrl.status_writer.wait_idle(10)
+    foreign = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    foreign["metadata"]["resourceVersion"] = "999"
+    foreign["status"]["conditions"][0]["message"] = "written by someone else"
+    store.upsert(foreign)
+    assert store.changes == before + 1
+    ctrl.reconcile()
+    assert len(render.snapshots) == renders + 1
+
+
 def test_a_new_probe_message_reaches_programmed_at_once_not_at_the_next_poll() -> None:
     """The probe message is Programmed's: a changed message asks for a reconcile at once (within
     the coalescing window); an unchanged one waits for the poll."""

@@ -198,7 +198,7 @@ class Controller:
         self._rendered = True
         self.reconciles = 0
         for name in self._watched():
-            self.informers[name].add_event_handler(self.events.handler(name))
+            self.events.subscribe(name, self.informers[name])
 
     @property
     def prober(self) -> Prober:
@@ -229,7 +229,7 @@ class Controller:
         """A new informer of one kind (``Parts.make_informer``), subscribed like the others (the
         Gateway API informers are made as the kinds are discovered)."""
         inf = self._new_informer(name, res)
-        inf.add_event_handler(self.events.handler(name))
+        self.events.subscribe(name, inf)
         return inf
 
     def _is_data_plane_pod(self, pod: Any) -> bool:

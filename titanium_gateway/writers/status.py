@@ -206,7 +206,7 @@ class StatusWriter:
             self._cond.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def echoes(self, kind: str, old: Obj, new: Obj) -> bool:
+    def echoes(self, kind: str, old: Obj, new: Obj, *, count: bool = True) -> bool:
         """``new`` is ``old`` with nothing changed but the status, ``old`` is exactly the version
         of the object the render saw when it asked for that status (the write went onto it), and
         the status is the one this writer last wrote (or is writing): the informer's echo of our
@@ -223,7 +223,8 @@ class StatusWriter:
         writes after a relist, and our status written onto a newer version than the render saw
         (after a 409 re-read, or when the cache moved on before the worker came to it: the
         render's wish may be stale for that version, e.g. a Gateway moved to another class). The
-        next reconcile, whatever triggers it, renders from the caches as they are."""
+        next reconcile, whatever triggers it, renders from the caches as they are. ``count``:
+        count a recognized echo in ``titanium_status_echoes_total``."""
         if kind not in RESOURCES or not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return False
         meta = new.get("metadata") or {}
@@ -240,7 +241,8 @@ class StatusWriter:
             ours.append(memo[1])
         if not ours or not _same_but_status(old, new) or _digest(new.get("status")) not in ours:
             return False
-        self._m_echoes.labels(kind=kind).inc()
+        if count:
+            self._m_echoes.labels(kind=kind).inc()
         return True
 
     # --- the worker -----------------------------------------------------------------------------

@@ -132,3 +132,22 @@ def test_the_kept_routes_index_finds_the_oldest_route_sharing_a_hostname() -> No
         hosts = tuple(rng.sample(pool, rng.randint(1, 3)))
         expected = next((e for e in kept.entries if _share(e.hosts, hosts)), None)
         assert kept.oldest_sharing(hosts) is expected, (hosts, kept.entries)
+
+
+@pytest.mark.parametrize(("http_hosts", "loses"), [
+    (["*.example.com"], True),   # a wildcard covering the GRPCRoute's hostname
+    (None, True),                # no hostnames: the listener's, any host
+    (["other.example.org"], False),
+    (["*.example.org"], False),
+])
+def test_an_httproute_loses_a_listener_only_to_a_grpcroute_sharing_a_hostname(http_hosts: list[str] | None,
+                                                                              loses: bool) -> None:
+    web = route(hostnames=http_hosts or [], created="2024-06-01T00:00:00Z")
+    if http_hosts is None:
+        web["spec"].pop("hostnames")
+    older = grpc(hostnames=["grpc.example.com"], created="2024-01-01T00:00:00Z")
+    result = render(Snapshot.from_objects([*base_objects(), web, older]), RenderOptions())
+    accepted = cond(status_of(result, "HTTPRoute", "apps", "shop").status["parents"][0]["conditions"], "Accepted")
+    assert (accepted["reason"] == "NotAllowedByListeners") is loses
+    grpc_accepted = cond(status_of(result, "GRPCRoute", "apps", "echo").status["parents"][0]["conditions"], "Accepted")
+    assert grpc_accepted["reason"] == "Accepted"

@@ -14,7 +14,7 @@ translators ask :class:`Conflicts` which listeners a route lost (``Translator.ro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +63,12 @@ def find(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo]) ->
     _attach(ctx, gateways, _GRPC_ROUTE, ctx.snapshot.grpcroutes, by_listener, None)
     if not by_listener:
         return out
-    _attach(ctx, gateways, _HTTP_ROUTE, ctx.snapshot.httproutes, by_listener, set(by_listener))
+    grpc = _Kept()  # every GRPCRoute's hosts: an HTTPRoute whose hostnames share none of them loses nothing
+    for _, entries in by_listener.values():
+        for entry in entries.values():
+            grpc.add(entry)
+    _attach(ctx, gateways, _HTTP_ROUTE, ctx.snapshot.httproutes, by_listener, set(by_listener),
+            lambda hosts: not hosts or grpc.oldest_sharing(tuple(hosts)) is not None)
     for li, entries in by_listener.values():
         kept = {_HTTP_ROUTE: _Kept(), _GRPC_ROUTE: _Kept()}
         for entry in sorted(entries.values(), key=_age):
@@ -120,9 +125,11 @@ def _share(a: tuple[str | None, ...], b: tuple[str | None, ...]) -> bool:
 
 def _attach(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo], kind: str,
             routes: Mapping[str, Any], by_listener: dict[int, tuple[ListenerInfo, dict[RouteKey, _Attached]]],
-            only: set[int] | None) -> None:
+            only: set[int] | None, may_share: Callable[[list[str]], bool] | None = None) -> None:
     """The listeners each route of ``kind`` attaches to (of ``only``, when given), with its hosts
-    there, into ``by_listener``."""
+    there, into ``by_listener``; with ``may_share``, only the routes whose hostnames it accepts
+    (a route's hosts on a listener are its hostnames or narrower: one that shares no hostname
+    with any route of the other kind shares none there either)."""
     attachments = Attachments(ctx, kind)
     for key in sorted(routes):
         route = routes[key]
@@ -136,6 +143,8 @@ def _attach(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo],
         raw_hosts = f.items(spec.get("hostnames"))
         hosts = [h.lower() for h in raw_hosts if isinstance(h, str) and valid_hostname(h.lower())]
         if len(hosts) != len(raw_hosts):  # not accepted anywhere (Translator.route)
+            continue
+        if may_share is not None and not may_share(hosts):
             continue
         entry_route = (kind, ns, name)
         age = (creation_timestamp(route), f"{ns}/{name}")

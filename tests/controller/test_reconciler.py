@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from typing import Any
@@ -768,3 +769,34 @@ def test_no_re_poke_without_a_probe_of_the_pods_nor_by_a_follower() -> None:
     clock.step(10)
     assert ctrl.reconcile() is None
     assert len(api.writes("pods")) == 1
+
+
+def test_a_pass_that_decides_programmed_again_submits_only_the_statuses_it_changed() -> None:
+    """The route statuses of a result are submitted once; a pass that only decides Programmed
+    again submits the Gateways' statuses it built anew, not every route's again. After the first
+    pass of a term (which submits nothing), everything is submitted."""
+    ctrl, api, render, prober = setup()
+    submitted: list[tuple[list[tuple[str, str, str]], bool]] = []
+    real = ctrl.status_writer.submit
+
+    def spy(statuses: Any, guards: Any = None, seen: Any = None, *, complete: bool = True) -> None:
+        statuses = list(statuses)
+        submitted.append(([st.key for st in statuses], complete))
+        real(statuses, guards, seen, complete=complete)
+
+    ctrl.status_writer.submit = spy  # type: ignore[method-assign]
+    route_status = ObjectStatus("gateway.networking.k8s.io/v1", "HTTPRoute", "apps", "shop", {"parents": []})
+    fake = ctrl.render_fn
+    ctrl.render_fn = lambda snap, opts: dataclasses.replace(  # type: ignore[assignment]
+        (r := fake(snap, opts)), statuses=(*r.statuses, route_status))
+    first_pass(ctrl)  # nothing submitted: the pods were probed first
+    assert submitted == []
+    ctrl.reconcile()  # the probe's message: Programmed decided again, and everything submitted
+    assert submitted[-1][1] is True and {("Gateway", "apps", "web"), route_status.key} <= set(submitted[-1][0])
+    prober.answer = ProbeResult(None, "pod p0 is not ready")
+    ctrl.reconcile()
+    ctrl.reconcile()
+    assert ctrl.reprograms >= 2 and len(render.snapshots) == 1
+    keys, complete = submitted[-1]
+    assert keys == [("Gateway", "apps", "web")] and complete is False
+    assert _programmed_of(ctrl.last_result)["message"] == "pod p0 is not ready"

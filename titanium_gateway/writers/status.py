@@ -248,10 +248,11 @@ class StatusWriter:
     # --- the worker -----------------------------------------------------------------------------
     def submit(self, statuses: Iterable[ObjectStatus],
                guards: Mapping[StatusKey, WriteGuard] | None = None,
-               seen: Mapping[StatusKey, str] | None = None) -> None:
+               seen: Mapping[StatusKey, str] | None = None, *, complete: bool = True) -> None:
         """Hand every wanted status of one reconcile to the worker and return at once.
 
-        ``statuses`` is the complete set (what is not in it is no longer ours to remember); each
+        ``statuses`` is the complete set (what is not in it is no longer ours to remember), or
+        with ``complete=False`` only those that changed since the last submit; each
         replaces a pending status of the same object. Only those that differ from the object's
         current status are written, by the worker, when it comes to them. ``seen``: the
         resourceVersion of each object as the render saw it (see :meth:`echoes`)."""
@@ -262,7 +263,7 @@ class StatusWriter:
         with self._cond:
             if self._closed:
                 return
-            for k in [k for k in list(self._written) if k not in live]:
+            for k in [k for k in list(self._written) if k not in live] if complete else ():
                 self._written.pop(k, None)
             for st in statuses:
                 self._pending[st.key] = (st, guards.get(st.key), seen.get(st.key, ""))

@@ -1,6 +1,6 @@
 """Route propagation on the real control plane with the reference data plane, as `make dev` runs it.
 
-    sudo python3 benchmarks/bench_propagation.py [--attached 1000,3000] [--count 30]
+    sudo python3 benchmarks/bench_propagation.py [--attached 1000,3000] [--count 30] [--no-listener]
     make bench-propagation
 
 On a cluster of its own (``.cache/kube/propagation``, ``--dir``), ``hack/kube/dev.sh`` sets up
@@ -18,22 +18,36 @@ stand-in), the chart with this tree's controller and the reference data plane, t
 3. beside each operation, the moments the Gateway's config ConfigMap was written and the
    data-plane pod was poked (watch events received here), to show where the time goes.
 
-A background client sends ``--rate`` requests a second to the quick start's route (a new
-connection each, so through the load balancer to any ready data-plane pod) for the whole run;
-every answer other than 200 is counted and shown.
+Then, at the largest N (the routes still attached; ``--no-listener`` skips it), an HTTPS listener
+(port 443, hostname ``shop.example.com``, Terminate) is added to ``web`` with a certificate Secret
+in ``apps`` (self-signed, made in memory): timed from just before the API call to the first 200
+over TLS through the Gateway's address (SNI ``shop.example.com``, the certificate verified against
+that one), and to the data plane's Deployment rolled out (as many pods as it wants, all new and
+Ready, the old ones gone: a new listener set rolls the Gateway's data plane); then the listener is
+removed, timed until the data plane has rolled back.
+
+A background client sends ``--rate`` requests a second to the quick start's route on port 80 (a
+new connection each, so through the load balancer to any ready data-plane pod) for the whole run,
+the listener's rollouts included; every answer other than 200 is counted and shown.
 
 Prints one table per N: p50, p99 and max of each operation (nearest rank: with fewer than 100
-samples, p99 is the largest). Needs root (the cluster's network namespace) and the
-control plane built (``hack/kube/build.sh``). ``--keep`` leaves the cluster running;
-``--reuse`` uses one that is running there (its seed routes are kept and topped up).
+samples, p99 is the largest); then one of the listener's steps, in seconds. Needs root (the
+cluster's network namespace) and the control plane built (``hack/kube/build.sh``). ``--keep``
+leaves the cluster running; ``--reuse`` uses one that is running there (its seed routes are kept
+and topped up).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import concurrent.futures
+import datetime
+import http.client
 import os
+import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -52,6 +66,9 @@ GATEWAY = "web"
 CONFIG_MAP = "web-titanium"  # the Gateway's own data plane (render/planes.py: <gateway>-<class>)
 DOMAIN = "bench.example.com"
 LOADERS = 4
+HOST = "shop.example.com"  # the quick start's route
+DATA_PLANE = f"gateway.networking.k8s.io/gateway-name={GATEWAY}"  # the labels of its pods
+TLS_SECRET = "bench-shop-tls"
 
 
 def route(name: str, host: str, header: str | None = None) -> dict[str, Any]:
@@ -235,6 +252,114 @@ def measure(cluster: Any, address: str, n: int, count: int, poll: float, gap: fl
     return [(op, *lists) for op, lists in ops.items()]
 
 
+def certificate(host: str) -> tuple[dict[str, Any], str]:
+    """A kubernetes.io/tls Secret in the Gateway's namespace with a fresh self-signed certificate
+    for ``host`` (made in memory, never written to disk), and that certificate's PEM to trust."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=7))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+            .sign(key, hashes.SHA256()))
+    crt = cert.public_bytes(serialization.Encoding.PEM)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+              "metadata": {"name": TLS_SECRET, "namespace": NS},
+              "data": {"tls.crt": base64.b64encode(crt).decode(), "tls.key": base64.b64encode(pem).decode()}}
+    return secret, crt.decode()
+
+
+def get_tls(address: str, host: str, ctx: ssl.SSLContext) -> int | None:
+    """GET /api/items on a new TLS connection to ``address``:443 with SNI ``host``; the status, or
+    None when there is no answer (refused, reset, a certificate that does not verify)."""
+    try:
+        raw = socket.create_connection((address, 443), timeout=5)
+    except OSError:
+        return None
+    conn = http.client.HTTPConnection(host, 443, timeout=5)
+    try:
+        conn.sock = ctx.wrap_socket(raw, server_hostname=host)
+        conn.request("GET", "/api/items", headers={"Host": host, "Connection": "close"})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    except (OSError, ssl.SSLError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+        raw.close()
+
+
+def rolled_out(api: Any, old: set[str]) -> bool:
+    """The data plane's Deployment has rolled: as many pods as it wants, all Ready, none of them
+    in ``old`` and none terminating."""
+    want = api.get("Deployment", NS, CONFIG_MAP)["spec"].get("replicas", 1)
+    now = api.list("Pod", NS, label_selector=DATA_PLANE)
+    return len(now) == want and all(
+        p["metadata"]["name"] not in old and not p["metadata"].get("deletionTimestamp") and any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in (p.get("status") or {}).get("conditions") or [])
+        for p in now)
+
+
+def wait_for(what: str, check: Any, poll: float, timeout: float) -> float:
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(poll)
+    return time.monotonic()
+
+
+def listener(cluster: Any, address: str) -> list[tuple[str, str]]:
+    """An HTTPS listener for the quick start's host added to the Gateway and removed again; the
+    rows of its table (step, seconds or what went wrong)."""
+    api = cluster.api
+    secret, crt = certificate(HOST)
+    ctx = ssl.create_default_context(cadata=crt)  # the served certificate must be ours
+    https = {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": HOST,
+             "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": TLS_SECRET}]},
+             "allowedRoutes": {"namespaces": {"from": "Same"}}}
+    api.delete("Secret", NS, TLS_SECRET)
+    api.create(secret)
+    listeners = [ls for ls in api.get("Gateway", NS, GATEWAY)["spec"]["listeners"] if ls["name"] != "https"]
+    pods = lambda: {p["metadata"]["name"] for p in api.list("Pod", NS, label_selector=DATA_PLANE)}  # noqa: E731
+    rows: list[tuple[str, str]] = []
+    try:
+        old = pods()
+        time.sleep(1)
+        t0 = time.monotonic()
+        api.patch("Gateway", NS, GATEWAY, {"spec": {"listeners": [*listeners, https]}})
+        try:
+            t1 = wait_for("a 200 over HTTPS", lambda: get_tls(address, HOST, ctx) == 200, 0.1, 180)
+            rows.append(("HTTPS listener added -> first HTTPS 200", f"{t1 - t0:.1f}"))
+            t2 = wait_for("the data plane rolled out", lambda: rolled_out(api, old), 0.2, 240)
+            rows.append(("HTTPS listener added -> data plane rolled out", f"{t2 - t0:.1f}"))
+        except TimeoutError as exc:
+            rows.append(("HTTPS listener added", f"failed: {exc}"))
+    finally:
+        time.sleep(2)
+        old = pods()
+        t0 = time.monotonic()
+        api.patch("Gateway", NS, GATEWAY, {"spec": {"listeners": listeners}})
+        try:
+            t3 = wait_for("the data plane rolled back", lambda: rolled_out(api, old), 0.2, 240)
+            rows.append(("HTTPS listener removed -> data plane rolled back", f"{t3 - t0:.1f}"))
+        except TimeoutError as exc:
+            rows.append(("HTTPS listener removed", f"failed: {exc}"))
+        time.sleep(2)
+        api.delete("Secret", NS, TLS_SECRET)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=str(ROOT / ".cache" / "kube" / "propagation"))
@@ -245,6 +370,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=20, help="background requests a second")
     ap.add_argument("--reuse", action="store_true", help="use the cluster running in --dir as it is")
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    ap.add_argument("--no-listener", action="store_true",
+                    help="skip adding and removing an HTTPS listener at the largest size")
     ap.add_argument("--change-detection", choices=("Cache", "Watch"), default="Cache",
                     help="the pod runner's (the kubelet's) configMapAndSecretChangeDetectionStrategy")
     args = ap.parse_args()
@@ -287,6 +414,13 @@ def main() -> int:
                 print("|---|---|---|---|")
                 for op, total, written, poked in rows:
                     print(f"| {op} | {stats(total)} | {stats(written)} | {stats(poked)} |")
+                print(flush=True)
+            if sizes and not args.no_listener:
+                n = max(sizes)
+                print(f"| HTTPS listener on {GATEWAY}, {n} routes attached | seconds |")
+                print("|---|---|")
+                for step, took in listener(cluster, address):
+                    print(f"| {step} | {took} |")
                 print(flush=True)
     finally:
         if bg is not None:

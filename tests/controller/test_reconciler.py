@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from typing import Any
@@ -656,6 +657,36 @@ def test_the_echo_of_our_own_status_write_triggers_no_reconcile() -> None:
     assert ctrl.trigger.triggers == n + 2
 
 
+def test_the_echo_of_our_own_status_write_is_no_change_of_the_render_input() -> None:
+    """The cache does not count the echo of our status write: the pass after it (the pods
+    confirmed the config) decides Programmed again on the last result instead of rendering every
+    route again; a status someone else wrote is a change, and renders."""
+    import copy
+
+    ctrl, api, render, prober = setup()
+    first_pass(ctrl)
+    ctrl.reconcile()
+    assert ctrl.status_writer.wait_idle(10)
+    renders = len(render.snapshots)
+    store = ctrl.informers["Gateway"].store
+    before = store.changes
+    store.upsert(copy.deepcopy(api.obj(GATEWAYS, "apps", "web")))  # what the reflector stores on the echo
+    assert store.changes == before
+    prober.answer = ProbeResult(hashlib.sha256(render.config).hexdigest(), "")
+    ctrl.reconcile()  # the probe at its end: the pods confirmed
+    ctrl.reconcile()
+    assert len(render.snapshots) == renders and ctrl.reprograms >= 1
+    assert _programmed_of(ctrl.last_result)["status"] == "True"
+    assert ctrl.status_writer.wait_idle(10)
+    foreign = copy.deepcopy(api.obj(GATEWAYS, "apps", "web"))
+    foreign["metadata"]["resourceVersion"] = "999"
+    foreign["status"]["conditions"][0]["message"] = "written by someone else"
+    store.upsert(foreign)
+    assert store.changes == before + 1
+    ctrl.reconcile()
+    assert len(render.snapshots) == renders + 1
+
+
 def test_a_new_probe_message_reaches_programmed_at_once_not_at_the_next_poll() -> None:
     """The probe message is Programmed's: a changed message asks for a reconcile at once (within
     the coalescing window); an unchanged one waits for the poll."""
@@ -738,3 +769,34 @@ def test_no_re_poke_without_a_probe_of_the_pods_nor_by_a_follower() -> None:
     clock.step(10)
     assert ctrl.reconcile() is None
     assert len(api.writes("pods")) == 1
+
+
+def test_a_pass_that_decides_programmed_again_submits_only_the_statuses_it_changed() -> None:
+    """The route statuses of a result are submitted once; a pass that only decides Programmed
+    again submits the Gateways' statuses it built anew, not every route's again. After the first
+    pass of a term (which submits nothing), everything is submitted."""
+    ctrl, api, render, prober = setup()
+    submitted: list[tuple[list[tuple[str, str, str]], bool]] = []
+    real = ctrl.status_writer.submit
+
+    def spy(statuses: Any, guards: Any = None, seen: Any = None, *, complete: bool = True) -> None:
+        statuses = list(statuses)
+        submitted.append(([st.key for st in statuses], complete))
+        real(statuses, guards, seen, complete=complete)
+
+    ctrl.status_writer.submit = spy  # type: ignore[method-assign]
+    route_status = ObjectStatus("gateway.networking.k8s.io/v1", "HTTPRoute", "apps", "shop", {"parents": []})
+    fake = ctrl.render_fn
+    ctrl.render_fn = lambda snap, opts: dataclasses.replace(  # type: ignore[assignment]
+        (r := fake(snap, opts)), statuses=(*r.statuses, route_status))
+    first_pass(ctrl)  # nothing submitted: the pods were probed first
+    assert submitted == []
+    ctrl.reconcile()  # the probe's message: Programmed decided again, and everything submitted
+    assert submitted[-1][1] is True and {("Gateway", "apps", "web"), route_status.key} <= set(submitted[-1][0])
+    prober.answer = ProbeResult(None, "pod p0 is not ready")
+    ctrl.reconcile()
+    ctrl.reconcile()
+    assert ctrl.reprograms >= 2 and len(render.snapshots) == 1
+    keys, complete = submitted[-1]
+    assert keys == [("Gateway", "apps", "web")] and complete is False
+    assert _programmed_of(ctrl.last_result)["message"] == "pod p0 is not ready"

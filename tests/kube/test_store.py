@@ -94,3 +94,15 @@ def test_snapshot_shares_objects_no_deep_copy() -> None:
     snap = s.snapshot()
     s.upsert(obj("b"))  # triggers the copy-on-write of the dict only
     assert snap["default/a"] is stored
+
+
+def test_an_update_set_uncounted_replaces_the_object_but_is_no_change() -> None:
+    s = Store()
+    s.upsert({"metadata": {"name": "a", "resourceVersion": "1"}})
+    s.set_uncounted(lambda old, new: new["metadata"].get("echo") is True)
+    s.upsert({"metadata": {"name": "a", "resourceVersion": "2", "echo": True}})
+    assert s.changes == 1 and s.get("a")["metadata"]["resourceVersion"] == "2"
+    s.upsert({"metadata": {"name": "a", "resourceVersion": "3"}})
+    s.upsert({"metadata": {"name": "b", "resourceVersion": "4", "echo": True}})  # an add always counts
+    s.delete("a")
+    assert s.changes == 4

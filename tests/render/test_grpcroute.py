@@ -113,3 +113,41 @@ def test_a_rule_field_not_honoured_answers_500_and_is_reported() -> None:
     accepted = cond(status_of(result, "GRPCRoute", "apps", "echo").status["parents"][0]["conditions"], "Accepted")
     assert (accepted["status"], accepted["reason"]) == ("False", "UnsupportedValue")
     assert "sessionPersistence" in accepted["message"]
+
+
+def test_the_kept_routes_index_finds_the_oldest_route_sharing_a_hostname() -> None:
+    """The index of kept routes answers as a scan of every kept route, oldest first, would."""
+    import random
+
+    from titanium_gateway.render.httproute.kindconflicts import _Attached, _Kept, _share
+
+    pool = [None, "a.example.com", "b.example.com", "x.a.example.com", "*.example.com", "*.a.example.com",
+            "c.other.org", "*.other.org"]
+    rng = random.Random(7)
+    for _ in range(300):
+        kept = _Kept()
+        for i in range(rng.randint(0, 8)):
+            kept.add(_Attached(("HTTPRoute", "ns", f"r{i}"), ("", f"ns/r{i}"),
+                               tuple(rng.sample(pool, rng.randint(1, 3)))))
+        hosts = tuple(rng.sample(pool, rng.randint(1, 3)))
+        expected = next((e for e in kept.entries if _share(e.hosts, hosts)), None)
+        assert kept.oldest_sharing(hosts) is expected, (hosts, kept.entries)
+
+
+@pytest.mark.parametrize(("http_hosts", "loses"), [
+    (["*.example.com"], True),   # a wildcard covering the GRPCRoute's hostname
+    (None, True),                # no hostnames: the listener's, any host
+    (["other.example.org"], False),
+    (["*.example.org"], False),
+])
+def test_an_httproute_loses_a_listener_only_to_a_grpcroute_sharing_a_hostname(http_hosts: list[str] | None,
+                                                                              loses: bool) -> None:
+    web = route(hostnames=http_hosts or [], created="2024-06-01T00:00:00Z")
+    if http_hosts is None:
+        web["spec"].pop("hostnames")
+    older = grpc(hostnames=["grpc.example.com"], created="2024-01-01T00:00:00Z")
+    result = render(Snapshot.from_objects([*base_objects(), web, older]), RenderOptions())
+    accepted = cond(status_of(result, "HTTPRoute", "apps", "shop").status["parents"][0]["conditions"], "Accepted")
+    assert (accepted["reason"] == "NotAllowedByListeners") is loses
+    grpc_accepted = cond(status_of(result, "GRPCRoute", "apps", "echo").status["parents"][0]["conditions"], "Accepted")
+    assert grpc_accepted["reason"] == "Accepted"

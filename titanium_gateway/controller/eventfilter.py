@@ -7,6 +7,11 @@ render or the prober reads: the echo of our own status write (the status writer 
 (every Pod of the data-plane namespace is cached: the controller's own pods and any other
 workload there do not make the controller re-probe), and a ConfigMap without a CA certificate
 (``ca.crt``, what a BackendTLSPolicy may name).
+
+The echo of our own status write is not a change of the render's input either: the caches of the
+kinds whose status we write do not count it in their change count (``Store.set_uncounted``), so
+the reconcile that follows it (the data plane confirmed the config, say) decides Programmed again
+on the last result instead of rendering every route again.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from typing import Any
 
 from titanium_gateway import kinds
 from titanium_gateway.controller.transform import CA_KEY
-from titanium_gateway.kube.informer import EventHandler
+from titanium_gateway.kube.informer import EventHandler, SharedInformer
 from titanium_gateway.kube.workqueue import CoalescingTrigger
 
-#: (kind, old, new) -> whether ``new`` is only the echo of our own status write
-Echoes = Callable[[str, Any, Any], bool]
+#: (kind, old, new, count=...) -> whether ``new`` is only the echo of our own status write (``count``:
+#: count it in the echo metric): ``StatusWriter.echoes``
+Echoes = Callable[..., bool]
 
 
 def holds_ca(obj: Any) -> bool:
@@ -36,6 +42,16 @@ class EventFilter:
         self.trigger = trigger
         self.echoes = echoes
         self.is_data_plane_pod = is_data_plane_pod
+
+    def subscribe(self, name: str, informer: SharedInformer) -> None:
+        """Subscribe to the informer ``name``; the cache of a kind whose status we write does not
+        count the echo of our write as a change."""
+        informer.add_event_handler(self.handler(name))
+        if name in kinds.STATUS_KINDS:
+            informer.store.set_uncounted(functools.partial(self._is_echo, name))
+
+    def _is_echo(self, kind: str, old: Any, new: Any) -> bool:
+        return old is not new and self.echoes(kind, old, new, count=False)
 
     def handler(self, name: str) -> EventHandler:
         """The handler of the informer ``name``."""

@@ -196,9 +196,11 @@ class Controller:
         self.reprograms = 0
         #: whether the current pass rendered (a pass that did not is idle for the trigger's spacing)
         self._rendered = True
+        #: the result whose statuses were last submitted (all of them, or those it changed)
+        self._submitted: RenderResult | None = None
         self.reconciles = 0
         for name in self._watched():
-            self.informers[name].add_event_handler(self.events.handler(name))
+            self.events.subscribe(name, self.informers[name])
 
     @property
     def prober(self) -> Prober:
@@ -229,7 +231,7 @@ class Controller:
         """A new informer of one kind (``Parts.make_informer``), subscribed like the others (the
         Gateway API informers are made as the kinds are discovered)."""
         inf = self._new_informer(name, res)
-        inf.add_event_handler(self.events.handler(name))
+        self.events.subscribe(name, inf)
         return inf
 
     def _is_data_plane_pod(self, pod: Any) -> bool:
@@ -318,6 +320,7 @@ class Controller:
         self.event_writer.reset()
         self._unprobed = True
         self._rendered_from = None
+        self._submitted = None
         self.trigger.trigger()
 
     # --- the worker ---------------------------------------------------------------------------
@@ -423,6 +426,7 @@ class Controller:
         still_written = last is not None and prev is not None and self.delivery.still_written(last)
         decision = reuse.decide(version, prev, last is not None, still_written)
         self._rendered = decision == reuse.RENDER
+        only: set[tuple[str, str, str]] | None = None  # the statuses to submit (None: all of them)
         if decision == reuse.REUSE:
             assert last is not None
             result = last
@@ -431,6 +435,8 @@ class Controller:
             result = reprogram(last, assume_programmed=self.render_options.assume_programmed,
                                confirmed_hash=snap.confirmed_config_hash, probe_message=snap.probe_message,
                                now=snap.now, plane_probes=snap.plane_probes)
+            if self._submitted is last:  # only the Gateways' and ListenerSets' statuses are new objects
+                only = {st.key for st, before in zip(result.statuses, last.statuses, strict=True) if st is not before}
             self.last_result = result
             self.reprograms += 1
         else:
@@ -465,7 +471,7 @@ class Controller:
                 return result
             probed = True
         if not reused:
-            self._submit_statuses(result, snap)
+            self._submit_statuses(result, snap, only)
         self._post_events(result)
         if report.delivered and not probed:
             self.probing.probe_all(report.delivered)
@@ -474,12 +480,16 @@ class Controller:
                                        "duration_ms": round((time.monotonic() - t0) * 1000, 1)})
         return result
 
-    def _submit_statuses(self, result: RenderResult, snap: Snapshot) -> None:
+    def _submit_statuses(self, result: RenderResult, snap: Snapshot, only: set[tuple[str, str, str]] | None) -> None:
         """Handed to the status worker (latest wins per object; it retries its own failures,
-        honouring Retry-After): the config path never waits for status writes."""
-        released, guards = self.releases.statuses(result)
-        statuses = (*result.statuses, *result.released, *released)
-        self.status_writer.submit(statuses, guards, seen_versions(snap, statuses))
+        honouring Retry-After): the config path never waits for status writes. ``only``: the
+        keys of the statuses that changed since the last submit of this result's objects (the
+        others are submitted already), or None for all of them."""
+        released, guards = self.releases.statuses(result)  # (it remembers the statuses of our objects)
+        own = result.statuses if only is None else tuple(st for st in result.statuses if st.key in only)
+        statuses = (*own, *result.released, *released)
+        self.status_writer.submit(statuses, guards, seen_versions(snap, statuses), complete=only is None)
+        self._submitted = result
         self._m.gateways(result)
 
     def _post_events(self, result: RenderResult) -> None:

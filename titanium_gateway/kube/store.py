@@ -72,6 +72,8 @@ class Store:
         self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._rv = ""
         self._changes = 0  # objects added, updated or deleted so far (a cheap version of the contents)
+        #: (old, new) -> True for an update that is not counted in ``changes`` (``set_uncounted``)
+        self._uncounted: Callable[[Obj, Obj], bool] | None = None
 
     # --- writes -----------------------------------------------------------------------------
     def _writable(self) -> dict[str, Obj]:
@@ -105,7 +107,8 @@ class Store:
             self._index_remove(key, old)
         items[key] = obj
         self._index_add(key, obj)
-        self._changes += 1
+        if old is None or self._uncounted is None or not self._uncounted(old, obj):
+            self._changes += 1
         return key, old, obj
 
     def upsert(self, obj: Obj) -> tuple[Obj | None, Obj]:
@@ -164,6 +167,13 @@ class Store:
             self._rv = resource_version
         return res
 
+    def set_uncounted(self, uncounted: Callable[[Obj, Obj], bool] | None) -> None:
+        """Updates for which ``uncounted(old, new)`` is True (called under the store's lock, so
+        at once with the update) still replace the object but do not count in ``changes``: its
+        readers treat them as no change (e.g. the echo of their own status write)."""
+        with self._lock:
+            self._uncounted = uncounted
+
     def set_resource_version(self, rv: str) -> None:
         with self._lock:
             self._rv = rv
@@ -171,8 +181,9 @@ class Store:
     # --- reads ------------------------------------------------------------------------------
     @property
     def changes(self) -> int:
-        """How many times the contents changed (every upsert, delete and relisted object counts;
-        never decreases): equal values mean equal contents."""
+        """How many times the contents changed (every upsert, delete and relisted object counts,
+        but an update ``set_uncounted`` excludes; never decreases): equal values mean equal
+        contents, up to those updates."""
         with self._lock:
             return self._changes
 

@@ -24,7 +24,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--admin-address", default=None, help="address of the admin port (default: --bind-address, "
                    "else 0.0.0.0)")
     p.add_argument("--access-log", action="store_true", help="one line per request on stdout")
-    p.add_argument("--poll-interval", type=float, default=0.1, help="seconds between config directory checks")
+    p.add_argument("--poll-interval", type=float, default=0.05, help="seconds between config directory checks")
     p.add_argument("--verbose", action="store_true", help="debug logging")
     return p
 

@@ -52,7 +52,7 @@ _NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
 class DataPlane:
     def __init__(self, config_dir: str | os.PathLike[str], *, admin_port: int = 9901, bind_address: str | None = None,
-                 admin_address: str | None = None, admin_token: str | None = None, access_log: bool = False, poll_interval: float = 0.1,
+                 admin_address: str | None = None, admin_token: str | None = None, access_log: bool = False, poll_interval: float = 0.05,
                  rnd: random.Random | None = None, out: TextIO | None = None, shutdown_timeout: float = 15.0) -> None:
         self.source = ConfigSource(config_dir)
         self.admin_port = admin_port

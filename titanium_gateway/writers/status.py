@@ -206,7 +206,7 @@ class StatusWriter:
             self._cond.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def echoes(self, kind: str, old: Obj, new: Obj) -> bool:
+    def echoes(self, kind: str, old: Obj, new: Obj, *, count: bool = True) -> bool:
         """``new`` is ``old`` with nothing changed but the status, ``old`` is exactly the version
         of the object the render saw when it asked for that status (the write went onto it), and
         the status is the one this writer last wrote (or is writing): the informer's echo of our
@@ -223,7 +223,8 @@ class StatusWriter:
         writes after a relist, and our status written onto a newer version than the render saw
         (after a 409 re-read, or when the cache moved on before the worker came to it: the
         render's wish may be stale for that version, e.g. a Gateway moved to another class). The
-        next reconcile, whatever triggers it, renders from the caches as they are."""
+        next reconcile, whatever triggers it, renders from the caches as they are. ``count``:
+        count a recognized echo in ``titanium_status_echoes_total``."""
         if kind not in RESOURCES or not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return False
         meta = new.get("metadata") or {}
@@ -240,16 +241,18 @@ class StatusWriter:
             ours.append(memo[1])
         if not ours or not _same_but_status(old, new) or _digest(new.get("status")) not in ours:
             return False
-        self._m_echoes.labels(kind=kind).inc()
+        if count:
+            self._m_echoes.labels(kind=kind).inc()
         return True
 
     # --- the worker -----------------------------------------------------------------------------
     def submit(self, statuses: Iterable[ObjectStatus],
                guards: Mapping[StatusKey, WriteGuard] | None = None,
-               seen: Mapping[StatusKey, str] | None = None) -> None:
+               seen: Mapping[StatusKey, str] | None = None, *, complete: bool = True) -> None:
         """Hand every wanted status of one reconcile to the worker and return at once.
 
-        ``statuses`` is the complete set (what is not in it is no longer ours to remember); each
+        ``statuses`` is the complete set (what is not in it is no longer ours to remember), or
+        with ``complete=False`` only those that changed since the last submit; each
         replaces a pending status of the same object. Only those that differ from the object's
         current status are written, by the worker, when it comes to them. ``seen``: the
         resourceVersion of each object as the render saw it (see :meth:`echoes`)."""
@@ -260,7 +263,7 @@ class StatusWriter:
         with self._cond:
             if self._closed:
                 return
-            for k in [k for k in list(self._written) if k not in live]:
+            for k in [k for k in list(self._written) if k not in live] if complete else ():
                 self._written.pop(k, None)
             for st in statuses:
                 self._pending[st.key] = (st, guards.get(st.key), seen.get(st.key, ""))

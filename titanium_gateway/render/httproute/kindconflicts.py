@@ -5,7 +5,8 @@ to a listener that already has a route of the other kind, and their hostnames in
 one of them is accepted there: the oldest (creationTimestamp), then the first by
 ``{namespace}/{name}``; the other gets ``Accepted: False`` on that parent. On each listener that
 has a GRPCRoute, :func:`find` goes through the routes of both kinds attached to it, oldest first,
-and keeps a route unless a route of the other kind kept before it shares a hostname with it there.
+and keeps a route unless a route of the other kind kept before it shares a hostname with it there
+(the kept routes' exact hostnames are indexed: a listener with thousands of routes stays cheap).
 
 Only the listeners GRPCRoutes attach to are looked at, and nothing at all without GRPCRoutes. The
 translators ask :class:`Conflicts` which listeners a route lost (``Translator.route``).
@@ -13,7 +14,7 @@ translators ask :class:`Conflicts` which listeners a route lost (``Translator.ro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,21 +59,57 @@ def find(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo]) ->
     out = Conflicts()
     if not ctx.snapshot.grpcroutes:
         return out
-    by_listener: dict[int, tuple[ListenerInfo, list[_Attached]]] = {}
+    by_listener: dict[int, tuple[ListenerInfo, dict[RouteKey, _Attached]]] = {}
     _attach(ctx, gateways, _GRPC_ROUTE, ctx.snapshot.grpcroutes, by_listener, None)
     if not by_listener:
         return out
-    _attach(ctx, gateways, _HTTP_ROUTE, ctx.snapshot.httproutes, by_listener, set(by_listener))
+    grpc = _Kept()  # every GRPCRoute's hosts: an HTTPRoute whose hostnames share none of them loses nothing
+    for _, entries in by_listener.values():
+        for entry in entries.values():
+            grpc.add(entry)
+    _attach(ctx, gateways, _HTTP_ROUTE, ctx.snapshot.httproutes, by_listener, set(by_listener),
+            lambda hosts: not hosts or grpc.oldest_sharing(tuple(hosts)) is not None)
     for li, entries in by_listener.values():
-        kept: list[_Attached] = []
-        for entry in sorted(entries, key=_age):
-            winner = next((k for k in kept if k.route[0] != entry.route[0] and _share(k.hosts, entry.hosts)), None)
+        kept = {_HTTP_ROUTE: _Kept(), _GRPC_ROUTE: _Kept()}
+        for entry in sorted(entries.values(), key=_age):
+            other = _GRPC_ROUTE if entry.route[0] == _HTTP_ROUTE else _HTTP_ROUTE
+            winner = kept[other].oldest_sharing(entry.hosts)
             if winner is None:
-                kept.append(entry)
+                kept[entry.route[0]].add(entry)
             else:
                 out.lost.setdefault(entry.route, {})[listener_key(li)] = (
                     f"{winner.route[0]} {winner.route[1]}/{winner.route[2]}")
     return out
+
+
+class _Kept:
+    """The routes of one kind kept on a listener, oldest first, with their exact hostnames indexed."""
+
+    def __init__(self) -> None:
+        self.entries: list[_Attached] = []
+        #: exact hostname -> position of the oldest kept route with it
+        self.exact: dict[str, int] = {}
+        #: positions of the kept routes with a wildcard hostname, or any host (None)
+        self.broad: list[int] = []
+
+    def add(self, entry: _Attached) -> None:
+        at = len(self.entries)
+        self.entries.append(entry)
+        for host in entry.hosts:
+            if host is None or host.startswith("*"):
+                if not self.broad or self.broad[-1] != at:
+                    self.broad.append(at)
+            else:
+                self.exact.setdefault(host, at)
+
+    def oldest_sharing(self, hosts: tuple[str | None, ...]) -> _Attached | None:
+        """The oldest kept route whose hosts intersect ``hosts`` (None when none does)."""
+        if any(h is None or h.startswith("*") for h in hosts):
+            return next((e for e in self.entries if _share(e.hosts, hosts)), None)
+        found = [self.exact[h] for h in hosts if h in self.exact]
+        found += [next((i for i in self.broad if _share(self.entries[i].hosts, hosts)), len(self.entries))]
+        at = min(found)
+        return self.entries[at] if at < len(self.entries) else None
 
 
 def _age(entry: _Attached) -> tuple[Any, ...]:
@@ -87,10 +124,12 @@ def _share(a: tuple[str | None, ...], b: tuple[str | None, ...]) -> bool:
 
 
 def _attach(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo], kind: str,
-            routes: Mapping[str, Any], by_listener: dict[int, tuple[ListenerInfo, list[_Attached]]],
-            only: set[int] | None) -> None:
+            routes: Mapping[str, Any], by_listener: dict[int, tuple[ListenerInfo, dict[RouteKey, _Attached]]],
+            only: set[int] | None, may_share: Callable[[list[str]], bool] | None = None) -> None:
     """The listeners each route of ``kind`` attaches to (of ``only``, when given), with its hosts
-    there, into ``by_listener``."""
+    there, into ``by_listener``; with ``may_share``, only the routes whose hostnames it accepts
+    (a route's hosts on a listener are its hostnames or narrower: one that shares no hostname
+    with any route of the other kind shares none there either)."""
     attachments = Attachments(ctx, kind)
     for key in sorted(routes):
         route = routes[key]
@@ -104,6 +143,8 @@ def _attach(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo],
         raw_hosts = f.items(spec.get("hostnames"))
         hosts = [h.lower() for h in raw_hosts if isinstance(h, str) and valid_hostname(h.lower())]
         if len(hosts) != len(raw_hosts):  # not accepted anywhere (Translator.route)
+            continue
+        if may_share is not None and not may_share(hosts):
             continue
         entry_route = (kind, ns, name)
         age = (creation_timestamp(route), f"{ns}/{name}")
@@ -122,9 +163,9 @@ def _attach(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo],
             for li in listeners if ok else ():
                 if only is not None and id(li) not in only:
                     continue
-                slot = by_listener.setdefault(id(li), (li, []))
-                if not any(e.route == entry_route for e in slot[1]):
-                    slot[1].append(_Attached(entry_route, age, tuple(effective_hosts([li], hosts))))
+                attached = by_listener.setdefault(id(li), (li, {}))[1]
+                if entry_route not in attached:
+                    attached[entry_route] = _Attached(entry_route, age, tuple(effective_hosts([li], hosts)))
 
 
 __all__ = ["Conflicts", "find", "listener_key"]

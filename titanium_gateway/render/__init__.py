@@ -126,7 +126,7 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
             rec, done = ctx.record(_ingresses_alone, ctx, parts, changed)
             if done:
                 parts.keys, parts.versions = deps[1]
-                cache.ingress_deps, cache.ingress = (deps, rec) if rec.replayable() else (None, None)
+                cache.ingress_deps, cache.ingress = (deps, rec) if rec.replayable(bulk=True) else (None, None)
                 if parts.rest is None:
                     cache.ingress_parts = None
                 return
@@ -140,7 +140,7 @@ def _translate_ingresses(ctx: RenderContext, cache: RenderCache | None) -> None:
     for part in parts.recordings.values():
         whole.absorb(part)
         replayable = part.replayable() and replayable
-    if deps is not None and whole.replayable() and replayable:
+    if deps is not None and whole.replayable(bulk=True) and replayable:
         cache.ingress_deps, cache.ingress = deps, whole
         parts.deps, (parts.keys, parts.versions) = deps
         parts.count()

@@ -76,8 +76,8 @@ class Recording:
     conditions: list[Any] = field(default_factory=list)
     #: cannot be replayed (a cluster it cannot resolve again)
     volatile: bool = False
-    #: once kept (:meth:`replayable`): its routes' (plane, id) and its statuses' keys, for a
-    #: replay at C speed (dict updates)
+    #: once kept for replays in bulk (:meth:`replayable`): its routes' (plane, id) and its
+    #: statuses' keys, for a replay at C speed (dict updates)
     route_keys: Sequence[tuple[str, str]] = ()
     status_items: Sequence[tuple[Any, ObjectStatus]] = ()
 
@@ -99,16 +99,17 @@ class Recording:
         self.conditions.extend(other.conditions)
         self.volatile = self.volatile or other.volatile
 
-    def replayable(self) -> bool:
+    def replayable(self, bulk: bool = False) -> bool:
         """False when a condition stamped ``now`` (a transition: the next render must stamp its
         own ``now``, as a fresh render would) or a cluster cannot be resolved again. Drops what
-        only the recording needed either way."""
+        only the recording needed either way. ``bulk``: a recording of many objects, made ready
+        for a replay at C speed (its routes' and statuses' keys, held only where it pays)."""
         stamped = any(c.stamped for c in self.conditions)
         self.conditions = _NONE  # type: ignore[assignment]
         self.cluster_ids = _NO_IDS  # type: ignore[assignment]
-        if self.routes:
+        if bulk and self.routes:
             self.route_keys = [(r.plane, r.id) for r in self.routes]
-        if self.statuses:
+        if bulk and self.statuses:
             self.status_items = [(st.key, st) for st in self.statuses]
         # a kept recording holds no empty lists (10k recordings: ~1 KiB each otherwise)
         for name in ("routes", "clusters", "statuses", "events", "not_ours", "listeners", "certificates", "tls_files",
@@ -280,7 +281,7 @@ def replay_or_translate(ctx: Any, cache: RenderCache, objects: Mapping[str, Any]
         else:
             extra: dict[Any, int] = {}
             rec, whole = ctx.record(_each, ctx, cache, objects, keys, versions, start, end, translate, apply, skip, extra)
-            if whole and rec.replayable():
+            if whole and rec.replayable(bulk=True):
                 kept[first] = _Block(keys[start:end], versions[start:end], rec, extra)
         start = end
     cache.route_blocks = kept
@@ -372,7 +373,7 @@ class IngressParts:
         rec = Recording()
         for key in keys:
             rec.absorb(self.recordings[key])
-        rec.replayable()
+        rec.replayable(bulk=True)
         return rec
 
     def renew(self, changed: Iterable[str]) -> None:
@@ -419,18 +420,17 @@ class UnreachableMemo:
     answer is put together from every key's findings (``reach.unreachable_of``): the same
     answer as ``find_unreachable`` over all routes."""
 
-    __slots__ = ("routes", "found", "groups", "records", "open", "covered")
+    __slots__ = ("routes", "found", "groups", "open", "covered")
 
     def __init__(self) -> None:
         self.routes: tuple[Any, ...] = ()
         self.found: tuple[Any, ...] = ()
-        #: key -> its routes in order; key -> (covered, not covered) of bucket_records
+        #: key -> its routes in order
         self.groups: dict[Any, list[Any]] = {}
-        self.records: dict[Any, tuple[list[Any], list[Any]]] = {}
         #: unit -> how many of its routes are not covered (with the routes of no key)
         self.open: dict[Any, int] = {}
-        #: the keys with a covered route
-        self.covered: set[Any] = set()
+        #: key -> its covered routes (with their covers) of bucket_records, for the keys with one
+        self.covered: dict[Any, list[Any]] = {}
 
     def find(self, routes: tuple[Any, ...], key: Callable[[Any], Any]) -> tuple[Any, ...]:
         """The unreachable rules of ``routes`` (in order by ``key``, the render's route order)."""
@@ -446,6 +446,16 @@ class UnreachableMemo:
             self._build(routes)
         else:
             touched: set[Any] = set()
+            for r in gone:  # (what the keys touched found is forgotten before they change)
+                k = reach.bucket_key(r)
+                if k is not None and k not in touched:
+                    touched.add(k)
+                    self._forget(k)
+            for r in new:
+                k = reach.bucket_key(r)
+                if k is not None and k not in touched and k in self.groups:
+                    touched.add(k)
+                    self._forget(k)
             for r in gone:
                 k = reach.bucket_key(r)
                 if k is None:
@@ -465,7 +475,6 @@ class UnreachableMemo:
                 bisect.insort_right(self.groups.setdefault(k, []), r, key=key)
                 touched.add(k)
             for k in touched:
-                self._forget(k)
                 if self.groups[k]:
                     self._search(k)
                 else:
@@ -480,14 +489,14 @@ class UnreachableMemo:
 
         opened = self.open
         self.found = reach.unreachable_of(
-            [item for k in self.covered for item in self.records[k][0]],
+            [item for found in self.covered.values() for item in found],
             lambda unit: opened.get(unit, 0) > 0, position)
         return self.found
 
     def _build(self, routes: tuple[Any, ...]) -> None:
         from titanium_gateway.render import reach
 
-        self.groups, self.records, self.open, self.covered = {}, {}, {}, set()
+        self.groups, self.open, self.covered = {}, {}, {}
         for r in routes:
             k = reach.bucket_key(r)
             if k is None:
@@ -504,19 +513,20 @@ class UnreachableMemo:
     def _search(self, k: Any) -> None:
         from titanium_gateway.render import reach
 
-        covered, uncovered = self.records[k] = reach.bucket_records(self.groups[k])
+        covered, uncovered = reach.bucket_records(self.groups[k])
         for r in uncovered:
             self._count(reach.unit_of(r), 1)
         if covered:
-            self.covered.add(k)
+            self.covered[k] = covered
 
     def _forget(self, k: Any) -> None:
+        """Take back what :meth:`_search` counted of the key ``k`` (its routes as they are)."""
         from titanium_gateway.render import reach
 
-        covered, uncovered = self.records.pop(k, ((), ()))
+        _, uncovered = reach.bucket_records(self.groups[k])
         for r in uncovered:
             self._count(reach.unit_of(r), -1)
-        self.covered.discard(k)
+        self.covered.pop(k, None)
 
     def _count(self, unit: Any, n: int) -> None:
         if unit is None:

@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [b[k] / a[k] for a, b in pairs]
         label = ("full render" if k == "full" else f"re-render, 1 {k} changed" if k[0].isupper()
                  else f"re-render, 1 HTTPRoute {k}")
-        print(f"| {label} | {', '.join(f'{a[k]:.2f}' for a, _ in pairs)} | {', '.join(f'{b[k]:.2f}' for _, b in pairs)}"
+        print(f"| {label} | {', '.join(f'{a[k]:.3f}' for a, _ in pairs)} | {', '.join(f'{b[k]:.3f}' for _, b in pairs)}"
               f" | {', '.join(f'{r:.2f}' for r in ratios)} | {statistics.median(ratios):.2f} |")
     return 0
 

@@ -22,9 +22,17 @@ Validity, conservatively:
   that do not exist, count by name, only once a translation looked them up
   (``BackendIndex.service_versions`` leaves them out; ``RenderCache.service_lookups``), so a
   Gateway's data plane appearing or getting its address re-translates only what names it;
+* the HTTPRoutes are replayed in blocks of consecutive keys (:func:`replay_or_translate`): a
+  block none of whose routes changed replays as one recording, the same effects in the same
+  order as its routes one by one;
 * the Ingress translation (conflicts and canaries make Ingresses depend on each other) is
   recorded as a whole, valid while every Ingress, IngressClass, Service (as above), Secret and
-  Namespace version, the options and the ports Gateway listeners use are unchanged;
+  Namespace version, the options and the ports Gateway listeners use are unchanged, and Ingress
+  by Ingress (:class:`IngressParts`): an Ingress that changed and shares no path (host, path,
+  kind) with another, before and after, is translated alone and the others replayed;
+* what comes after the translations starts from the last render's too: the order
+  (:func:`order_from_hint`), the unreachable rules (:class:`UnreachableMemo`), the sorted keys
+  of the statuses (:class:`SortedKeys`) and the text (``emit.EmitCache``);
 * an object without ``metadata.resourceVersion`` (an offline render of files) is never
   memoized, nor is a recording in which a condition stamped ``snapshot.now`` (a transition:
   the next render must stamp its own ``now``, exactly as a fresh render would; once the status

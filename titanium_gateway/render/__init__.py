@@ -166,14 +166,12 @@ def _ingresses_alone(ctx: RenderContext, parts: _memo.IngressParts, changed: lis
         if not (ctx.can_replay(rec) if whole else all(ctx.can_replay(recordings[k]) for k in keys if k not in changed_set)):
             return False
     assert parts.rest is not None
-    ctx.replay(parts.rest)
+    replays = [parts.rest]
     for keys, rec, whole in blocks:
-        if whole:
-            ctx.replay(rec)
-        else:
-            for key in keys:
-                if key not in changed_set:
-                    ctx.replay(recordings[key])
+        replays += [rec] if whole else [recordings[key] for key in keys if key not in changed_set]
+    for rec in replays:
+        if not ctx.replay(rec):  # (can_replay said it would: never half a translation, silently)
+            raise RuntimeError("an Ingress recording checked for a replay did not replay")
     for key in changed:
         old = parts.facts[key]
         _ingress.translate_one(ctx, ctx.snapshot.ingresses[key], parts)

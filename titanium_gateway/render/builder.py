@@ -393,12 +393,18 @@ class RenderContext:
         return rec, out
 
     def can_replay(self, rec: Recording) -> bool:
-        """Whether :meth:`replay` would apply ``rec`` now: its clusters are known (from this
-        render or the previous one) and its routes' ids free."""
-        known, last = self.clusters, self.known_clusters
+        """Whether :meth:`replay` would apply ``rec`` now (nothing is changed): each of its
+        clusters is in this render, or resolves again, and its routes' ids are free."""
+        known = self.clusters
         for c in rec.clusters:
-            if type(c) is str and c not in known and c not in last:
-                return False
+            if type(c) is str and c not in known:
+                hit = self.known_clusters.get(c)
+                if hit is None:
+                    return False
+                backend = hit[1].backend
+                assert backend is not None
+                if hit[0] != self.backends.version(backend.namespace, backend.service) and self.resolve(backend) is None:
+                    return False
         keys = rec.route_keys if len(rec.route_keys) == len(rec.routes) else [(r.plane, r.id) for r in rec.routes]
         return self.routes.keys().isdisjoint(keys)
 

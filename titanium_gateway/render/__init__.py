@@ -155,7 +155,7 @@ def _ingresses_alone(ctx: RenderContext, parts: _memo.IngressParts, changed: lis
     changed_set = set(changed)
     others_bind = any(facts[2] for key, facts in parts.facts.items() if key not in changed_set)
     for key in changed:
-        found = _ingress.conflict_keys(ctx, ctx.snapshot.ingresses[key])
+        found = _ingress.conflict_keys(ctx, key, ctx.snapshot.ingresses[key])
         if found is None or not parts.alone(key, found[0]):
             return False
         if not others_bind and (found[1] or parts.facts[key][2]):  # (whether the HTTPS listener is needed)
@@ -173,16 +173,11 @@ def _ingresses_alone(ctx: RenderContext, parts: _memo.IngressParts, changed: lis
         if not ctx.replay(rec):  # (can_replay said it would: never half a translation, silently)
             raise RuntimeError("an Ingress recording checked for a replay did not replay")
     for key in changed:
-        old = parts.facts[key]
+        before = parts.facts[key][0]
         _ingress.translate_one(ctx, ctx.snapshot.ingresses[key], parts)
         if ctx.recording is not None:  # (the part is recorded apart: the whole has it too)
             ctx.recording.absorb(parts.recordings[key])
-        for k in old[0]:
-            parts.holders[k] -= 1
-            if not parts.holders[k]:
-                del parts.holders[k]
-        for k in parts.facts[key][0]:
-            parts.holders[k] = parts.holders.get(k, 0) + 1
+        parts.moved(before, parts.facts[key][0])
         if not parts.recordings[key].replayable():
             parts.rest = None  # (a condition stamped now: the next render translates everything)
     parts.renew(changed)

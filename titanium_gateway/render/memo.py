@@ -398,6 +398,16 @@ class IngressParts:
                 holders[k] = holders.get(k, 0) + 1
         self.holders = holders
 
+    def moved(self, before: Iterable[Any], after: Iterable[Any]) -> None:
+        """An Ingress's conflict keys were ``before`` and are ``after``: the counts follow."""
+        holders = self.holders
+        for k in before:
+            holders[k] -= 1
+            if not holders[k]:
+                del holders[k]
+        for k in after:
+            holders[k] = holders.get(k, 0) + 1
+
     def changed(self, keys: tuple[str, ...], versions: tuple[Any, ...], most: int) -> list[str] | None:
         """The keys of the Ingresses whose version changed (at most ``most``); None when
         Ingresses were added or removed, or more changed."""

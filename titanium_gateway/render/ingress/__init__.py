@@ -107,18 +107,11 @@ class Translator:
         canaries: list[IngressInfo] = []
         for ing in ingresses:
             self._part(parts, ing.ref)
-            status.status(ctx, ing, self.lb_addresses, self.statuses)
-            if not self.http_ok:
-                event(ctx, ing, "PortUnavailable", self.http_why)
+            self._status(ing)
             if ing.is_canary:
                 canaries.append(ing)
                 continue
-            paths = self.paths.of(ing)
-            if not paths:
-                status.not_served(ctx, ing, "none of its paths is valid (InvalidPath events say why)" if any(
-                    f.items(f.mapping(f.mapping(rule).get("http")).get("paths"))
-                    for rule in f.items(f.mapping(ing.obj.get("spec")).get("rules")))
-                    else "it has no rule paths and no defaultBackend")
+            paths = self._paths(ing)
             for p in paths:
                 primaries.append(p)
                 conflict_key = p.conflict_key
@@ -150,6 +143,21 @@ class Translator:
             self.path_memo.clear()
             self.path_memo.update(self.path_kept)
         self._listeners(ingresses)
+
+    def _status(self, ing: IngressInfo) -> None:
+        status.status(self.ctx, ing, self.lb_addresses, self.statuses)
+        if not self.http_ok:
+            event(self.ctx, ing, "PortUnavailable", self.http_why)
+
+    def _paths(self, ing: IngressInfo) -> list[PathInfo]:
+        """The paths of a primary Ingress (NotServed when it has none)."""
+        paths = self.paths.of(ing)
+        if not paths:
+            status.not_served(self.ctx, ing, "none of its paths is valid (InvalidPath events say why)" if any(
+                f.items(f.mapping(f.mapping(rule).get("http")).get("paths"))
+                for rule in f.items(f.mapping(ing.obj.get("spec")).get("rules")))
+                else "it has no rule paths and no defaultBackend")
+        return paths
 
     def _listeners(self, ingresses: list[IngressInfo]) -> None:
         ctx = self.ctx
@@ -184,15 +192,8 @@ class Translator:
         self._part(parts, key)
         try:
             ing = self.prepare(obj, *age)
-            status.status(ctx, ing, self.lb_addresses, self.statuses)
-            if not self.http_ok:
-                event(ctx, ing, "PortUnavailable", self.http_why)
-            paths = self.paths.of(ing)
-            if not paths:
-                status.not_served(ctx, ing, "none of its paths is valid (InvalidPath events say why)" if any(
-                    f.items(f.mapping(f.mapping(rule).get("http")).get("paths"))
-                    for rule in f.items(f.mapping(ing.obj.get("spec")).get("rules")))
-                    else "it has no rule paths and no defaultBackend")
+            self._status(ing)
+            paths = self._paths(ing)
             bound = tls.bind(ctx, ing, self.https_ok, self.https_why)
             parts.facts[key] = (frozenset(p.conflict_key for p in paths), False, bound)
             self.path_memo = None  # (its paths' routes: translated)
@@ -292,14 +293,17 @@ class _Unheard:
         pass
 
 
-def conflict_keys(ctx: RenderContext, obj: Mapping[str, Any]) -> tuple[frozenset[Any], bool] | None:
-    """``(the conflict keys of its paths, whether it names a TLS Secret)`` of an Ingress that is
-    an owned primary (not a canary), else None; nothing is added to ``ctx``."""
+def conflict_keys(ctx: RenderContext, key: str, obj: Mapping[str, Any]) -> tuple[frozenset[Any], bool] | None:
+    """``(the conflict keys of its paths, whether it names a TLS Secret)`` of the Ingress
+    ``key`` when it is an owned primary (not a canary) known by that key, else None; nothing is
+    added to ``ctx``."""
     options = ctx.options
     owned, has_default = ownership.owned_classes(ctx.snapshot.ingress_classes, options.ingress_controller_name)
     if not ownership.is_owned(obj, owned, has_default, options.watch_legacy_annotation):
         return None
     created, namespace, name = ownership.age_key(obj)
+    if key != f"{namespace}/{name}" or f.namespace_of(f.metadata(obj)) != namespace or not name:
+        return None
     ann = parse_annotations(f.mapping(f.metadata(obj).get("annotations")), namespace)
     if ann.canary:
         return None

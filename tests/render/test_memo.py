@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -298,6 +299,9 @@ def _edit_ingress(objs: list[dict[str, Any]], i: int) -> None:
         _bump(ing)
 
 
+_CANARY_VERSIONS = itertools.count(900000)
+
+
 def _canary(objs: list[dict[str, Any]], i: int) -> None:
     """A canary Ingress for another Ingress's host and path (or one that matches nothing)."""
     ings = [o for o in objs if o["kind"] == "Ingress" and "canary" not in o["metadata"]["name"]]
@@ -306,7 +310,7 @@ def _canary(objs: list[dict[str, Any]], i: int) -> None:
         c = copy.deepcopy(primary)
         c["metadata"]["name"] += f"-canary{i % 3}"
         c["metadata"]["uid"] += f"-canary{i % 3}"
-        c["metadata"]["resourceVersion"] = str(900000 + i)
+        c["metadata"]["resourceVersion"] = str(next(_CANARY_VERSIONS))  # (each write a new one, as on a server)
         c["metadata"]["annotations"] = {"titanium.io/canary": "true", "titanium.io/canary-weight": str(i % 100)}
         if i % 2:
             c["metadata"]["annotations"]["titanium.io/canary-by-header"] = "x-canary"

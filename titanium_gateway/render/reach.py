@@ -232,7 +232,7 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
         else:
             uncovered.append(r)  # a regular expression (or a path no request has): never certain
             continue
-        # (the key of bucket_key, spelled out: once per route of every render)
+        # (bucket_key's key, spelled out: this runs once per route of a full render)
         where = (r.plane, r.host)
         by_path = index[table].get(where)
         if by_path is None:
@@ -246,15 +246,7 @@ def find_unreachable(routes: Iterable[Route]) -> tuple[Unreachable, ...]:
         if hit is None:
             uncovered.append(r)
         elif not _answers_500(r):
-            unit = unit_of(r)
-            assert unit is not None
-            takers = covered.get(unit)
-            if takers is None:
-                takers = covered[unit] = {}
-                first_route[unit] = r
-            wunit = unit_of(hit)
-            if wunit not in takers:
-                takers[wunit] = (pos, hit)
+            _taken(covered, first_route, pos, r, hit)
         if len(bucket) < _BUCKET_SCAN:
             bucket.append(r)  # (past it, the later routes of the key are not compared with it)
     if covered:
@@ -327,16 +319,23 @@ def unreachable_of(covered: Iterable[tuple[Route, Route]], open_units: Callable[
     found: dict[Unit, dict[Unit | None, tuple[int, Route]]] = {}
     first_route: dict[Unit, Route] = {}
     for pos, r, hit in entries:
-        unit = unit_of(r)
-        assert unit is not None
-        takers = found.get(unit)
-        if takers is None:
-            takers = found[unit] = {}
-            first_route[unit] = r
-        wunit = unit_of(hit)
-        if wunit not in takers:
-            takers[wunit] = (pos, hit)
+        _taken(found, first_route, pos, r, hit)
     return _told(found, first_route)
+
+
+def _taken(covered: dict[Unit, dict[Unit | None, tuple[int, Route]]], first_route: dict[Unit, Route], pos: int,
+           r: Route, hit: Route) -> None:
+    """``r`` (at ``pos``) is covered by ``hit``: its unit's takers, each once, at the first route
+    of the unit it takes."""
+    unit = unit_of(r)
+    assert unit is not None
+    takers = covered.get(unit)
+    if takers is None:
+        takers = covered[unit] = {}
+        first_route[unit] = r
+    wunit = unit_of(hit)
+    if wunit not in takers:
+        takers[wunit] = (pos, hit)
 
 
 def _first_cover(bucket: list[Route], r: Route) -> Route | None:

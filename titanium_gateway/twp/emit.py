@@ -610,39 +610,11 @@ class _Writer:
         texts: list[str] = []
         ends: list[int] = []
         sizes: list[int] = []
-        append, end, size = texts.append, ends.append, sizes.append
         cache = self.cache
-        old: dict[str, Any] = cache.routes if cache is not None else {}
-        new: dict[str, Any] = {}
-        keep = cache is not None
-        write = self.route
-        n = first - 1
-        for route in routes:
-            n += 1
-            hit = old.get(route.id) if keep else None
-            if hit is None or hit[0] is not route:
-                try:
-                    hit = (*write(route), 0, "")
-                except (_LongKey, _Fallback):
-                    text = _fragment(route_data(route, n))
-                    append(text)
-                    size(utf8_size(text))
-                    end(len(texts))
-                    continue
-            _, rid, line, tail, was, head = hit
-            if was != n:
-                head = f"- id: {rid}\n  order: {n}\n"
-                hit = (route, rid, line, tail, n, head)
-            if keep:
-                new[route.id] = hit
-            append(head)
-            append(line)
-            append(tail)
-            # the writers' text is ASCII (non-ASCII is escaped): len is the size
-            size(len(head) + len(line) + len(tail))
-            end(len(texts))
-        if cache is not None:
-            cache.routes = new
+        if cache is None:
+            self._routes_pieces_into(routes, first, texts, ends, sizes, {}, None)
+        else:
+            cache.routes = self._routes_pieces_into(routes, first, texts, ends, sizes, cache.routes, {})
         return Pieces(texts, ends, sizes)
 
     def _edited(self, routes: Sequence[Route], before: tuple[Route, ...], pieces: Pieces) -> Pieces | None:
@@ -660,7 +632,7 @@ class _Writer:
         entries = cache.routes
         cut = pieces.start(p)
         texts, ends, sizes = pieces.texts[:cut], pieces.ends[:p], pieces.sizes[:p]
-        middle = self._routes_pieces_into(routes[p:n_new - s], p + 1, texts, ends, sizes, entries)
+        middle = self._routes_pieces_into(routes[p:n_new - s], p + 1, texts, ends, sizes, entries, {})
         if s:
             old_first = n_old - s
             if n_old == n_new:  # the same orders: the very pieces
@@ -678,13 +650,13 @@ class _Writer:
         return Pieces(texts, ends, sizes)
 
     def _routes_pieces_into(self, routes: Sequence[Route], first: int, texts: list[str], ends: list[int],
-                            sizes: list[int], entries: dict[str, Any], new: dict[str, Any] | None = None
+                            sizes: list[int], entries: dict[str, Any], new: dict[str, Any] | None
                             ) -> dict[str, Any]:
-        """The pieces of ``routes`` (orders from ``first``) added to the lists; returns their
-        entries for the cache (into ``new``), looking up written text in ``entries``."""
+        """The pieces of ``routes`` (orders from ``first``) added to the lists, looking up
+        written text in ``entries``; returns ``new`` with their entries for the cache (None:
+        none kept)."""
         append, end, size = texts.append, ends.append, sizes.append
-        if new is None:
-            new = {}
+        keep = new is not None
         write = self.route
         n = first - 1
         for route in routes:
@@ -703,13 +675,15 @@ class _Writer:
             if was != n:
                 head = f"- id: {rid}\n  order: {n}\n"
                 hit = (route, rid, line, tail, n, head)
-            new[route.id] = hit
+            if keep:
+                new[route.id] = hit  # type: ignore[index]
             append(head)
             append(line)
             append(tail)
+            # the writers' text is ASCII (non-ASCII is escaped): len is the size
             size(len(head) + len(line) + len(tail))
             end(len(texts))
-        return new
+        return new  # type: ignore[return-value]
 
     def clusters_pieces(self, clusters: Sequence[Cluster]) -> Pieces:
         texts: list[str] = []

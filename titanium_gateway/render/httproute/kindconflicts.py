@@ -135,16 +135,17 @@ def _attach(ctx: RenderContext, gateways: Mapping[tuple[str, str], GatewayInfo],
         route = routes[key]
         if not f.is_mapping(route):
             continue
+        spec = f.mapping(route.get("spec"))
+        raw_hosts = f.items(spec.get("hostnames"))
+        lowered = [h.lower() for h in raw_hosts if isinstance(h, str)]
+        if may_share is not None and not may_share(lowered):
+            continue  # (first: most routes stop here, before anything else is read of them)
+        hosts = [h for h in lowered if valid_hostname(h)]
+        if len(hosts) != len(raw_hosts):  # not accepted anywhere (Translator.route)
+            continue
         meta = f.metadata(route)
         name, ns = f.name_of(meta), f.namespace_of(meta)
         if not name or ns is None:
-            continue
-        spec = f.mapping(route.get("spec"))
-        raw_hosts = f.items(spec.get("hostnames"))
-        hosts = [h.lower() for h in raw_hosts if isinstance(h, str) and valid_hostname(h.lower())]
-        if len(hosts) != len(raw_hosts):  # not accepted anywhere (Translator.route)
-            continue
-        if may_share is not None and not may_share(hosts):
             continue
         entry_route = (kind, ns, name)
         age = (creation_timestamp(route), f"{ns}/{name}")

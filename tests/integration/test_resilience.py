@@ -35,7 +35,7 @@ def test_dropped_connections_recover(env: Env) -> None:
         env.server.close_watches(abrupt=True)
         env.route(name=f"r{i}", host=f"h{i}.example.com")
     # a dropped write request too: the reconcile fails and is retried
-    env.server.inject("patch", "configmaps", status=None, drop=True, times=1)
+    env.server.inject("update", "configmaps", status=None, drop=True, times=1)
     env.route(name="last", host="last.example.com")
     wait_for(lambda: all(f"h{i}.example.com" in env.root_config() for i in range(3))
              and "last.example.com" in env.root_config(), timeout=10, what="every change after drops")

@@ -279,7 +279,10 @@ class Reflector:
                 self._stream = None
             close = getattr(stream, "close", None)
             if close is not None and not inspect.isgenerator(stream):
-                close()
+                try:
+                    close()  # (at the bookmark: the watch goes on from its resourceVersion in watch_once)
+                except Exception:  # noqa: BLE001
+                    log.debug("reflector %s: closing the streaming list failed", self.name, exc_info=True)
         self._check_stop()
         log.info("reflector %s: the streaming list ended before its last bookmark; listing with pages", self.name)
         self.watch_list = False

@@ -13,6 +13,13 @@ runs (the Deployment's pods stay Pending: there is no kubelet), so Programmed st
 Times are taken when this process receives the watch event of the write (one clock for the
 process start, the creates and the writes); the status writes are counted from the API
 server's audit log.
+
+Seeding 24k objects and priming their statuses takes minutes. With ``reuse`` (``run.py
+--reuse-cluster``) the start-up figure keeps its cluster running after the run, seeded, and a
+later run with the same N starts from it: the release's config ConfigMaps and TLS Secret are emptied again
+(as the chart creates them) and the Lease is free (the controller released it), so the controller
+starts as on a fresh install over a converged cluster. Stop it with
+``hack/kube/down.sh .cache/kube/bench``.
 """
 
 from __future__ import annotations
@@ -50,21 +57,33 @@ def _missing() -> str:
     return ""
 
 
+#: what the running cluster in BENCH_DIR was seeded with (``reuse``): the start-up figure's N
+_SEEDED = BENCH_DIR / "seeded-startup"
+
+
 @contextlib.contextmanager
-def _cluster() -> Iterator[tuple[Any, str]]:
-    """A fresh cluster in .cache/kube/bench, this thread inside its network; stopped after."""
+def _cluster(*, reuse: bool = False) -> Iterator[tuple[Any, str]]:
+    """A fresh cluster in .cache/kube/bench, this thread inside its network; stopped after
+    (``reuse``: the one running there if any, left running after)."""
     import subprocess
 
     from tests.support.kubecluster import REPO, LocalCluster
 
-    subprocess.run([str(REPO / "hack/kube/down.sh"), str(BENCH_DIR)], capture_output=True, check=False)
+    if not reuse:
+        subprocess.run([str(REPO / "hack/kube/down.sh"), str(BENCH_DIR)], capture_output=True, check=False)
     helm = subprocess.run([str(REPO / "hack/helm.sh"), "--print-path"], capture_output=True, text=True, check=True)
     cluster = LocalCluster.start(BENCH_DIR)
+    if not cluster.started_here and not reuse:
+        raise RuntimeError(f"a cluster still runs in {BENCH_DIR}")
+    if cluster.started_here:
+        _SEEDED.unlink(missing_ok=True)
     try:
         with cluster.inside():
             yield cluster, helm.stdout.strip()
     finally:
-        cluster.stop()
+        if not reuse:
+            cluster.stop()
+            _SEEDED.unlink(missing_ok=True)
 
 
 _WORK = BENCH_DIR.parent / "bench-work"  # release files and controller logs of the last run
@@ -81,6 +100,15 @@ def _install(cluster: Any, helm: str) -> Any:
 
     shutil.rmtree(_WORK, ignore_errors=True)
     return ChartRelease.install(cluster, helm, RELEASE, namespace=NAMESPACE, values=values, workdir=_WORK)
+
+
+def _reset_config(cluster: Any, release: Any) -> None:
+    """The release's config ConfigMaps and TLS Secret as the chart creates them (no data), for a
+    reused cluster."""
+    api = cluster.api
+    for name in (release.rel.config_map, *release.rel.part_names):
+        api.patch("ConfigMap", NAMESPACE, name, {"data": None})
+    api.patch("Secret", NAMESPACE, release.rel.tls_secret, {"data": None})
 
 
 def _for_server(obj: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +254,8 @@ def _log_phases(path: Path, t0_wall: float) -> str:
     return "; ".join(out)
 
 
-def figure_startup_real(n: int) -> list[Row]:
+def figure_startup_real(n: int, *, reuse: bool = False) -> list[Row]:
+    """``reuse``: start from the seeded cluster a former run left running, and leave it running."""
     case = f"N={n} routes + {n} ingresses, real API server"
     why = _missing()
     if why:
@@ -234,12 +263,26 @@ def figure_startup_real(n: int) -> list[Row]:
     rows: list[Row] = []
     wl = workload.build(n)
     try:
-        with _cluster() as (cluster, helm):
-            release = _install(cluster, helm)
-            load_s = _seed(cluster, release, wl.objects)
-            t_prime = time.monotonic()
-            primed = _prime_statuses(cluster, release)
-            prime_s = time.monotonic() - t_prime
+        with _cluster(reuse=reuse) as (cluster, helm):
+            seeded = _SEEDED.exists() and _SEEDED.read_text().strip() == str(n)
+            if seeded:
+                from tests.support.chartrelease import ChartRelease
+
+                release = ChartRelease.attach(cluster, helm, RELEASE, NAMESPACE, workdir=_WORK)
+                _reset_config(cluster, release)
+                load_s = prime_s = 0.0
+                primed = 0
+            else:
+                if _SEEDED.exists():
+                    raise RuntimeError(f"the cluster in {BENCH_DIR} was seeded with N={_SEEDED.read_text().strip()}: "
+                                       "stop it first (hack/kube/down.sh .cache/kube/bench)")
+                release = _install(cluster, helm)
+                load_s = _seed(cluster, release, wl.objects)
+                t_prime = time.monotonic()
+                primed = _prime_statuses(cluster, release)
+                prime_s = time.monotonic() - t_prime
+                if reuse:
+                    _SEEDED.write_text(f"{n}\n")
             first: dict[str, float] = {}
             root = release.rel.config_map
 
@@ -249,6 +292,7 @@ def figure_startup_real(n: int) -> list[Row]:
 
             watcher = _Watcher(cluster, "ConfigMap", on_cm)
             try:
+                (_WORK / "bench.log").unlink(missing_ok=True)  # (the log of a former run, with reuse)
                 t0_wall, t0 = time.time(), time.monotonic()
                 ctrl = release.start_controller("bench", health_port=18081)
                 end = t0 + 300
@@ -272,6 +316,7 @@ def figure_startup_real(n: int) -> list[Row]:
             finally:
                 watcher.stop()
             rows.append(Row("startup", "real API server: seeding + status priming (not counted)",
+                            "a seeded cluster reused (--reuse-cluster)" if seeded else
                             f"{len(wl.objects)} objects in {seconds(load_s)}, {primed} statuses in {seconds(prime_s)}",
                             "", None))
     except Exception as exc:  # noqa: BLE001

@@ -44,6 +44,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cli-n", type=int, default=0, help="HTTPRoutes for the offline render command (default 10000)")
     p.add_argument("--controller-args", default="",
                    help="extra controller flags for startup/churn/status, e.g. '--kube-api-qps=500 --kube-api-burst=1000'")
+    p.add_argument("--reuse-cluster", action="store_true",
+                   help="startup-real: start from the seeded cluster a former run left running, and leave it running "
+                   "(stop it with hack/kube/down.sh .cache/kube/bench)")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="print a pyinstrument profile of one warm render of N routes and exit")
     p.add_argument("--machine", action="store_true", help="print the machine description too")
@@ -136,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         elif fig == "startup-real":
             from benchmarks import bench_realserver
 
-            run(fig, lambda: bench_realserver.figure_startup_real(args.startup_n or (400 if q else 10000)))
+            run(fig, lambda: bench_realserver.figure_startup_real(
+                args.startup_n or (400 if q else 10000), reuse=args.reuse_cluster))
         elif fig == "status-real":
             from benchmarks import bench_realserver
 

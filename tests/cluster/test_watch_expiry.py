@@ -39,8 +39,10 @@ def test_informers_relist_after_compaction_without_losing_a_change(env: ClusterE
 
         wait_for(lambda: env.route_hosts() == {"cart.example.com"}, 120, what="the state after the relist")
         user = env.controller_user()
+        # a list, or a streaming list (a watch with sendInitialEvents)
         lists = [e for e in env.cluster.audit.events(mark, user=user)
-                 if e.get("verb") == "list" and e["objectRef"]["resource"] == "httproutes"]
+                 if e["objectRef"]["resource"] == "httproutes" and (e.get("verb") == "list" or (
+                     e.get("verb") == "watch" and "sendInitialEvents=true" in e.get("requestURI", "")))]
         assert lists, "the informers did not relist HTTPRoutes"
         env.wait_condition("Gateway", "web", "Programmed", ns=env.apps, timeout=120)
     finally:

@@ -315,7 +315,7 @@ def test_429_on_a_writer_defers_the_retry_by_retry_after_even_when_changes_arriv
 
     clock = FakeClock()
     ctrl, api, render, prober = setup(clock=clock)
-    api.fail_next("patch", "configmaps", ApiError(429, "TooManyRequests", "wait", retry_after=3.0))
+    api.fail_next("replace", "configmaps", ApiError(429, "TooManyRequests", "wait", retry_after=3.0))
     assert _fail_then_retry(ctrl) == 3.0  # the back-off alone would be 0.5 s
     ctrl.trigger.done()
     ctrl.trigger.trigger()  # an informer event arrives meanwhile
@@ -445,7 +445,7 @@ def test_error_without_retry_after_keeps_the_exponential_back_off() -> None:
     ctrl, api, render, prober = setup(clock=clock)
     delays = []
     for _ in range(3):
-        api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+        api.fail_next("replace", "configmaps", ApiError(500, "InternalError", "boom"))
         delays.append(_fail_then_retry(ctrl))
         ctrl.trigger.done()
     assert delays == [0.5, 1.0, 2.0]
@@ -570,7 +570,7 @@ def test_a_new_term_or_a_failed_pass_renders_again() -> None:
     assert len(render.snapshots) == 2
     # another replica wrote meanwhile: the new term must write the root again, and that fails
     api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS}, "data": {"twp.yaml": "older"}})
-    api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+    api.fail_next("replace", "configmaps", ApiError(500, "InternalError", "boom"))
     ctrl.on_started_leading()
     try:
         ctrl.reconcile()
@@ -590,7 +590,7 @@ def test_failure_back_off_uses_the_controller_rate_limiter_and_counts_retries() 
     ctrl, api, render, prober = setup(clock=clock)
     assert 'workqueue_adds_total{name="reconcile"}' in ctrl.registry.render_text()
     for _ in range(2):
-        api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+        api.fail_next("replace", "configmaps", ApiError(500, "InternalError", "boom"))
         _fail_then_retry(ctrl)
         ctrl.trigger.done()
     assert ctrl._rate_limiter.num_requeues("reconcile") == 2
@@ -603,7 +603,7 @@ def test_failure_back_off_uses_the_controller_rate_limiter_and_counts_retries() 
     ctrl.trigger.done()
     render.config = b"routes: [changed]\n"  # a change: the ConfigMap must be written again
     ctrl.informers["Service"].store.upsert({"metadata": {"name": "s", "namespace": "apps"}})
-    api.fail_next("patch", "configmaps", ApiError(500, "InternalError", "boom"))
+    api.fail_next("replace", "configmaps", ApiError(500, "InternalError", "boom"))
     clock.step(1.0)
     assert _fail_then_retry(ctrl) == 0.5  # back to the first step
     assert ctrl.registry.value("workqueue_work_duration_seconds_count", name="reconcile") == 1

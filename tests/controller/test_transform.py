@@ -183,6 +183,23 @@ def test_shared_values_are_strictly_equal_and_pruned_when_unused() -> None:
     assert shared.prune() == 0 and e["spec"]["y"] == {"z": 1}  # still held by e
 
 
+def test_a_hash_collision_never_shares_a_value_that_is_not_strictly_equal() -> None:
+    # the table is keyed by the hash of a value's flat key: values that meet under one key are
+    # compared, strictly (key order, True vs 1, -0.0 vs 0.0), before one stands for the other
+    shared = tf.SharedValues()
+    key = ("same", "key")
+    first = shared._share({"a": "x", "b": None}, key, True)
+    assert shared._share({"b": None, "a": "x"}, key, True) is not first  # other key order
+    assert shared._share({"a": "x", "b": None}, key, True) is first
+    assert shared._share(["x", None], key, True) is not first
+    ints = shared._share({"n": 1}, ("ints",), False)
+    assert shared._share({"n": True}, ("ints",), False) is not ints
+    assert shared._share({"n": 1.0}, ("ints",), False) is not ints
+    assert shared._share({"n": 1}, ("ints",), False) is ints
+    zero = shared._share([0.0], ("floats",), False)
+    assert shared._share([-0.0], ("floats",), False) is not zero
+
+
 def test_shared_values_prune_as_the_table_grows() -> None:
     shared = tf.SharedValues()
     for i in range(3 * shared.MIN_PRUNE):

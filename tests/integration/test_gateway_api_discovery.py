@@ -39,9 +39,16 @@ def resolved(env: Env, name: str = "shop") -> dict[str, Any] | None:
     return condition({"status": parents[0]}, "ResolvedRefs") if parents else None
 
 
+def lists(env: Env, plural: str) -> list[Any]:
+    """The controller's lists of ``plural``: paginated, or streaming (a watch with sendInitialEvents)."""
+    return [*env.server.requests("list", plural),
+            *(r for r in env.server.requests("watch", plural) if r.query.get("sendInitialEvents") == "true")]
+
+
 def requested(env: Env, plural: str, verb: str = "list") -> set[str]:
     """The versions of ``plural`` the controller listed (or watched)."""
-    return {r.path.split("/")[3] for r in env.server.requests(verb, plural) if r.path.startswith(f"/apis/{GROUP}/")}
+    reqs = lists(env, plural) if verb == "list" else env.server.requests(verb, plural)
+    return {r.path.split("/")[3] for r in reqs if r.path.startswith(f"/apis/{GROUP}/")}
 
 
 def gateway_class(env: Env) -> dict[str, Any]:
@@ -61,7 +68,7 @@ def test_the_v1_6_3_bundle_every_kind_is_watched_grants_as_v1_and_supported_feat
     for plural in ("grpcroutes", "tlsroutes", "tcproutes", "udproutes", "listenersets", "backendtlspolicies"):
         assert requested(env, plural, "watch") == {"v1"}, plural
     # the ConfigMaps BackendTLSPolicies may name, without the data plane's own
-    (cm_list,) = [r for r in env.server.requests("list", "configmaps") if not r.namespace]
+    (cm_list,) = [r for r in lists(env, "configmaps") if not r.namespace]
     assert cm_list.query.get("labelSelector") == "app.kubernetes.io/component!=data-plane-config"
     gc = wait_for(lambda: (g := gateway_class(env)) and g["status"].get("supportedFeatures") and g,
                   what="supportedFeatures")
@@ -155,6 +162,7 @@ def test_a_restart_with_unreadable_grants_still_reconciles_the_rest(env: Env, st
         env.server.forbid(["list", "watch"], "referencegrants")
     else:
         env.server.inject("list", "referencegrants", 404, times=None)
+        env.server.inject("watch", "referencegrants", 404, times=None)
     env.start_controller()
     env.wait_programmed()
     wait_for(lambda: (c := resolved(env, "local")) and c["status"] == "True", what="the same-namespace route")

@@ -170,16 +170,24 @@ class FakeKubeApi:
 
     def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
               label_selector: str | None = None, field_selector: str | None = None,
-              timeout_seconds: int | None = None, allow_bookmarks: bool = True) -> Iterator[Obj]:
+              timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+              send_initial_events: bool = False) -> Iterator[Obj]:
         with self.lock:
             self._log("watch", res, namespace=namespace, resource_version=resource_version,
                       label_selector=label_selector, field_selector=field_selector,
-                      timeout_seconds=timeout_seconds, allow_bookmarks=allow_bookmarks)
+                      timeout_seconds=timeout_seconds, allow_bookmarks=allow_bookmarks,
+                      send_initial_events=send_initial_events)
             self._maybe_fail("watch")
             from_rv = int(resource_version or self.rv)
             if from_rv < self.oldest_rv:
                 raise ApiError(410, "Expired", f"too old resource version: {from_rv} ({self.oldest_rv})")
             q: queue.Queue[Any] = queue.Queue()
+            if send_initial_events:  # every object as ADDED, then the bookmark that ends them
+                for k, o in sorted(self.objects.items()):
+                    if k[0] == res.plural and self._matches(o, namespace, label_selector, field_selector):
+                        q.put({"type": "ADDED", "object": copy.deepcopy(o)})
+                q.put({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version, "metadata": {
+                    "resourceVersion": str(self.rv), "annotations": {"k8s.io/initial-events-end": "true"}}}})
             for rv, etype, obj in self.history:
                 if rv > from_rv and obj.get("kind") == res.kind and self._matches(
                         obj, namespace, label_selector, field_selector):

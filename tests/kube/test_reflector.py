@@ -356,3 +356,54 @@ def test_a_transform_with_previous_gets_the_stored_object_of_the_same_key(api: F
     r.list()  # a relist: each listed item with the stored one
     assert sorted(seen) == sorted([("a", store.get("default/a")["metadata"]["resourceVersion"]),  # type: ignore[index]
                                    ("b", store.get("default/b")["metadata"]["resourceVersion"])])  # type: ignore[index]
+
+
+def test_a_streaming_list_fills_the_store_and_the_watch_goes_on_from_its_bookmark(api: FakeKubeApi) -> None:
+    for i in range(3):
+        api.put(SERVICES, svc(f"s{i}"))
+    r, store, rec = make(api, watch_list=True)
+    r.list()
+    assert api.count("list") == 0 and api.calls_of("watch")[0]["send_initial_events"] is True
+    assert store.keys() == ["default/s0", "default/s1", "default/s2"] and r.has_synced() and r.lists == 1
+    assert store.get("default/s0")["kind"] == "Service"  # type: ignore[index]
+    assert r.last_sync_resource_version == str(api.rv) and rec.events == [("add", f"s{i}") for i in range(3)]
+    api.put(SERVICES, svc("s3"))
+    r.watch_once()
+    assert api.calls_of("watch")[1]["send_initial_events"] is False
+    assert api.calls_of("watch")[1]["resource_version"] == str(api.rv - 1)
+    assert rec.events[-1] == ("add", "s3") and len(store) == 4
+
+
+def test_a_server_without_streaming_lists_is_listed_with_pages_and_not_asked_again(api: FakeKubeApi) -> None:
+    api.put(SERVICES, svc("a"))
+    api.fail("watch", ApiError(422, "Invalid", "sendInitialEvents is forbidden for watch unless the WatchList "
+                                               "feature gate is enabled"))
+    r, store, _ = make(api, watch_list=True)
+    r.list()
+    assert store.keys() == ["default/a"] and api.count("list") == 1 and r.watch_list is False
+    r.list()  # a relist (after a 410): pages straight away
+    assert api.count("list") == 2 and api.count("watch") == 1
+
+
+def test_a_streaming_list_that_ends_before_its_bookmark_is_listed_with_pages(api: FakeKubeApi) -> None:
+    api.put(SERVICES, svc("a"))
+    r, store, _ = make(api, watch_list=True)
+    real_watch = api.watch
+
+    def no_bookmark(*a: object, **kw: object):  # type: ignore[no-untyped-def]
+        return iter([e for e in real_watch(*a, **kw) if e["type"] != "BOOKMARK"])  # type: ignore[arg-type]
+
+    api.watch = no_bookmark  # type: ignore[method-assign]
+    r.list()
+    assert store.keys() == ["default/a"] and api.count("list") == 1 and r.watch_list is False
+
+
+def test_an_error_in_a_streaming_list_is_raised_and_the_next_attempt_streams_again(api: FakeKubeApi) -> None:
+    api.put(SERVICES, svc("a"))
+    r, store, _ = make(api, watch_list=True)
+    api.fail("watch", ApiError(500, "InternalError", "etcd"))
+    with pytest.raises(ApiError):
+        r.list()
+    assert not r.has_synced() and r.watch_list is True
+    r.list()
+    assert store.keys() == ["default/a"] and api.count("list") == 0

@@ -74,7 +74,7 @@ def test_fault_storm_converges_with_nothing_lost(env: Env, monkeypatch: pytest.M
     s = env.server
     faults = [
         lambda: s.inject("*", "*", status=500, times=4),
-        lambda: s.inject("patch", "configmaps", status=429, retry_after=1, times=1),
+        lambda: s.inject("update", "configmaps", status=429, retry_after=1, times=1),
         lambda: s.close_watches(abrupt=True),
         lambda: s.close_watches(expire=True),
         lambda: s.compact(),
@@ -149,10 +149,10 @@ def test_429_retry_after_is_honoured_by_the_writers(env: Env, monkeypatch: pytes
     start(env, monkeypatch, "ctrl-a")
     env.wait_programmed()
     s = env.server
-    s.inject("patch", "configmaps", status=429, retry_after=3, times=1, name=env.rel.config_map)
+    s.inject("update", "configmaps", status=429, retry_after=3, times=1, name=env.rel.config_map)
     env.route(name="cart", host="cart.example.com")
     wait_for(lambda: "cart.example.com" in env.route_hosts(), timeout=30)
-    patches = [r for r in s.requests("patch", "configmaps") if r.name == env.rel.config_map]
+    patches = [r for r in s.requests("update", "configmaps") if r.name == env.rel.config_map]
     refused = next(i for i, r in enumerate(patches) if r.status == 429)
     retry = patches[refused + 1]
     gap = retry.time - patches[refused].time

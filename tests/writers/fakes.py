@@ -91,7 +91,21 @@ class RecordingApi:
 
     def replace(self, res: Resource, namespace: str | None, name: str, body: Obj, *,
                 subresource: str | None = None) -> Obj:
-        raise AssertionError("writers patch; they never replace")
+        """An update (PUT): only the ConfigMap writer updates (the other writers patch); the
+        body's resourceVersion, when given, must be the stored one (else 409)."""
+        if res.plural != "configmaps" or subresource:
+            raise AssertionError(f"only the ConfigMap writer replaces (not {res.plural} {subresource or ''})")
+        with self.lock:
+            self.calls.append({"verb": "replace", "plural": res.plural, "namespace": namespace, "name": name,
+                               "body": copy.deepcopy(body)})
+            self._maybe_fail("replace", res.plural)
+            cur = self.find(res, namespace, name)
+            if cur is None:
+                raise ApiError(404, "NotFound", f"{res.plural} {name} not found")
+            want = (body.get("metadata") or {}).get("resourceVersion")
+            if want and want != cur["metadata"]["resourceVersion"]:
+                raise ApiError(409, "Conflict", "the object has been modified")
+        return self.put(res, body)
 
     def patch(self, res: Resource, namespace: str | None, name: str, body: Any, *,
               patch_type: PatchType = "merge", subresource: str | None = None) -> Obj:

@@ -53,7 +53,30 @@ def test_parts_before_root_and_only_on_change(api: RecordingApi) -> None:
     assert len(api.writes("configmaps")) == 3
     assert w.write(result("root2", ["p1", "p2x"]))  # only the changed part, then the root
     assert [c["name"] for c in api.writes("configmaps")][3:] == ["tp-part-2", "tp"]
-    assert all(c["verb"] == "patch" for c in api.calls if c["verb"] != "get")
+    # each object read once, then updated whole with the metadata read or last written
+    assert [c["verb"] for c in api.calls if c["verb"] != "get"] == ["replace"] * 5
+    assert len([c for c in api.calls if c["verb"] == "get"]) == 3
+
+
+def test_an_update_keeps_the_metadata_and_falls_back_to_a_patch_after_a_change(api: RecordingApi) -> None:
+    api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS, "labels": {"app": "chart"},
+                                       "annotations": {"note": "kept"}}})
+    w = cm_writer(api)
+    assert w.write(result("root1"))
+    cm = api.obj(CONFIG_MAPS, NS, "tp")
+    assert cm["metadata"]["labels"] == {"app": "chart"} and cm["metadata"]["annotations"] == {"note": "kept"}
+    sent = [c for c in api.calls if c["verb"] == "replace"][-1]["body"]["metadata"]
+    assert sent["resourceVersion"] != cm["metadata"]["resourceVersion"]  # the precondition: the version read
+    # someone else changes the object (a helm upgrade adds a label): the update meets 409, the
+    # data is patched instead, and the new label stays
+    api.put(CONFIG_MAPS, {**cm, "metadata": {**cm["metadata"], "labels": {"app": "chart", "new": "1"}}})
+    assert w.write(result("root2"))
+    assert [c["verb"] for c in api.calls if c["verb"] != "get"][-2:] == ["replace", "patch"]
+    cm = api.obj(CONFIG_MAPS, NS, "tp")
+    assert cm["data"] == {"twp.yaml": "root2"} and cm["metadata"]["labels"] == {"app": "chart", "new": "1"}
+    assert w.write(result("root3"))  # and updated again with what the patch returned
+    assert [c["verb"] for c in api.calls if c["verb"] != "get"][-1] == "replace"
+    assert api.obj(CONFIG_MAPS, NS, "tp")["data"] == {"twp.yaml": "root3"}
 
 
 def test_dropped_part_is_emptied_only_after_confirmation(api: RecordingApi) -> None:
@@ -93,9 +116,21 @@ def test_delivery_error_writes_nothing(api: RecordingApi) -> None:
     assert api.writes() == []
 
 
+def test_a_gateways_own_configmaps_are_patched_never_updated(api: RecordingApi) -> None:
+    # (RBAC grants patch, not update, on the ConfigMaps of Gateways' own data planes)
+    owner = [{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "gw", "uid": "u1"}]
+    w = ConfigMapWriter(api, NS, "tp", max_parts=3, guard=LeaderGuard(), registry=Registry(),
+                        create=lambda n: {"name": n, "namespace": NS, "ownerReferences": owner})
+    api.put(CONFIG_MAPS, {"metadata": {"name": "tp", "namespace": NS, "ownerReferences": owner}})
+    assert w.write(result("root1", ["p1"]))
+    assert w.write(result("root2", ["p1"]))
+    assert {c["verb"] for c in api.calls if c["verb"] != "get"} == {"patch"}
+    assert data(api, "tp") == {"twp.yaml": "root2"}
+
+
 def test_transient_error_is_retried_next_time(api: RecordingApi) -> None:
     w = cm_writer(api)
-    api.fail_next("patch", "configmaps", ApiError(500, "InternalError"))
+    api.fail_next("replace", "configmaps", ApiError(500, "InternalError"))
     with pytest.raises(ApiError):
         w.write(result("r"))
     assert w.write(result("r"))

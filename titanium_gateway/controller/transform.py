@@ -225,13 +225,19 @@ class SharedValues:
     def __len__(self) -> int:
         return len(self._table)
 
-    def _share(self, value: Any, key: tuple[Any, ...]) -> Any:
+    def _share(self, value: Any, key: tuple[Any, ...], plain: bool) -> Any:
+        """The one instance of ``value`` (``plain``: it holds only strings, None and shared
+        containers, so ``==`` is strict but for a mapping's key order)."""
         table = self._table
         h = hash(key)
         cur = table.get(h)
         if cur is None:
             return table.setdefault(h, value)
-        return cur if _same(cur, value) else value  # a hash collision: not shared
+        if plain:
+            same = type(cur) is type(value) and cur == value and (type(value) is list or tuple(cur) == tuple(value))
+        else:
+            same = _same(cur, value)
+        return cur if same else value  # (not the same: a hash collision, not shared)
 
     def value(self, value: Any) -> Any:
         """``value`` compacted: keys and short strings interned, mappings and lists shared."""
@@ -240,6 +246,7 @@ class SharedValues:
             return _intern(value) if len(value) <= MAX_INTERNED else value
         # the dict and list loops are written out on purpose: a shared helper (one call per
         # container, keys and values zipped) made compacting 24k objects ~50% slower at start-up
+        plain = True
         if kind is dict:
             out = {}
             flat: list[Any] = []
@@ -256,9 +263,11 @@ class SharedValues:
                     flat.append(v)
                 else:
                     flat.append(v)
+                    if v is not None:
+                        plain = False
                 out[k] = v
                 flat.append(k)
-            return self._share(out, tuple(flat))
+            return self._share(out, tuple(flat), plain)
         if kind is list:
             items = []
             flat = [_LIST]
@@ -273,8 +282,10 @@ class SharedValues:
                     flat.append(v)
                 else:
                     flat.append(v)
+                    if v is not None:
+                        plain = False
                 items.append(v)
-            return self._share(items, tuple(flat))
+            return self._share(items, tuple(flat), plain)
         return value
 
     def object(self, obj: Obj, previous: Obj | None = None) -> Obj:

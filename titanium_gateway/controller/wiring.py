@@ -68,9 +68,11 @@ CONFIG_MAP_SELECTOR = "app.kubernetes.io/component!=data-plane-config"
 
 def make_informer(opts: ControllerOptions, api: KubeApi, name: str, res: Resource, *, watch_timeout: int = 300,
                   reflector_backoff: Callable[[], Backoff] | None = None) -> SharedInformer:
-    """The informer of one kind (not subscribed, not started): its scope and cache transform."""
+    """The informer of one kind (not subscribed, not started): its scope and cache transform; it
+    lists with a streaming list where the API server serves one."""
     kw: dict[str, Any] = {"watch_timeout": watch_timeout, "backoff_factory": reflector_backoff,
-                          "transform": transform_for(name, opts.to_render_options().data_plane_service)}
+                          "transform": transform_for(name, opts.to_render_options().data_plane_service),
+                          "watch_list": True}
     if name == "Secret":
         return SharedInformer(api, res, namespaces=list(opts.secret_namespaces) or None,
                               field_selector=TLS_SELECTOR, name="secrets", **kw)

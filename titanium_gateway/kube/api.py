@@ -99,10 +99,13 @@ class KubeApi(Protocol):
 
     def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
               label_selector: str | None = None, field_selector: str | None = None,
-              timeout_seconds: int | None = None, allow_bookmarks: bool = True) -> Iterator[Obj]:
+              timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+              send_initial_events: bool = False) -> Iterator[Obj]:
         """Yields watch events ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, "object": {...}}``.
 
         Ends when the server closes the stream; raises ApiError for a non-2xx answer.
+        ``send_initial_events`` (a streaming list, no ``resource_version``): first every object
+        as ``ADDED``, then a ``BOOKMARK`` annotated ``k8s.io/initial-events-end: "true"``.
         """
 
     def get(self, res: Resource, namespace: str | None, name: str, *, subresource: str | None = None) -> Obj: ...

@@ -86,10 +86,12 @@ class SharedInformer:
                  field_selector: str | None = None, indexers: Mapping[str, IndexFunc] | None = None,
                  resync_period: float | None = None, page_size: int = 500, watch_timeout: int = 300,
                  backoff_factory: Callable[[], Backoff] | None = None, clock: Clock = REAL_CLOCK,
-                 name: str | None = None, transform: Callable[[Obj], Obj] | None = None) -> None:
+                 name: str | None = None, transform: Callable[[Obj], Obj] | None = None,
+                 watch_list: bool = False) -> None:
         """``transform`` (client-go ``SetTransform``): applied to every listed or watched object
         before it is stored and handed to the handlers (to drop what nobody reads); it must not
-        modify its argument, and must keep ``metadata.name``/``namespace``/``resourceVersion``."""
+        modify its argument, and must keep ``metadata.name``/``namespace``/``resourceVersion``.
+        ``watch_list``: list with a streaming list where the server serves one (``Reflector``)."""
         if namespace is not None and namespaces:
             raise ValueError("give namespace or namespaces, not both")
         self.resource = resource
@@ -104,7 +106,8 @@ class SharedInformer:
             Reflector(api, resource, self.store, self._fanout, namespace=ns, label_selector=label_selector,
                       field_selector=field_selector, page_size=page_size, watch_timeout=watch_timeout,
                       resync_period=resync_period, backoff=backoff_factory() if backoff_factory else None,
-                      clock=clock, name=f"{self.name}/{ns}" if ns else self.name, transform=transform)
+                      clock=clock, name=f"{self.name}/{ns}" if ns else self.name, transform=transform,
+                      watch_list=watch_list)
             for ns in scopes
         ]
         self._threads: list[CoreThread] = []

@@ -2,7 +2,10 @@
 selectors) by listing, then watching from the list's resourceVersion (client-go tools/cache).
 
 - The list is paginated (``limit``/``continue``); an expired continue token (410) falls back to
-  one unpaginated list.
+  one unpaginated list. With ``watch_list`` it is a streaming list instead (a watch with
+  ``sendInitialEvents``: every object as ``ADDED``, then a bookmark that ends them), as client-go's
+  WatchList; a server that refuses it (400/422: the WatchList feature off) or ends the stream
+  before that bookmark is listed with pages, and is not asked again.
 - The watch asks for bookmarks and a server-side timeout; when the stream ends normally the
   watch restarts at once from the last resourceVersion seen (events or bookmarks).
 - 410 Gone, as an HTTP answer or as an ``ERROR`` event with code 410, makes it relist; the
@@ -35,6 +38,8 @@ from titanium_gateway.kube.store import Store, strip_managed_fields
 from titanium_gateway.metrics import Registry, reflector_malformed_objects
 
 log = logging.getLogger(__name__)
+#: The annotation of the bookmark that ends a streaming list's objects.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 class EventSink(Protocol):
@@ -99,8 +104,11 @@ class Reflector:
                  field_selector: str | None = None, page_size: int = 500, watch_timeout: int = 300,
                  resync_period: float | None = None, backoff: Backoff | None = None,
                  min_watch_duration: float = 1.0, clock: Clock = REAL_CLOCK, name: str | None = None,
-                 registry: Registry | None = None, transform: Callable[[Obj], Obj] | None = None) -> None:
+                 registry: Registry | None = None, transform: Callable[[Obj], Obj] | None = None,
+                 watch_list: bool = False) -> None:
         self.api = api
+        #: list with a streaming list (a watch with sendInitialEvents) while the server serves it
+        self.watch_list = watch_list
         self.resource = resource
         self.store = store
         self.sink = sink
@@ -208,8 +216,80 @@ class Reflector:
         self.watch_once()
 
     def list(self) -> None:
-        """List everything (paginated), replace the store, report the differences."""
+        """List everything (a streaming list, else paginated), replace the store, report the
+        differences."""
         self._check_stop()
+        listed = self._watch_list() if self.watch_list else None
+        items, rv = listed if listed is not None else self._list_pages()
+        self.lists += 1
+        self.failing_since = None
+        self._last_list_at = self.clock.now()
+        res = self.store.replace(items, rv, namespace=self.namespace)
+        self._rv = rv
+        self._need_list = False
+        self.backoff.reset()
+        if self.resync_period:
+            self._next_resync = self.clock.now() + self.resync_period
+        self._synced.set()
+        for obj in res.added:
+            self._emit(lambda s, o=obj: s.on_add(o))
+        for old, new in res.updated:
+            self._emit(lambda s, o=old, n=new: s.on_update(o, n))
+        for obj in res.deleted:
+            self._emit(lambda s, o=obj: s.on_delete(o))
+
+    def _watch_list(self) -> tuple[list[Obj], str] | None:
+        """The objects and resourceVersion of a streaming list; None when the server does not
+        serve one (then ``watch_list`` is switched off)."""
+        items: list[Obj] = []
+        try:
+            stream = self.api.watch(self.resource, self.namespace, label_selector=self.label_selector,
+                                    field_selector=self.field_selector, timeout_seconds=self.watch_timeout,
+                                    allow_bookmarks=True, send_initial_events=True)
+        except ApiError as e:
+            if e.status not in (400, 422):
+                raise
+            log.info("reflector %s: no streaming list (%s); listing with pages", self.name, e)
+            self.watch_list = False
+            return None
+        with self._stop.cond:
+            self._stream = stream
+        try:
+            if self._stop.stopped:
+                self.stop()
+            for ev in stream:
+                self._check_stop()
+                etype = ev.get("type") if isinstance(ev, dict) else None
+                obj = ev.get("object") if isinstance(ev, dict) else None
+                if etype == "ADDED":
+                    why = _malformed(obj)
+                    if why:
+                        self._skip(f"streamed list item {why}", obj)
+                        continue
+                    assert isinstance(obj, dict)
+                    items.append(self._with_type(obj))
+                elif etype == "BOOKMARK" and isinstance(obj, dict):
+                    md = obj.get("metadata") or {}
+                    if (md.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                        return items, str(md.get("resourceVersion") or "")
+                elif etype == "ERROR":
+                    self._handle(ev)  # raises (410 too: listed again after a back-off)
+        finally:
+            with self._stop.cond:
+                self._stream = None
+            close = getattr(stream, "close", None)
+            if close is not None and not inspect.isgenerator(stream):
+                try:
+                    close()  # (at the bookmark: the watch goes on from its resourceVersion in watch_once)
+                except Exception:  # noqa: BLE001
+                    log.debug("reflector %s: closing the streaming list failed", self.name, exc_info=True)
+        self._check_stop()
+        log.info("reflector %s: the streaming list ended before its last bookmark; listing with pages", self.name)
+        self.watch_list = False
+        return None
+
+    def _list_pages(self) -> tuple[list[Obj], str]:
+        """The objects and resourceVersion of a paginated list."""
         items: list[Obj] = []
         token: str | None = None
         limit: int | None = self.page_size or None
@@ -236,22 +316,7 @@ class Reflector:
             token = md.get("continue") or None
             if not token:
                 break
-        self.lists += 1
-        self.failing_since = None
-        self._last_list_at = self.clock.now()
-        res = self.store.replace(items, rv, namespace=self.namespace)
-        self._rv = rv
-        self._need_list = False
-        self.backoff.reset()
-        if self.resync_period:
-            self._next_resync = self.clock.now() + self.resync_period
-        self._synced.set()
-        for obj in res.added:
-            self._emit(lambda s, o=obj: s.on_add(o))
-        for old, new in res.updated:
-            self._emit(lambda s, o=old, n=new: s.on_update(o, n))
-        for obj in res.deleted:
-            self._emit(lambda s, o=obj: s.on_delete(o))
+        return items, rv
 
     def watch_once(self) -> None:
         """One watch stream from the last resourceVersion; returns when it ends normally."""

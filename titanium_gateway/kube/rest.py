@@ -361,7 +361,8 @@ class RestApi:
 
     def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
               label_selector: str | None = None, field_selector: str | None = None,
-              timeout_seconds: int | None = None, allow_bookmarks: bool = True) -> Iterator[Obj]:
+              timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+              send_initial_events: bool = False) -> Iterator[Obj]:
         q: list[tuple[str, Any]] = [("watch", "true")]
         if resource_version:
             q.append(("resourceVersion", resource_version))
@@ -371,8 +372,10 @@ class RestApi:
             q.append(("fieldSelector", field_selector))
         if timeout_seconds:
             q.append(("timeoutSeconds", int(timeout_seconds)))
-        if allow_bookmarks:
+        if allow_bookmarks or send_initial_events:
             q.append(("allowWatchBookmarks", "true"))
+        if send_initial_events:
+            q += [("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")]
         read_timeout = (timeout_seconds or 1800) + self.watch_read_margin
         raw = self._send("GET", res.path(namespace), q, timeout=(self.connect_timeout, read_timeout))
         return WatchStream(raw, self._iter_events(raw))

@@ -4,9 +4,14 @@
 Rules (the contract's "parts"): parts are written before the root; a ConfigMap is written only
 when its bytes change; a part the new root no longer lists is emptied (never deleted) only
 after the root that stops listing it is confirmed by every data-plane pod; the objects are
-pre-created by the chart, so the writer only patches (a missing object is a clear error) -
+pre-created by the chart, so the writer only updates them (a missing object is a clear error) -
 except the ConfigMaps of a Gateway's own data plane, which the writer creates when they are
 missing (``create``: the metadata of a new one).
+
+A ConfigMap the chart pre-created whose metadata the writer knows (read, or returned by its
+last write) is updated whole (PUT) with that metadata, its ``resourceVersion`` as the
+precondition; one changed by someone else since (409), one not read, and a Gateway's own (RBAC
+grants patch there, not update) are written with a JSON patch of their ``data``.
 
 What was written is remembered as one SHA-256 per ConfigMap (not its text: 26 MB at 10k
 routes), computed over the rendered bytes; only what is actually written is decoded to ``str``.
@@ -71,12 +76,16 @@ class ConfigMapWriter:
         self._stale: dict[int, str] = {}
         #: config_hash whose root and parts were all written (or found written) since the last reset
         self._complete: str | None = None
+        #: object name -> its metadata as last read or written (without ``managedFields``): what
+        #: an update sends back (absent: written with a patch)
+        self._meta: dict[str, dict[str, Any]] = {}
         self._writes = config_writes(registry)
 
     def reset(self) -> None:
         """Forget what was written (new leadership term: another replica may have written)."""
         with self._lock:
             self._known.clear()
+            self._meta.clear()
             self._stale.clear()
             self._complete = None
 
@@ -109,6 +118,32 @@ class ConfigMapWriter:
         held = cur.get("data") or {}
         if isinstance(held, Mapping) and all(isinstance(v, str) for v in held.values()):
             self._known[name] = data_digest({str(k): v.encode("utf-8") for k, v in held.items()})
+            self._remember(name, cur)
+
+    def _remember(self, name: str, obj: Any) -> None:
+        """Keep the metadata of ``obj`` (as read or written, without binaryData) for the next
+        update (not for a Gateway's own ConfigMaps: those are patched)."""
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        if self.create is None and isinstance(meta, Mapping) and meta.get("resourceVersion") \
+                and not obj.get("binaryData"):
+            self._meta[name] = {k: v for k, v in meta.items() if k != "managedFields"}
+
+    def _send(self, name: str, value: dict[str, str]) -> Any:
+        """Update the ConfigMap with ``value`` as its data (PUT with the metadata last seen), or
+        patch its data when that metadata is unknown or out of date (409); the object written."""
+        meta = self._meta.pop(name, None)
+        if meta is not None:
+            try:
+                return self.api.replace(CONFIG_MAPS, self.namespace, name,
+                                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": value})
+            except ApiError as e:
+                if not e.is_conflict:
+                    raise
+        body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": value}]
+        if self.create is not None:  # (the owner too: see _learn)
+            body.append({"op": "add", "path": "/metadata/ownerReferences",
+                         "value": self.create(name).get("ownerReferences") or []})
+        return self.api.patch(CONFIG_MAPS, self.namespace, name, body, patch_type="json")
 
     def _put(self, name: str, data: dict[str, bytes], what: str, *, create: bool = True) -> bool:
         digest = data_digest(data)
@@ -118,21 +153,18 @@ class ConfigMapWriter:
             return False
         self.guard.check(f"write ConfigMap {self.namespace}/{name}")
         value = {k: v.decode("utf-8") for k, v in data.items()}
-        body: list[dict[str, Any]] = [{"op": "add", "path": "/data", "value": value}]
-        if self.create is not None:  # (the owner too: see _learn)
-            body.append({"op": "add", "path": "/metadata/ownerReferences",
-                         "value": self.create(name).get("ownerReferences") or []})
         try:
-            self.api.patch(CONFIG_MAPS, self.namespace, name, body, patch_type="json")
+            written = self._send(name, value)
         except ApiError as e:
             self._known.pop(name, None)
             if e.is_not_found and self.create is not None and create:
-                self.api.create(CONFIG_MAPS, self.namespace, {"apiVersion": "v1", "kind": "ConfigMap",
-                                                              "metadata": self.create(name), "data": value})
+                written = self.api.create(CONFIG_MAPS, self.namespace, {"apiVersion": "v1", "kind": "ConfigMap",
+                                                                        "metadata": self.create(name), "data": value})
             elif e.is_not_found:
                 raise self._missing(name) from e
             else:
                 raise
+        self._remember(name, written)
         self._known[name] = digest
         self._writes.labels(object=what).inc()
         log.info("wrote ConfigMap", extra={"kind": "ConfigMap", "namespace": self.namespace, "object_name": name,

@@ -530,25 +530,26 @@ class EmitCache:
         #: order, its first lines: id and order)
         self.routes: dict[str, tuple[Route, str, str, str, int, str]] = {}
         self.clusters: Texts = {}
-        #: file name -> (the pieces it was joined from, its bytes, their SHA-256) of the last emit
-        self.files: dict[str, tuple[list[str], bytes, str]] = {}
+        #: file name -> (the pieces it was joined from, the SHA-256 of their bytes) of the last emit
+        #: (not the bytes: the controller lets a part's bytes go once it is written)
+        self.files: dict[str, tuple[list[str], str]] = {}
         #: the last emit's routes and their pieces
         self.last: tuple[tuple[Route, ...], Pieces] | None = None
 
     def clear(self) -> None:
         self.routes, self.clusters, self.files, self.last = {}, {}, {}, None
 
-    def encode(self, name: str, pieces: list[str], files: dict[str, tuple[list[str], bytes, str]]
+    def encode(self, name: str, pieces: list[str], files: dict[str, tuple[list[str], str]]
                ) -> tuple[bytes, str]:
-        """``pieces`` joined and encoded, and their SHA-256: the last emit's when it had the
+        """``pieces`` joined and encoded, and their SHA-256: the last emit's hash when it had the
         same pieces under that name (kept in ``files``, the next emit's table)."""
+        data = "".join(pieces).encode()
         last = self.files.get(name)
         if last is not None and last[0] == pieces:
             files[name] = last
-            return last[1], last[2]
-        data = "".join(pieces).encode()
-        entry = files[name] = (pieces, data, hashlib.sha256(data).hexdigest())
-        return data, entry[2]
+            return data, last[1]
+        entry = files[name] = (pieces, hashlib.sha256(data).hexdigest())
+        return data, entry[1]
 
 
 class _Writer:
@@ -840,7 +841,7 @@ def emit(document: Document, *, part_limit: int, max_parts: int, cache: EmitCach
     route_size, cluster_size = sum(route_items.sizes), sum(cluster_items.sizes)
     whole_size = (utf8_size(head) + route_size + cluster_size + (len("routes:\n") if n_routes else len("routes: []\n"))
                   + (len("clusters:\n") if n_clusters else len("clusters: []\n")))
-    files: dict[str, tuple[list[str], bytes, str]] = {}
+    files: dict[str, tuple[list[str], str]] = {}
     if whole_size <= part_limit:
         pieces = _list_block("routes", route_items, 0, n_routes)
         pieces.insert(0, head)

@@ -48,12 +48,12 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from titanium_gateway.render.result import EventRecord, NotOurs, ObjectStatus
+from titanium_gateway.sequences import common_ends, same_objects
 from titanium_gateway.twp.emit import EmitCache
 
 
@@ -455,8 +455,7 @@ class UnreachableMemo:
         from titanium_gateway.render import reach
 
         old = self.routes
-        p = _same_prefix(old, routes)
-        s = _same_suffix(old, routes, min(len(old), len(routes)) - p)
+        p, s = common_ends(old, routes, same_objects)
         if p == len(old) == len(routes):
             return self.found
         gone, new = old[p:len(old) - s], routes[p:len(routes) - s]
@@ -554,35 +553,6 @@ class UnreachableMemo:
             self.open[unit] = got
         else:
             del self.open[unit]
-
-
-def _same_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many items ``a`` and ``b`` begin with that are the very same objects."""
-    lo, hi = 0, min(len(a), len(b))
-    if all(map(operator.is_, a[:hi], b[:hi])):
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if all(map(operator.is_, a[lo:mid], b[lo:mid])):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _same_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
-    """How many items (at most ``limit``) ``a`` and ``b`` end with that are the very same objects."""
-    na, nb = len(a), len(b)
-    lo, hi = 0, limit
-    if all(map(operator.is_, a[na - hi:], b[nb - hi:])):
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if all(map(operator.is_, a[na - mid:na - lo], b[nb - mid:nb - lo])):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 class RenderCache:

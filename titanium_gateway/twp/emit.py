@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 from yaml.resolver import Resolver
 
+from titanium_gateway.sequences import common_ends
 from titanium_gateway.twp import model as m
 from titanium_gateway.twp.blockyaml import BlockWriter, Unsure
 from titanium_gateway.twp.model import (
@@ -626,8 +627,7 @@ class _Writer:
         cache = self.cache
         assert cache is not None
         n_old, n_new = len(before), len(routes)
-        p = _common_prefix(before, routes)
-        s = _common_suffix(before, routes, min(n_old, n_new) - p)
+        p, s = common_ends(before, routes)
         if n_new - s - p > max(64, n_new // 4):
             return None
         entries = cache.routes
@@ -707,35 +707,6 @@ class _Writer:
         if cache is not None:
             cache.clusters = kept
         return Pieces(texts, list(range(1, len(texts) + 1)), sizes)
-
-
-def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many items ``a`` and ``b`` begin with in common (equal values: the same text)."""
-    lo, hi = 0, min(len(a), len(b))
-    if a[:hi] == b[:hi]:
-        return hi
-    while hi - lo > 1:  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _common_suffix(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
-    """How many items (at most ``limit``) ``a`` and ``b`` end with in common."""
-    na, nb = len(a), len(b)
-    lo, hi = 0, limit
-    if a[na - hi:] == b[nb - hi:]:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[na - mid:na - lo] == b[nb - mid:nb - lo]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def route_text(route: Route, order: int) -> str:

@@ -43,7 +43,6 @@ import argparse
 import base64
 import collections
 import concurrent.futures
-import datetime
 import http.client
 import os
 import socket
@@ -59,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import requests  # noqa: E402
 
+from benchmarks import workload  # noqa: E402
 from benchmarks.common import ROOT, percentile  # noqa: E402
 
 NS = "apps"
@@ -253,29 +253,10 @@ def measure(cluster: Any, address: str, n: int, count: int, poll: float, gap: fl
 
 
 def certificate(host: str) -> tuple[dict[str, Any], str]:
-    """A kubernetes.io/tls Secret in the Gateway's namespace with a fresh self-signed certificate
-    for ``host`` (made in memory, never written to disk), and that certificate's PEM to trust."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-            .sign(key, hashes.SHA256()))
-    crt = cert.public_bytes(serialization.Encoding.PEM)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
-    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-              "metadata": {"name": TLS_SECRET, "namespace": NS},
-              "data": {"tls.crt": base64.b64encode(crt).decode(), "tls.key": base64.b64encode(pem).decode()}}
-    return secret, crt.decode()
+    """A kubernetes.io/tls Secret in the Gateway's namespace for ``host`` (the workload's
+    self-signed certificates, made in memory), and that certificate's PEM to trust."""
+    secret = {**workload.tls_secret(NS, TLS_SECRET, (host,), 1), "metadata": {"name": TLS_SECRET, "namespace": NS}}
+    return secret, base64.b64decode(secret["data"]["tls.crt"]).decode()
 
 
 def get_tls(address: str, host: str, ctx: ssl.SSLContext) -> int | None:
